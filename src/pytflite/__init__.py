@@ -1,0 +1,61 @@
+"""pytflite: a TensorFlow Lite runtime in Python.
+
+    import pytflite as tfl
+    interpreter = tfl.Interpreter(model_path="model.tflite")   # drop-in for tf.lite.Interpreter
+    interpreter.allocate_tensors()
+
+The C API's building blocks are public too: Tensor, Node, Registration, Context, Delegate, op resolvers
+for Python custom ops, and ModelBuilder to write `.tflite` files.
+"""
+
+from .core.context import Context
+from .core.delegate import Delegate, DelegateFlags
+from .core.node import OPTIONAL_TENSOR, DelegateParams, Node, Registration
+from .core.quantization import AffineQuantization, QuantizationParams, SparsityParameters
+from .core.subgraph import Subgraph
+from .core.tensor import Tensor
+from .core.types import AllocationType, BuiltinOperator, Status, TensorType
+from .errors import InterpreterError, KernelError, ModelError, ensure, ensure_eq, ensure_type, ensure_types_eq
+from .interpreter import Interpreter, OpResolverType, SignatureRunner
+from .model import options
+from .model.builder import ModelBuilder
+from .model.custom_options import decode_custom_options
+from .ops.resolver import BuiltinOpResolver, BuiltinRefOpResolver, MutableOpResolver, OpResolver
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "OPTIONAL_TENSOR",
+    "AffineQuantization",
+    "AllocationType",
+    "BuiltinOpResolver",
+    "BuiltinOperator",
+    "BuiltinRefOpResolver",
+    "Context",
+    "Delegate",
+    "DelegateFlags",
+    "DelegateParams",
+    "Interpreter",
+    "InterpreterError",
+    "KernelError",
+    "ModelBuilder",
+    "ModelError",
+    "MutableOpResolver",
+    "Node",
+    "OpResolver",
+    "OpResolverType",
+    "QuantizationParams",
+    "Registration",
+    "SignatureRunner",
+    "SparsityParameters",
+    "Status",
+    "Subgraph",
+    "Tensor",
+    "TensorType",
+    "decode_custom_options",
+    "ensure",
+    "ensure_eq",
+    "ensure_type",
+    "ensure_types_eq",
+    "options",
+]

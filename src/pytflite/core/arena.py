@@ -1,0 +1,214 @@
+"""Arena planning: give every planned tensor an offset in one shared buffer (TFLite's ArenaPlanner).
+
+A tensor lives from the plan step that first writes it (`first`) to the step that last reads it (`last`).
+Tensors whose lifetimes do not overlap may share bytes, so a whole graph runs in a buffer much smaller
+than the sum of its intermediates. Placement follows TFLite: tensors alive for the whole run first, then
+by size (largest first), each in the best-fitting gap among the allocations it overlaps, 64-byte aligned.
+Variables and persistent temporaries go to a second arena that is never reused.
+
+`Tensor.data` of an arena tensor is a NumPy view into the buffer. When the buffer grows it moves (its
+contents are copied), and every view is re-bound; kernels therefore read `tensor.data` at each call.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .node import OPTIONAL_TENSOR, Node
+from .tensor import Tensor
+from .types import AllocationType, storage_dtype, stored_shape
+
+ALIGNMENT = 64  # kDefaultTensorAlignment
+UNASSIGNED = 2**31 - 1  # kNodeNotAssigned: "never" for first, "until the end" for last
+
+
+def _align(offset: int) -> int:
+    return -(-offset // ALIGNMENT) * ALIGNMENT
+
+
+@dataclass(order=True)
+class _Allocation:
+    offset: int
+    size: int
+    tensor: int
+    first: int
+    last: int
+
+
+class _Arena:
+    """One growable buffer and the allocations currently placed in it (SimpleMemoryArena)."""
+
+    def __init__(self) -> None:
+        self.active: list[_Allocation] = []  # sorted by offset
+        self.high_water = 0
+        self._storage = np.empty(0, np.uint8)
+        self.buffer = self._storage
+
+    def allocate(self, tensor: int, size: int, first: int, last: int) -> _Allocation:
+        if size == 0:
+            return _Allocation(0, 0, tensor, first, last)
+        best_offset, best_gap, current = None, None, 0
+        for alloc in self.active:
+            if alloc.last < first or alloc.first > last:
+                continue  # lifetimes do not overlap: the bytes may be shared
+            candidate = _align(current)
+            if candidate + size <= alloc.offset and (best_gap is None or alloc.offset - candidate < best_gap):
+                best_offset, best_gap = candidate, alloc.offset - current
+            current = max(current, alloc.offset + alloc.size)
+            if best_gap == 0:
+                break
+        if best_offset is None:
+            best_offset = _align(current)
+        self.high_water = max(self.high_water, best_offset + size)
+        allocation = _Allocation(best_offset, size, tensor, first, last)
+        bisect.insort(self.active, allocation)
+        return allocation
+
+    def commit(self) -> bool:
+        """Grow the buffer to the high-water mark, keeping its contents; True if it moved."""
+        if self.high_water <= self.buffer.size:
+            return False
+        storage = np.zeros(self.high_water + ALIGNMENT, np.uint8)
+        start = -storage.ctypes.data % ALIGNMENT
+        buffer = storage[start : start + self.high_water]
+        buffer[: self.buffer.size] = self.buffer
+        self._storage, self.buffer = storage, buffer
+        return True
+
+    def keep_only(self, alive) -> None:
+        self.active = [a for a in self.active if alive(a)]
+
+
+class ArenaPlanner:
+    """Plans lifetimes over an execution plan and places ArenaRw / ArenaRwPersistent tensors."""
+
+    def __init__(self, tensors: list[Tensor], preserve_all_tensors: bool = False):
+        self.tensors = tensors
+        self.preserve_all_tensors = preserve_all_tensors
+        self.first: list[int] = []
+        self.last: list[int] = []
+        self.allocations: dict[int, _Allocation] = {}
+        self.rw = _Arena()
+        self.persistent = _Arena()
+        self._last_active = 0
+
+    @property
+    def arena_bytes(self) -> int:
+        return self.rw.high_water
+
+    @property
+    def persistent_bytes(self) -> int:
+        return self.persistent.high_water
+
+    def plan_allocations(
+        self,
+        plan: Sequence[Node],
+        inputs: Sequence[int],
+        outputs: Sequence[int],
+        variables: Sequence[int],
+    ) -> None:
+        """Compute each tensor's lifetime [first, last] in plan positions (PlanAllocations)."""
+        count = len(self.tensors)
+        self.first = [UNASSIGNED] * count
+        self.last = [UNASSIGNED] * count
+        self.allocations.clear()
+        self.rw = _Arena()
+        self.persistent = _Arena()
+        readers = [0] * count
+        for t in outputs:  # graph outputs are never freed
+            if t != OPTIONAL_TENSOR:
+                readers[t] += 1
+        for t in list(variables) + [t for t in inputs if t != OPTIONAL_TENSOR]:
+            readers[t] += 1
+            self.first[t] = 0
+        for node in plan:
+            for t in node.inputs:
+                if t != OPTIONAL_TENSOR:
+                    readers[t] += 1
+        for position, node in enumerate(plan):
+            for t in node.outputs:
+                if t != OPTIONAL_TENSOR and self.first[t] == UNASSIGNED:
+                    self.first[t] = position
+            if self.preserve_all_tensors:
+                continue
+            for t in node.inputs:
+                if t == OPTIONAL_TENSOR:
+                    continue
+                readers[t] -= 1
+                if readers[t] == 0 and self.first[t] != UNASSIGNED:
+                    self.last[t] = position
+
+    def reset_allocations(self) -> None:
+        """Forget all rw placements (the full re-plan of AllocateTensors)."""
+        for t in list(self.allocations):
+            if self.tensors[t].allocation_type == AllocationType.ARENA_RW:
+                del self.allocations[t]
+                self.tensors[t].data = None
+        self.rw.active.clear()
+        self._last_active = 0
+
+    def reset_allocations_after(self, position: int) -> None:
+        """Drop rw placements of tensors first written after `position` (a dynamic resize upstream)."""
+        for t, allocation in list(self.allocations.items()):
+            if allocation.first > position and self.tensors[t].allocation_type == AllocationType.ARENA_RW:
+                del self.allocations[t]
+                self.tensors[t].data = None
+        self.rw.keep_only(lambda a: a.first <= position <= a.last and a.tensor in self.allocations)
+        self._last_active = position
+
+    def execute_allocations(self, first: int, last: int, plan: Sequence[Node]) -> None:
+        """Place the tensors first written in plan positions [first, last] and bind their data."""
+        count = len(self.tensors)
+        if len(self.first) < count:  # kernels may have added temporaries in prepare
+            self.first += [UNASSIGNED] * (count - len(self.first))
+            self.last += [UNASSIGNED] * (count - len(self.last))
+        for position in range(first, min(last + 1, len(plan))):
+            for t in plan[position].temporaries:
+                self.first[t] = position
+                if not self.preserve_all_tensors:
+                    self.last[t] = position
+
+        to_place = []
+        for t in range(count):
+            if not first <= self.first[t] <= last:
+                continue
+            tensor = self.tensors[t]
+            current = self.allocations.get(t)
+            if (
+                tensor.allocation_type == AllocationType.ARENA_RW
+                and (current is None or current.size < tensor.bytes)
+            ) or (tensor.allocation_type == AllocationType.ARENA_RW_PERSISTENT and current is None):
+                to_place.append(t)
+        if to_place:
+            if first < self._last_active:
+                self.rw.active.clear()
+            else:
+                self.rw.keep_only(lambda a: a.last >= first)
+            for t in sorted(to_place, key=self._placement_order):
+                tensor = self.tensors[t]
+                if tensor.allocation_type == AllocationType.ARENA_RW:
+                    self.allocations[t] = self.rw.allocate(t, tensor.bytes, self.first[t], self.last[t])
+                else:
+                    self.allocations[t] = self.persistent.allocate(t, tensor.bytes, self.first[t], UNASSIGNED)
+        self._last_active = last
+        moved = self.rw.commit() | self.persistent.commit()
+        for t, allocation in list(self.allocations.items()):
+            tensor = self.tensors[t]
+            if tensor.allocation_type not in (AllocationType.ARENA_RW, AllocationType.ARENA_RW_PERSISTENT):
+                del self.allocations[t]  # a kernel made it dynamic: it has memory of its own now
+            elif moved or tensor.data is None or first <= self.first[t] <= last:
+                self._bind(tensor, allocation)
+
+    def _placement_order(self, t: int) -> tuple:
+        # whole-run tensors first (by index), then largest first, then earliest written first
+        whole_run = self.first[t] == 0 and self.last[t] == UNASSIGNED
+        return (0, t, 0) if whole_run else (1, -self.tensors[t].bytes, self.first[t])
+
+    def _bind(self, tensor: Tensor, allocation: _Allocation) -> None:
+        arena = self.rw if tensor.allocation_type == AllocationType.ARENA_RW else self.persistent
+        raw = arena.buffer[allocation.offset : allocation.offset + tensor.bytes]
+        tensor.data = raw.view(storage_dtype(tensor.type)).reshape(stored_shape(tensor.type, tensor.shape))

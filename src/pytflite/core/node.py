@@ -1,0 +1,121 @@
+"""Node, Registration and DelegateParams: an operator instance, its kernel, and a delegate's claim.
+
+A `Registration` (TfLiteRegistration) is a kernel: plain functions for each lifecycle step.
+    init(context, buffer, length) -> user_data   once per node at load; `buffer` is the typed builtin
+                                                 options (length 0), the raw custom-options bytes, or
+                                                 the DelegateParams of a delegate kernel (length 0)
+    prepare(context, node)                       shapes, types, derived state; on allocate and resize
+    invoke(context, node)                        compute, writing into the preallocated outputs
+    free(context, user_data)                     teardown
+    profiling_string(context, node) -> str       extra text for the profiler
+prepare and invoke may return None or Status.OK on success, another Status on failure, or raise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..errors import KernelError
+from .types import BuiltinOperator, Status
+
+if TYPE_CHECKING:
+    from .context import Context
+    from .delegate import Delegate
+
+OPTIONAL_TENSOR = -1  # kTfLiteOptionalTensor: an absent optional input or output
+
+KernelFn = Callable[["Context", "Node"], Status | None]
+
+
+@dataclass(frozen=True)
+class Registration:
+    """A kernel: its lifecycle functions and the operator it implements (builtin code or custom name)."""
+
+    init: Callable[[Context, Any, int], Any] | None = None
+    free: Callable[[Context, Any], None] | None = None
+    prepare: KernelFn | None = None
+    invoke: KernelFn | None = None
+    profiling_string: Callable[[Context, Node], str] | None = None
+    builtin_code: int = BuiltinOperator.CUSTOM
+    custom_name: str | None = None
+    version: int = 1
+
+    @property
+    def op_name(self) -> str:
+        """The operator's display name, as TFLite prints it in errors and profiles."""
+        if self.builtin_code == BuiltinOperator.CUSTOM:
+            return self.custom_name or "UnknownCustomOp"
+        if self.builtin_code == BuiltinOperator.DELEGATE and self.custom_name:
+            return self.custom_name
+        return BuiltinOperator(self.builtin_code).name
+
+
+class Node:
+    """One operator instance in a subgraph (TfLiteNode); tensor lists hold indices, -1 for absent."""
+
+    __slots__ = (
+        "index",
+        "inputs",
+        "outputs",
+        "intermediates",
+        "temporaries",
+        "user_data",
+        "builtin_data",
+        "custom_initial_data",
+        "delegate",
+        "might_have_side_effect",
+    )
+
+    def __init__(
+        self,
+        index: int,
+        inputs: tuple[int, ...],
+        outputs: tuple[int, ...],
+        intermediates: tuple[int, ...] = (),
+        builtin_data: Any = None,
+        custom_initial_data: bytes | None = None,
+    ):
+        self.index = index
+        self.inputs = tuple(inputs)
+        self.outputs = tuple(outputs)
+        self.intermediates = tuple(intermediates)
+        self.temporaries: tuple[int, ...] = ()
+        self.user_data: Any = None
+        self.builtin_data = builtin_data
+        self.custom_initial_data = custom_initial_data
+        self.delegate: Delegate | None = None
+        self.might_have_side_effect = False
+
+    def __repr__(self) -> str:
+        return f"Node(#{self.index} inputs={list(self.inputs)} outputs={list(self.outputs)})"
+
+
+@dataclass(frozen=True)
+class DelegateParams:
+    """What a delegate kernel's init receives: the nodes it replaces and the subset's boundary tensors."""
+
+    delegate: Delegate | None
+    nodes_to_replace: tuple[int, ...]
+    input_tensors: tuple[int, ...]
+    output_tensors: tuple[int, ...]
+
+
+def _unresolved_custom_op_invoke(context: Context, node: Node) -> None:
+    raise KernelError("Encountered an unresolved custom op. Did you miss a custom op or delegate?")
+
+
+def unresolved_custom_op(name: str) -> Registration:
+    """Stand-in for a custom op the resolver lacks: loading succeeds (a delegate may still claim the
+    node), preparing it fails with TFLite's "Encountered unresolved custom op" message."""
+    return Registration(
+        invoke=_unresolved_custom_op_invoke, builtin_code=BuiltinOperator.CUSTOM, custom_name=name
+    )
+
+
+def is_unresolved_custom_op(registration: Registration) -> bool:
+    return (
+        registration.builtin_code == BuiltinOperator.CUSTOM
+        and registration.invoke is _unresolved_custom_op_invoke
+    )

@@ -1,0 +1,474 @@
+"""Subgraph: tensors, nodes and an execution plan, with TFLite's allocate / prepare / invoke lifecycle.
+
+    allocate_tensors()  prepare nodes in plan order (stopping after a node with dynamic outputs),
+                        plan the arena, bind tensor data, zero the variables
+    invoke()            run the plan; nodes after a dynamic output are prepared lazily when reached
+    resize_input_tensor(i, shape) + allocate_tensors()   re-prepare everything for new input shapes
+
+Once everything is prepared, invoke walks a precomputed list of (invoke, node) steps with no checks in
+between; the careful loop with TFLite's per-node checks runs only when the graph needs it (dynamic
+shapes, delegate buffers, a profiler, inputs without data).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import numpy as np
+
+from ..errors import ErrorReporter, InterpreterError, KernelError
+from .arena import ArenaPlanner
+from .context import Context
+from .node import OPTIONAL_TENSOR, Node, Registration, is_unresolved_custom_op
+from .tensor import Tensor
+from .types import (
+    NON_POD_TYPES,
+    AllocationType,
+    BuiltinOperator,
+    Status,
+    TensorType,
+    bytes_required,
+    storage_dtype,
+    stored_shape,
+)
+
+if TYPE_CHECKING:
+    from .delegate import Delegate
+    from .node import DelegateParams
+
+_RESIZABLE = frozenset(
+    {
+        AllocationType.ARENA_RW,
+        AllocationType.DYNAMIC,
+        AllocationType.ARENA_RW_PERSISTENT,
+        AllocationType.PERSISTENT_RO,
+        AllocationType.CUSTOM,
+        AllocationType.NON_CPU,
+    }
+)
+_ARENA = frozenset({AllocationType.ARENA_RW, AllocationType.ARENA_RW_PERSISTENT})
+_OK = frozenset({None, Status.OK})
+
+
+class SubgraphState(enum.Enum):
+    UNINVOKABLE = 0
+    INVOKABLE = 1
+    INVOKABLE_AND_IMMUTABLE = 2
+
+
+class Subgraph:
+    """One graph of a model (tflite::Subgraph)."""
+
+    def __init__(
+        self,
+        index: int = 0,
+        name: str = "",
+        error_reporter: ErrorReporter | None = None,
+        *,
+        preserve_all_tensors: bool = False,
+        metadata: dict[str, bytes] | None = None,
+    ):
+        self.index = index
+        self.name = name
+        self.error_reporter = error_reporter or ErrorReporter()
+        self.preserve_all_tensors = preserve_all_tensors
+        self.metadata = metadata or {}
+        self.tensors: list[Tensor] = []
+        self.nodes: list[tuple[Node, Registration]] = []
+        self.execution_plan: list[int] = []
+        self.inputs: tuple[int, ...] = ()
+        self.outputs: tuple[int, ...] = ()
+        self.variables: tuple[int, ...] = ()
+        self.context = Context(self)
+        self.state = SubgraphState.UNINVOKABLE
+        self.consistent = True
+        self.has_dynamic_tensors = False
+        self._planner: ArenaPlanner | None = None
+        self._next_to_prepare = 0  # plan position of the first node not yet prepared
+        self._next_to_allocate = 0  # plan position of the first node whose outputs have no memory yet
+        self._resized_during_invoke = False
+        self._steps: list[tuple[Callable, Node]] | None = None  # the fast invoke path, when valid
+
+    # --- building ----------------------------------------------------------------------------------
+
+    def add_tensors(self, count: int) -> tuple[int, ...]:
+        """Append `count` empty tensors (no type, no shape); returns their indices."""
+        if count < 0:
+            raise KernelError(f"add_tensors called with negative count {count}")
+        first = len(self.tensors)
+        self.tensors.extend(Tensor(first + i) for i in range(count))
+        return tuple(range(first, first + count))
+
+    def add_node_with_parameters(
+        self,
+        inputs: Sequence[int],
+        outputs: Sequence[int],
+        intermediates: Sequence[int],
+        init_data: bytes | None,
+        builtin_data: Any,
+        registration: Registration,
+    ) -> int:
+        """Create a node, run its registration's init, and append it to the plan; returns its index."""
+        if self.state == SubgraphState.INVOKABLE_AND_IMMUTABLE:
+            self._fail("AddNodeWithParameters is disallowed when graph is immutable.")
+        self._invalidate()
+        self._check_tensor_indices("node inputs", inputs)
+        self._check_tensor_indices("node outputs", outputs)
+        if builtin_data is not None:  # builtin ops may not alias an input as an output; custom ops may
+            for i, t in enumerate(inputs):
+                if t in outputs and t != OPTIONAL_TENSOR:
+                    self.consistent = False
+                    self._fail(f"Tensor {t} is both input {i} and output {list(outputs).index(t)}\n")
+        node = Node(len(self.nodes), tuple(inputs), tuple(outputs), tuple(intermediates), builtin_data)
+        if registration.builtin_code == BuiltinOperator.CUSTOM:
+            node.custom_initial_data = init_data
+        if registration.init is not None:
+            try:
+                if init_data is not None:
+                    node.user_data = registration.init(self.context, init_data, len(init_data))
+                else:
+                    node.user_data = registration.init(self.context, builtin_data, 0)
+            except Exception as error:
+                self.report_error(f"{registration.op_name} init raised {type(error).__name__}: {error}")
+                self._fail("Failed to initialize kernel.", cause=error)
+        node.might_have_side_effect = self._might_have_side_effect(node, registration)
+        self.nodes.append((node, registration))
+        self.execution_plan.append(node.index)
+        return node.index
+
+    def _check_tensor_indices(self, label: str, indices: Sequence[int]) -> None:
+        for t in indices:
+            if t != OPTIONAL_TENSOR and not 0 <= t < len(self.tensors):
+                self.consistent = False
+                self._fail(
+                    f"Invalid tensor index {t} in {label}. The subgraph has {len(self.tensors)} tensors\n"
+                )
+
+    def _might_have_side_effect(self, node: Node, registration: Registration) -> bool:
+        touches_resource = any(
+            0 <= t < len(self.tensors) and self.tensors[t].type == TensorType.RESOURCE
+            for t in node.inputs + node.outputs
+        )
+        control_flow = registration.builtin_code in (
+            BuiltinOperator.IF,
+            BuiltinOperator.WHILE,
+            BuiltinOperator.CALL_ONCE,
+        )
+        return touches_resource or control_flow
+
+    def node_and_registration(self, node_index: int) -> tuple[Node, Registration]:
+        if not 0 <= node_index < len(self.nodes):
+            raise KernelError(f"node index {node_index} out of range [0, {len(self.nodes)})")
+        return self.nodes[node_index]
+
+    def _invalidate(self) -> None:
+        """The graph changed: it must be prepared and planned again before the next invoke."""
+        self.state = SubgraphState.UNINVOKABLE
+        self._planner = None
+        self._steps = None
+
+    # --- errors --------------------------------------------------------------------------------------
+
+    def report_error(self, message: str) -> None:
+        self.error_reporter.report(message)
+
+    def _fail(
+        self, message: str | None, status: Status = Status.ERROR, cause: BaseException | None = None
+    ) -> NoReturn:
+        """Report `message` (if any) and raise the accumulated error text, as LiteRT's Python API does."""
+        if message:
+            self.report_error(message)
+        raise InterpreterError(self.error_reporter.text, status) from cause
+
+    def _call_kernel(self, step: str, function: Callable, node: Node, registration: Registration) -> Status:
+        """Run a kernel's prepare or invoke; a failure is reported with TFLite's "Node number" line."""
+        try:
+            status = function(self.context, node)
+        except Exception as error:
+            self._kernel_failed(step, node, registration, error=error)
+        if status in _OK:
+            return Status.OK
+        if status == Status.OUTPUT_SHAPE_NOT_KNOWN and step == "prepare":
+            return Status.OUTPUT_SHAPE_NOT_KNOWN
+        self._kernel_failed(step, node, registration, status=Status(status))
+
+    def _kernel_failed(
+        self,
+        step: str,
+        node: Node,
+        registration: Registration,
+        status: Status = Status.ERROR,
+        error: Exception | None = None,
+    ) -> NoReturn:
+        if isinstance(error, KernelError):
+            self.report_error(str(error))
+            status = error.status
+        elif isinstance(error, InterpreterError):  # a nested subgraph failed and already reported why
+            status = error.status
+        elif error is not None:  # a bug in a (custom) kernel: its traceback stays attached as the cause
+            self.report_error(f"{type(error).__name__}: {error}")
+        op_name = registration.custom_name or BuiltinOperator(registration.builtin_code).name
+        self._fail(f"Node number {node.index} ({op_name}) failed to {step}.", status, error)
+
+    # --- allocation and preparation ------------------------------------------------------------------
+
+    def allocate_tensors(self) -> None:
+        """Prepare all nodes and give every tensor memory (Subgraph::AllocateTensors)."""
+        if not self.consistent:
+            self._fail("AllocateTensors() called on inconsistent model.")
+        if self.state != SubgraphState.UNINVOKABLE and not self._has_dynamic(self.inputs):
+            return  # shapes and memory plan are unchanged
+        self._next_to_prepare = 0
+        self._next_to_allocate = 0
+        if self._planner is not None:
+            self._planner.reset_allocations()
+        self._prepare_ops_and_tensors()
+        self.state = SubgraphState.INVOKABLE
+        self.reset_variable_tensors()
+        self._steps = self._fast_steps()
+
+    def _plan_nodes(self) -> list[Node]:
+        return [self.nodes[i][0] for i in self.execution_plan]
+
+    def _prepare_ops_and_tensors(self) -> None:
+        last = self._prepare_ops_starting_at(self._next_to_prepare)
+        self._next_to_prepare = last + 1
+        plan_nodes = self._plan_nodes()
+        if self._planner is None:
+            self._planner = ArenaPlanner(self.tensors, self.preserve_all_tensors)
+            self._planner.plan_allocations(plan_nodes, self.inputs, self.outputs, self.variables)
+        self._planner.execute_allocations(self._next_to_allocate, last, plan_nodes)
+        self._next_to_allocate = last + 1
+
+    def _prepare_ops_starting_at(self, first: int) -> int:
+        """Prepare plan nodes from `first`; stop after one with dynamic outputs. Returns the last position."""
+        if first == 0:
+            self.has_dynamic_tensors = self._has_dynamic(self.outputs)
+        last = first
+        for position in range(first, len(self.execution_plan)):
+            node, registration = self.nodes[self.execution_plan[position]]
+            status = self._prepare_node(node, registration)
+            last = position
+            if status == Status.OUTPUT_SHAPE_NOT_KNOWN or self._has_dynamic(node.outputs):
+                self.has_dynamic_tensors = True
+                break
+        return last
+
+    def _prepare_node(self, node: Node, registration: Registration) -> Status:
+        if registration.prepare is not None:
+            return self._call_kernel("prepare", registration.prepare, node, registration)
+        if is_unresolved_custom_op(registration):
+            name = registration.custom_name or "UnknownOp"
+            if name.startswith("Flex"):
+                message = (
+                    "Select TensorFlow op(s), included in the given model, is(are) not supported by this "
+                    "interpreter. Make sure you apply/link the Flex delegate before inference. For the "
+                    'Android, it can be resolved by adding "org.tensorflow:tensorflow-lite-select-tf-ops" '
+                    "dependency. See instructions: https://www.tensorflow.org/lite/guide/ops_select"
+                )
+            else:
+                message = (
+                    f"Encountered unresolved custom op: {name}.\n"
+                    "See instructions: https://www.tensorflow.org/lite/guide/ops_custom "
+                )
+            self.report_error(message)
+            self._fail(f"Node number {node.index} ({name}) failed to prepare.", Status.UNRESOLVED_OPS)
+        return Status.OK  # a resolved op may have no prepare
+
+    def _has_dynamic(self, indices: Sequence[int]) -> bool:
+        return any(
+            t != OPTIONAL_TENSOR and self.tensors[t].allocation_type == AllocationType.DYNAMIC
+            for t in indices
+        )
+
+    def resize_tensor(self, tensor: Tensor, new_shape: Sequence[int]) -> None:
+        """Context.resize_tensor: set shape and byte size; (re)allocate dynamic tensors right away."""
+        try:
+            shape = tuple(int(d) for d in new_shape)
+        except (TypeError, ValueError):
+            raise KernelError(f"resize_tensor: shape {new_shape!r} is not a sequence of integers") from None
+        if any(d < 0 for d in shape):
+            raise KernelError(
+                f"resize_tensor: negative dimension in shape {list(shape)} of tensor {tensor.index}"
+            )
+        pod = tensor.type not in NON_POD_TYPES
+        if (
+            tensor.data is not None
+            and tensor.shape == shape
+            and (not pod or tensor.bytes == bytes_required(tensor.type, shape))
+        ):
+            return
+        if tensor.allocation_type not in _RESIZABLE:
+            raise KernelError("Attempting to resize a fixed-size tensor.")
+        if tensor.shape != shape:
+            self._resized_during_invoke = True
+        tensor.shape = shape
+        if pod:
+            tensor.bytes = bytes_required(tensor.type, shape)
+        if tensor.allocation_type in _ARENA:
+            tensor.data = None  # bound again when the arena is (re)planned
+        elif tensor.allocation_type in (AllocationType.DYNAMIC, AllocationType.PERSISTENT_RO):
+            tensor.data = _new_array(tensor)
+
+    def resize_input_tensor(self, index: int, shape: Sequence[int], strict: bool = False) -> None:
+        """Change a tensor's shape before the next allocate_tensors (Subgraph::ResizeInputTensor[Strict])."""
+        if not 0 <= index < len(self.tensors):
+            self._fail(
+                f"tensor_index < context_.tensors_size && tensor_index >= 0 was not true (index {index})."
+            )
+        tensor = self.tensors[index]
+        shape = tuple(int(d) for d in shape)
+        if strict:
+            if len(tensor.shape) != len(shape):
+                self._fail(f"tensor->dims->size != dims.size() ({len(tensor.shape)} != {len(shape)})")
+            for axis, (signature_dim, new_dim) in enumerate(zip(tensor.shape_signature, shape)):
+                if signature_dim != -1 and signature_dim != new_dim:
+                    self._fail(
+                        f"Attempting to resize dimension {axis} of tensor {index} with value {signature_dim} to "
+                        f"{new_dim}. ResizeInputTensorStrict only allows mutating unknown dimensions identified by -1."
+                    )
+        if self.state == SubgraphState.INVOKABLE_AND_IMMUTABLE:
+            self._fail("ResizeInputTensor is disallowed when graph is immutable.")
+        if tensor.data is not None and tensor.shape == shape:
+            return
+        self.state = SubgraphState.UNINVOKABLE
+        self._steps = None
+        try:
+            self.resize_tensor(tensor, shape)
+        except KernelError as error:
+            self._fail(str(error))
+
+    def reset_variable_tensors(self) -> None:
+        """Zero every variable tensor (int8 variables to their zero point), as TFLite does."""
+        for t in self.variables:
+            tensor = self.tensors[t]
+            if tensor.allocation_type == AllocationType.CUSTOM:
+                continue
+            if tensor.allocation_type != AllocationType.ARENA_RW_PERSISTENT or tensor.data is None:
+                self._fail(f"Variable tensor {t} has no persistent memory to reset.")
+            tensor.data[...] = tensor.params.zero_point if tensor.type == TensorType.INT8 else 0
+
+    # --- invocation ----------------------------------------------------------------------------------
+
+    def _fast_steps(self) -> list[tuple[Callable, Node]] | None:
+        """The check-free invoke list, or None when the careful TFLite loop is needed."""
+        if self._next_to_prepare < len(self.execution_plan) or self.has_dynamic_tensors:
+            return None
+        steps = []
+        for node_index in self.execution_plan:
+            node, registration = self.nodes[node_index]
+            for t in node.inputs:
+                if t == OPTIONAL_TENSOR:
+                    continue
+                tensor = self.tensors[t]
+                if tensor.delegate is not None or _lacks_data(tensor):
+                    return None
+            if registration.invoke is None:
+                return None
+            steps.append((registration.invoke, node))
+        return steps
+
+    def invoke(self) -> None:
+        """Run every node of the plan once (Subgraph::Invoke)."""
+        if not self.consistent:
+            self._fail("Invoke called on model that is not consistent.")
+        if self.state == SubgraphState.UNINVOKABLE:
+            self._fail("Invoke called on model that is not ready.")
+        if self._steps is not None and self.context.profiler is None:
+            self._invoke_fast(self._steps)
+        else:
+            self._invoke_careful()
+
+    def _invoke_fast(self, steps: list[tuple[Callable, Node]]) -> None:
+        context = self.context
+        for invoke, node in steps:
+            try:
+                status = invoke(context, node)
+            except Exception as error:
+                self._kernel_failed("invoke", node, self.nodes[node.index][1], error=error)
+            if status:  # None and Status.OK are falsy
+                self._kernel_failed("invoke", node, self.nodes[node.index][1], status=Status(status))
+
+    def _invoke_careful(self) -> None:
+        plan = self.execution_plan
+        for position in range(len(plan)):
+            if position == self._next_to_prepare:
+                self._prepare_ops_and_tensors()
+            node, registration = self.nodes[plan[position]]
+            for i, t in enumerate(node.inputs):
+                if t == OPTIONAL_TENSOR:
+                    continue
+                tensor = self.tensors[t]
+                if (
+                    tensor.delegate is not None
+                    and tensor.delegate is not node.delegate
+                    and tensor.data_is_stale
+                ):
+                    self.ensure_tensor_data_is_readable(t)
+                if _lacks_data(tensor) and tensor.allocation_type != AllocationType.NON_CPU:
+                    if (
+                        registration.builtin_code == BuiltinOperator.RESHAPE
+                        and i == 1
+                        and len(tensor.shape) != 1
+                    ):
+                        continue  # RESHAPE may take its shape from options instead
+                    self._fail(f"Input tensor {t} lacks data")
+            if registration.invoke is None:
+                self._fail(f"Node number {node.index} ({registration.op_name}) failed to invoke.")
+            self._resized_during_invoke = False
+            self._call_kernel("invoke", registration.invoke, node, registration)
+            if self._resized_during_invoke and self._has_dynamic(node.outputs):
+                self._next_to_prepare = position + 1
+                if self._next_to_allocate > self._next_to_prepare:
+                    self._next_to_allocate = self._next_to_prepare
+                    self._planner.reset_allocations_after(position)
+
+    def ensure_tensor_data_is_readable(self, index: int) -> None:
+        """Copy a delegate-owned tensor back into `data` if the delegate marked it stale."""
+        tensor = self.tensors[index]
+        if not tensor.data_is_stale:
+            return
+        delegate = tensor.delegate
+        if delegate is None or tensor.buffer_handle == -1 or delegate.copy_from_buffer_handle is None:
+            self._fail(f"Tensor {index} is stale but its delegate cannot copy it back.")
+        status = delegate.copy_from_buffer_handle(self.context, delegate, tensor.buffer_handle, tensor)
+        if status not in _OK:
+            self._fail(f"Copying tensor {index} from its delegate buffer failed.", Status(status))
+        tensor.data_is_stale = False
+
+    # --- delegation (see core/delegate.py) -----------------------------------------------------------
+
+    def replace_node_subsets_with_delegate_kernels(
+        self, registration: Registration, nodes_to_replace: Sequence[int], delegate: Delegate
+    ) -> None:
+        raise NotImplementedError("delegate partitioning arrives with the delegate machinery")
+
+    def preview_delegate_partitioning(self, nodes_to_replace: Sequence[int]) -> list[DelegateParams]:
+        raise NotImplementedError("delegate partitioning arrives with the delegate machinery")
+
+    # --- teardown ------------------------------------------------------------------------------------
+
+    def free(self) -> None:
+        """Call every kernel's free with its user data (once), as TFLite's subgraph destructor does."""
+        for node, registration in self.nodes:
+            if registration.free is not None and node.user_data is not None:
+                registration.free(self.context, node.user_data)
+            node.user_data = None
+
+    @property
+    def arena_bytes(self) -> int:
+        return 0 if self._planner is None else self._planner.arena_bytes + self._planner.persistent_bytes
+
+
+def _lacks_data(tensor: Tensor) -> bool:
+    """No memory although the tensor has contents (a string tensor always has, even when empty)."""
+    return tensor.data is None and (tensor.bytes > 0 or tensor.type in NON_POD_TYPES)
+
+
+def _new_array(tensor: Tensor) -> np.ndarray:
+    """Fresh memory for a dynamic tensor of its current type and shape."""
+    if tensor.type == TensorType.STRING:
+        return np.full(tensor.shape, b"", dtype=object)
+    return np.empty(stored_shape(tensor.type, tensor.shape), dtype=storage_dtype(tensor.type))

@@ -1,0 +1,466 @@
+"""The tf.lite-compatible Interpreter and SignatureRunner.
+
+`pytflite.Interpreter` is a drop-in replacement for `ai_edge_litert.interpreter.Interpreter`: the same
+constructor arguments, methods, detail-dict keys, exception types and messages. Two additions:
+`op_resolver=` takes a resolver holding Python custom ops, and `experimental_delegates=` takes Python
+Delegate objects. `interpreter.subgraphs` exposes the runtime underneath (tensors, nodes, contexts).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .core.builder import build_subgraphs
+from .core.delegate import Delegate
+from .core.node import OPTIONAL_TENSOR
+from .core.quantization import AffineQuantization, BlockwiseQuantization
+from .core.subgraph import Subgraph
+from .core.tensor import Tensor
+from .core.types import (
+    NON_POD_TYPES,
+    BuiltinOperator,
+    TensorType,
+    api_dtype,
+    tensor_type_for_dtype,
+    type_name,
+)
+from .errors import ErrorReporter
+from .model.reader import ModelDescription, open_model_file, read_model
+from .ops.resolver import BuiltinOpResolver, BuiltinRefOpResolver, OpResolver
+
+_REFERENCE_TO_INTERNAL_DATA = """There is at least 1 reference to internal data
+      in the interpreter in the form of a numpy array or slice. Be sure to
+      only hold the function returned from tensor() if you are using raw
+      data access."""
+
+
+class OpResolverType(enum.Enum):
+    """Which builtin kernels the interpreter uses (tf.lite.experimental.OpResolverType).
+
+    pytflite has no default delegate, so AUTO, BUILTIN and BUILTIN_WITHOUT_DEFAULT_DELEGATES all mean
+    the builtin kernels; BUILTIN_REF selects the reference-kernel rounding where TFLite's differs.
+    """
+
+    AUTO = 0
+    BUILTIN = 1
+    BUILTIN_REF = 2
+    BUILTIN_WITHOUT_DEFAULT_DELEGATES = 3
+
+
+def _resolver_for(resolver_type: Any) -> OpResolver:
+    name = getattr(resolver_type, "name", None)  # also accepts LiteRT's own OpResolverType members
+    if name not in OpResolverType.__members__:
+        raise ValueError(f"Unrecognized passed in op resolver type: {resolver_type}")
+    return BuiltinRefOpResolver() if name == "BUILTIN_REF" else BuiltinOpResolver()
+
+
+class _TensorView:
+    """Lends a tensor's memory to NumPy; every array made from it holds the interpreter's anchor."""
+
+    def __init__(self, data: np.ndarray, anchor: object):
+        self._data = data
+        self._anchor = anchor
+        self.__array_interface__ = data.__array_interface__
+
+
+class Interpreter:
+    """Interpreter for TensorFlow Lite models (same API as ai_edge_litert.interpreter.Interpreter)."""
+
+    def __init__(
+        self,
+        model_path: str | os.PathLike | None = None,
+        model_content: bytes | None = None,
+        experimental_delegates: Sequence[Delegate] | None = None,
+        num_threads: int | None = None,
+        experimental_op_resolver_type: Any = OpResolverType.AUTO,
+        experimental_preserve_all_tensors: bool = False,
+        experimental_disable_delegate_clustering: bool = False,
+        experimental_default_delegate_latest_features: bool = False,
+        experimental_compress_quantization_zero_points: bool = False,
+        experimental_disable_delegate_node_fusion: bool = False,
+        experimental_force_delegate_node_profiling: bool = False,
+        *,
+        op_resolver: OpResolver | None = None,
+    ):
+        resolver = op_resolver if op_resolver is not None else _resolver_for(experimental_op_resolver_type)
+        if num_threads is not None:
+            if not isinstance(num_threads, int):
+                raise ValueError("type of num_threads should be int")
+            if num_threads < 1:
+                raise ValueError("num_threads should >= 1")
+        if model_path and not model_content:
+            buffer = open_model_file(model_path)
+        elif model_content and not model_path:
+            if not isinstance(model_content, (bytes, bytearray, memoryview)):
+                raise ValueError(f"model_content must be bytes, not {type(model_content).__name__}")
+            buffer = bytes(model_content)  # an immutable copy: constants are views on it
+        elif not model_content and not model_path:
+            raise ValueError("`model_path` or `model_content` must be specified.")
+        else:
+            raise ValueError("Can't both provide `model_path` and `model_content`")
+
+        self._error_reporter = ErrorReporter()
+        self._model: ModelDescription = read_model(buffer)
+        self._subgraphs: list[Subgraph] = build_subgraphs(
+            self._model, resolver, self._error_reporter, bool(experimental_preserve_all_tensors)
+        )
+        for subgraph in self._subgraphs:
+            subgraph.context.recommended_num_threads = int(num_threads or 1)
+        self._num_threads = int(num_threads or 1)
+        self._experimental_compress_quantization_zero_points = experimental_compress_quantization_zero_points
+        self._view_anchor = object()
+        self._delegates = list(experimental_delegates or [])
+        for delegate in self._delegates:
+            self.modify_graph_with_delegate(delegate)
+        self._signature_defs = self.get_signature_list()
+
+    def __del__(self):
+        for subgraph in getattr(self, "_subgraphs", ()):
+            # teardown must not raise; a kernel whose free fails leaks only its own state
+            with contextlib.suppress(Exception):
+                subgraph.free()
+
+    # --- pytflite extras ------------------------------------------------------------------------------
+
+    @property
+    def subgraphs(self) -> list[Subgraph]:
+        """The runtime's subgraphs (index 0 is the primary one): tensors, nodes, plan, context."""
+        return self._subgraphs
+
+    @property
+    def model(self) -> ModelDescription:
+        """The parsed model the interpreter was built from."""
+        return self._model
+
+    def modify_graph_with_delegate(self, delegate: Delegate) -> None:
+        """Let `delegate` claim nodes of every subgraph (Interpreter::ModifyGraphWithDelegate)."""
+        raise NotImplementedError("delegates arrive with the delegate machinery")
+
+    # --- lifecycle ------------------------------------------------------------------------------------
+
+    def allocate_tensors(self) -> None:
+        self._ensure_safe()
+        self._subgraphs[0].allocate_tensors()
+
+    def invoke(self) -> None:
+        self._ensure_safe()
+        subgraph = self._subgraphs[0]
+        subgraph.invoke()
+        for t in subgraph.outputs:
+            if t != OPTIONAL_TENSOR:
+                subgraph.ensure_tensor_data_is_readable(t)
+
+    def resize_tensor_input(self, input_index: int, tensor_size: Any, strict: bool = False) -> None:
+        self._ensure_safe()
+        self._resize(self._subgraphs[0], input_index, tensor_size, strict)
+
+    def reset_all_variables(self) -> None:
+        for subgraph in self._subgraphs:
+            subgraph.reset_variable_tensors()
+
+    def _safe_to_run(self) -> bool:
+        return sys.getrefcount(self._view_anchor) == 2
+
+    def _ensure_safe(self) -> None:
+        if not self._safe_to_run():
+            raise RuntimeError(_REFERENCE_TO_INTERNAL_DATA)
+
+    @staticmethod
+    def _resize(subgraph: Subgraph, index: int, tensor_size: Any, strict: bool) -> None:
+        try:
+            shape = np.array(tensor_size, dtype=np.int32)
+        except (TypeError, ValueError, OverflowError):
+            raise ValueError("Failed to convert numpy value into readable tensor.") from None
+        if shape.ndim != 1:
+            raise ValueError(f"Shape should be 1D instead of {shape.ndim}.")
+        _check_tensor_index(subgraph, index)
+        subgraph.resize_input_tensor(int(index), shape.tolist(), strict)
+
+    # --- tensor access --------------------------------------------------------------------------------
+
+    def set_tensor(self, tensor_index: int, value: Any) -> None:
+        _set_tensor(self._subgraphs[0], tensor_index, value)
+
+    def get_tensor(self, tensor_index: int, subgraph_index: int = 0) -> np.ndarray:
+        return _readable_data(self._subgraph(subgraph_index), tensor_index).copy()
+
+    def tensor(self, tensor_index: int):
+        """A function returning a NumPy view of the tensor's current buffer (no copy).
+
+        Hold the function, not the array: while any such array is alive, allocate_tensors, invoke and
+        resize_tensor_input refuse to run, because they may move the memory it points to.
+        """
+
+        def view() -> np.ndarray:
+            data = _readable_data(self._subgraphs[0], tensor_index)
+            return np.asarray(_TensorView(data, self._view_anchor))
+
+        return view
+
+    # --- introspection --------------------------------------------------------------------------------
+
+    def _subgraph(self, subgraph_index: int) -> Subgraph:
+        if not 0 <= subgraph_index < len(self._subgraphs):
+            raise ValueError(
+                f"Invalid subgraph index {subgraph_index} exceeds max subgraph index {len(self._subgraphs)}"
+            )
+        return self._subgraphs[subgraph_index]
+
+    def num_subgraphs(self) -> int:
+        return len(self._subgraphs)
+
+    def _get_tensor_details(self, tensor_index: int, subgraph_index: int) -> dict[str, Any]:
+        subgraph = self._subgraph(int(subgraph_index))
+        _check_tensor_index(subgraph, int(tensor_index))
+        return tensor_details(subgraph, subgraph.tensors[int(tensor_index)])
+
+    def get_tensor_details(self, subgraph_index: int = 0) -> list[dict[str, Any]]:
+        if not 0 <= subgraph_index < len(self._subgraphs):
+            raise ValueError(
+                f"subgraph_index is out of range: {subgraph_index} for the model, which has "
+                f"{len(self._subgraphs)} subgraphs."
+            )
+        subgraph = self._subgraphs[subgraph_index]
+        return [tensor_details(subgraph, t) for t in subgraph.tensors if t.type is not None]
+
+    def get_input_details(self) -> list[dict[str, Any]]:
+        subgraph = self._subgraphs[0]
+        return [tensor_details(subgraph, subgraph.tensors[i]) for i in subgraph.inputs]
+
+    def get_output_details(self) -> list[dict[str, Any]]:
+        subgraph = self._subgraphs[0]
+        return [tensor_details(subgraph, subgraph.tensors[i]) for i in subgraph.outputs]
+
+    def _get_op_details(self, op_index: int) -> dict[str, Any]:
+        subgraph = self._subgraphs[0]
+        if not 0 <= op_index < len(subgraph.nodes):
+            raise ValueError("Invalid node index")
+        node, registration = subgraph.nodes[op_index]
+        if registration.builtin_code == BuiltinOperator.CUSTOM:
+            op_name = registration.custom_name or "UnknownCustomOp"
+        else:
+            op_name = BuiltinOperator(registration.builtin_code).name
+        return {
+            "index": int(op_index),
+            "op_name": op_name,
+            "inputs": np.array(node.inputs, dtype=np.int32),
+            "outputs": np.array(node.outputs, dtype=np.int32),
+            "operand_types": [
+                api_dtype(subgraph.tensors[t].type) for t in node.inputs if t != OPTIONAL_TENSOR
+            ],
+            "result_types": [
+                api_dtype(subgraph.tensors[t].type) for t in node.outputs if t != OPTIONAL_TENSOR
+            ],
+        }
+
+    def _get_ops_details(self) -> list[dict[str, Any]]:
+        return [self._get_op_details(i) for i in range(len(self._subgraphs[0].nodes))]
+
+    # --- signatures -----------------------------------------------------------------------------------
+
+    def _get_full_signature_list(self) -> dict[str, dict[str, dict[str, int]]]:
+        # LiteRT keeps signature inputs and outputs in std::maps, so they come out sorted by name
+        return {
+            signature.key: {
+                "inputs": dict(sorted(signature.inputs.items())),
+                "outputs": dict(sorted(signature.outputs.items())),
+            }
+            for signature in self._model.signatures
+        }
+
+    def get_signature_list(self) -> dict[str, dict[str, list[str]]]:
+        return {
+            key: {"inputs": list(entry["inputs"]), "outputs": list(entry["outputs"])}
+            for key, entry in self._get_full_signature_list().items()
+        }
+
+    def _signature_subgraph_index(self, signature_key: str) -> int:
+        for signature in self._model.signatures:
+            if signature.key == signature_key:
+                return signature.subgraph_index
+        raise ValueError("No matching signature.")
+
+    def get_signature_runner(self, signature_key: str | None = None) -> SignatureRunner:
+        if signature_key is None:
+            if len(self._signature_defs) != 1:
+                raise ValueError(
+                    f"SignatureDef signature_key is None and model has {len(self._signature_defs)} Signatures. "
+                    "None is only allowed when the model has 1 SignatureDef"
+                )
+            signature_key = next(iter(self._signature_defs))
+        return SignatureRunner(interpreter=self, signature_key=signature_key)
+
+    @property
+    def experimental_compress_quantization_zero_points(self) -> bool:
+        return self._experimental_compress_quantization_zero_points
+
+
+class SignatureRunner:
+    """Runs one SignatureDef of a model by input and output names (tf.lite SignatureRunner)."""
+
+    def __init__(self, interpreter: Interpreter | None = None, signature_key: str | None = None):
+        if not interpreter:
+            raise ValueError("None interpreter provided.")
+        if not signature_key:
+            raise ValueError("None signature_key provided.")
+        signature_defs = interpreter._get_full_signature_list()
+        if signature_key not in signature_defs:
+            raise ValueError(f'Invalid signature_key provided: "{signature_key}".')
+        self._interpreter = interpreter
+        self._signature_key = signature_key
+        self._inputs = signature_defs[signature_key]["inputs"]
+        self._outputs = signature_defs[signature_key]["outputs"]
+        self._subgraph_index = interpreter._signature_subgraph_index(signature_key)
+
+    def __call__(self, **kwargs: Any) -> dict[str, np.ndarray]:
+        if len(kwargs) != len(self._inputs):
+            raise ValueError(
+                "Invalid number of inputs provided for running a SignatureDef, "
+                f"expected {len(self._inputs)} vs provided {len(kwargs)}"
+            )
+        subgraph = self._interpreter._subgraphs[self._subgraph_index]
+        for name, value in kwargs.items():
+            if name not in self._inputs:
+                raise ValueError(f"Invalid Input name ({name}) for SignatureDef")
+            Interpreter._resize(subgraph, self._inputs[name], np.shape(value), strict=False)
+        subgraph.allocate_tensors()
+        for name, value in kwargs.items():
+            _set_tensor(subgraph, self._inputs[name], value)
+        subgraph.invoke()
+        result = {}
+        for name, index in self._outputs.items():
+            subgraph.ensure_tensor_data_is_readable(index)
+            result[name] = _readable_data(subgraph, index).copy()
+        return result
+
+    def get_input_details(self) -> dict[str, dict[str, Any]]:
+        return {
+            name: self._interpreter._get_tensor_details(i, self._subgraph_index)
+            for name, i in self._inputs.items()
+        }
+
+    def get_output_details(self) -> dict[str, dict[str, Any]]:
+        return {
+            name: self._interpreter._get_tensor_details(i, self._subgraph_index)
+            for name, i in self._outputs.items()
+        }
+
+
+# --- helpers shared by Interpreter and SignatureRunner ----------------------------------------------
+
+
+def _check_tensor_index(subgraph: Subgraph, index: int) -> None:
+    if not 0 <= index < len(subgraph.tensors):
+        raise ValueError(f"Invalid tensor index {index} exceeds max tensor index {len(subgraph.tensors)}")
+
+
+def _readable_data(subgraph: Subgraph, index: int) -> np.ndarray:
+    """A tensor's data for get_tensor/tensor(), with LiteRT's checks."""
+    _check_tensor_index(subgraph, index)
+    tensor = subgraph.tensors[index]
+    if tensor.type is None:
+        raise ValueError("Unknown tensor type.")
+    if tensor.data is None:
+        if tensor.bytes or tensor.type in NON_POD_TYPES:
+            raise ValueError("Tensor data is null. Run allocate_tensors() first")
+        return np.zeros(tensor.shape, dtype=api_dtype(tensor.type))
+    return tensor.data
+
+
+def _set_tensor(subgraph: Subgraph, index: int, value: Any) -> None:
+    """Copy `value` into a tensor, with LiteRT's checks and messages, in LiteRT's order."""
+    _check_tensor_index(subgraph, index)
+    tensor = subgraph.tensors[index]
+    try:
+        array = np.asarray(value)
+    except Exception:
+        raise ValueError("Failed to convert value into readable tensor.") from None
+    if tensor.type in (TensorType.INT4, TensorType.UINT4, TensorType.INT2):
+        raise ValueError(
+            f"Cannot set tensor: setting {tensor.type.name} tensors is not supported yet (input {index})."
+        )
+    incoming = tensor_type_for_dtype(array.dtype)
+    raw_float8 = tensor.type in (TensorType.FLOAT8_E4M3FN, TensorType.FLOAT8_E5M2) and incoming in (
+        TensorType.INT8,
+        TensorType.UINT8,
+    )
+    if incoming != tensor.type and not raw_float8:
+        raise ValueError(
+            f"Cannot set tensor: Got value of type {type_name(incoming)} but expected type "
+            f"{type_name(tensor.type)} for input {index}, name: {tensor.name} "
+        )
+    if array.ndim != len(tensor.shape):
+        raise ValueError(
+            f"Cannot set tensor: Dimension mismatch. Got {array.ndim} but expected {len(tensor.shape)} for input {index}."
+        )
+    for axis, (got, expected) in enumerate(zip(array.shape, tensor.shape)):
+        if got != expected:
+            raise ValueError(
+                f"Cannot set tensor: Dimension mismatch. Got {got} but expected {expected} for dimension {axis} "
+                f"of input {index}."
+            )
+    if tensor.type == TensorType.STRING:
+        tensor.data = np.array(
+            [v.encode("utf-8") if isinstance(v, str) else bytes(v) for v in array.reshape(-1)], dtype=object
+        ).reshape(array.shape)
+        return
+    if tensor.data is None and tensor.bytes:
+        raise ValueError("Cannot set tensor: Tensor is unallocated. Try calling allocate_tensors() first")
+    if array.nbytes != tensor.bytes:
+        raise ValueError(f"numpy array had {array.nbytes} bytes but expected {tensor.bytes} bytes.")
+    if not tensor.data.flags.writeable:
+        raise ValueError(f"Cannot set tensor: tensor {index} ({tensor.name}) is a read-only constant.")
+    np.copyto(tensor.data, array.view(tensor.data.dtype) if raw_float8 else array)
+
+
+def tensor_details(subgraph: Subgraph, tensor: Tensor) -> dict[str, Any]:
+    """One tensor's details dict, with exactly LiteRT's keys and value types."""
+    if tensor.type is None:
+        raise ValueError("Tensor with no type found.")
+    return {
+        "name": tensor.name,
+        "index": tensor.index,
+        "shape": np.array(tensor.shape, dtype=np.int32),
+        "shape_signature": np.array(tensor.shape_signature, dtype=np.int32),
+        "dtype": api_dtype(tensor.type),
+        "quantization": (tensor.params.scale, tensor.params.zero_point),
+        "quantization_parameters": _quantization_parameters(subgraph, tensor),
+        "sparsity_parameters": {} if tensor.sparsity is None else tensor.sparsity.as_dict(),
+    }
+
+
+def _quantization_parameters(subgraph: Subgraph, tensor: Tensor) -> dict[str, Any]:
+    quantization = tensor.quantization
+    if isinstance(quantization, AffineQuantization):
+        return {
+            "scales": quantization.scale.astype(np.float32),
+            "zero_points": quantization.zero_point.astype(np.int32),
+            "quantized_dimension": quantization.quantized_dimension,
+            "block_size": 0,
+        }
+    if isinstance(quantization, BlockwiseQuantization):
+        scales = subgraph.tensors[quantization.scale_tensor].data
+        zero_points = (
+            np.zeros(0, np.int32)
+            if quantization.zero_point_tensor == -1
+            else subgraph.tensors[quantization.zero_point_tensor].data.reshape(-1).view(np.int32)
+        )
+        return {
+            "scales": np.asarray(scales).reshape(-1).view(np.float16),
+            "zero_points": zero_points.astype(np.int32),
+            "quantized_dimension": quantization.quantized_dimension,
+            "block_size": quantization.block_size,
+        }
+    return {
+        "scales": np.zeros(0, np.float32),
+        "zero_points": np.zeros(0, np.int32),
+        "quantized_dimension": 0,
+        "block_size": 0,
+    }

@@ -1,0 +1,65 @@
+"""Helpers every kernel family uses: input/output access with arity checks, broadcasting, fused activations."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from ..core.context import Context
+from ..core.node import OPTIONAL_TENSOR, Node
+from ..core.tensor import Tensor
+from ..errors import KernelError
+from ..model.options import ActivationFunctionType
+
+
+def check_arity(node: Node, inputs: int | Sequence[int], outputs: int = 1) -> None:
+    """Fail unless the node has one of the allowed input counts and exactly `outputs` outputs."""
+    allowed = (inputs,) if isinstance(inputs, int) else tuple(inputs)
+    if len(node.inputs) not in allowed:
+        expected = " or ".join(str(n) for n in allowed)
+        raise KernelError(f"input count {len(node.inputs)} != {expected}")
+    if len(node.outputs) != outputs:
+        raise KernelError(f"output count {len(node.outputs)} != {outputs}")
+
+
+def input_tensor(context: Context, node: Node, i: int) -> Tensor:
+    index = node.inputs[i]
+    if index == OPTIONAL_TENSOR:
+        raise KernelError(f"input {i} is required but absent")
+    return context.tensors[index]
+
+
+def optional_input_tensor(context: Context, node: Node, i: int) -> Tensor | None:
+    if i >= len(node.inputs) or node.inputs[i] == OPTIONAL_TENSOR:
+        return None
+    return context.tensors[node.inputs[i]]
+
+
+def output_tensor(context: Context, node: Node, i: int = 0) -> Tensor:
+    return context.tensors[node.outputs[i]]
+
+
+def broadcast_shape(first: Sequence[int], second: Sequence[int]) -> tuple[int, ...]:
+    """The NumPy/TFLite broadcast of two shapes, with TFLite's error when they do not broadcast."""
+    try:
+        return tuple(np.broadcast_shapes(tuple(first), tuple(second)))
+    except ValueError:
+        raise KernelError(
+            f"Given shapes, [{','.join(map(str, first))}] and [{','.join(map(str, second))}], are not broadcastable."
+        ) from None
+
+
+def activation_clamp(activation: ActivationFunctionType) -> Callable[[np.ndarray], None] | None:
+    """The in-place clamp a fused activation applies to a float result, or None for no-op.
+
+    TFLite's CalculateActivationRange knows only the three ReLU variants; any other fused activation
+    (TANH, SIGN_BIT) leaves the output unclamped in the elementwise kernels, and so it does here.
+    """
+    if activation == ActivationFunctionType.RELU:
+        return lambda out: np.maximum(out, 0, out=out)
+    if activation == ActivationFunctionType.RELU6:
+        return lambda out: np.clip(out, 0, 6, out=out)
+    if activation == ActivationFunctionType.RELU_N1_TO_1:
+        return lambda out: np.clip(out, -1, 1, out=out)
+    return None
