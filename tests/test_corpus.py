@@ -1,0 +1,158 @@
+"""The public corpus: real converter-made models with LiteRT's outputs (../shared/corpus/public).
+
+Every model must load and describe itself exactly as LiteRT does. A model whose ops pytflite does not
+implement yet must fail to load with TFLite's "Didn't find op" error naming the op; every model that
+loads with the builtin resolver must reproduce LiteRT's outputs stored in its .npz.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+import pytflite
+from tests.oracle import (
+    CORPUS,
+    AnyOpResolver,
+    assert_matches,
+    details_equal,
+    litert_interpreter,
+    requires_litert,
+)
+
+pytestmark = pytest.mark.skipif(
+    not (CORPUS / "manifest.json").exists(), reason=f"public corpus not found at {CORPUS}"
+)
+
+MANIFEST = (
+    json.loads((CORPUS / "manifest.json").read_text())
+    if (CORPUS / "manifest.json").exists()
+    else {"models": []}
+)
+MODELS = {entry["name"]: entry for entry in MANIFEST["models"]}
+
+
+def _atan_resolver() -> pytflite.MutableOpResolver:
+    def prepare(context, node):
+        context.resize_tensor(context.tensors[node.outputs[0]], context.tensors[node.inputs[0]].shape)
+
+    def invoke(context, node):
+        np.arctan(context.tensors[node.inputs[0]].data, out=context.tensors[node.outputs[0]].data)
+
+    resolver = pytflite.MutableOpResolver()
+    resolver.add_all(pytflite.BuiltinOpResolver())
+    resolver.add_custom("Atan", pytflite.Registration(prepare=prepare, invoke=invoke))
+    return resolver
+
+
+@requires_litert
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_details_match_litert(name):
+    path = CORPUS / MODELS[name]["file"]
+    ours = pytflite.Interpreter(model_path=str(path), op_resolver=AnyOpResolver())
+    theirs = litert_interpreter(path)
+    assert ours.num_subgraphs() == theirs.num_subgraphs()
+    for mine, reference in zip(ours.get_input_details(), theirs.get_input_details()):
+        details_equal(mine, reference)
+    for mine, reference in zip(ours.get_output_details(), theirs.get_output_details()):
+        details_equal(mine, reference)
+    assert len(ours.get_input_details()) == len(theirs.get_input_details())
+    assert len(ours.get_output_details()) == len(theirs.get_output_details())
+    for subgraph in range(theirs.num_subgraphs()):
+        mine_all, reference_all = ours.get_tensor_details(subgraph), theirs.get_tensor_details(subgraph)
+        assert [d["index"] for d in mine_all] == [d["index"] for d in reference_all]
+        for mine, reference in zip(mine_all, reference_all):
+            details_equal(mine, reference)
+    assert ours.get_signature_list() == theirs.get_signature_list()
+    assert ours._get_full_signature_list() == theirs._get_full_signature_list()
+    for key in theirs.get_signature_list():
+        mine_runner, reference_runner = ours.get_signature_runner(key), theirs.get_signature_runner(key)
+        for kind in ("get_input_details", "get_output_details"):
+            mine, reference = getattr(mine_runner, kind)(), getattr(reference_runner, kind)()
+            assert list(mine) == list(reference)
+            for tensor_name in reference:
+                details_equal(mine[tensor_name], reference[tensor_name])
+    mine_ops, reference_ops = ours._get_ops_details(), theirs._get_ops_details()
+    assert [(o["index"], o["op_name"]) for o in mine_ops] == [
+        (o["index"], o["op_name"]) for o in reference_ops
+    ]
+    for mine, reference in zip(mine_ops, reference_ops):
+        assert np.array_equal(mine["inputs"], reference["inputs"]) and np.array_equal(
+            mine["outputs"], reference["outputs"]
+        )
+        assert (
+            mine["operand_types"] == reference["operand_types"]
+            and mine["result_types"] == reference["result_types"]
+        )
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_loads_or_names_the_missing_builtin(name):
+    """With the builtin resolver a model either loads, or fails naming an op absent from our kernels."""
+    path = CORPUS / MODELS[name]["file"]
+    resolver = _atan_resolver()
+    try:
+        pytflite.Interpreter(model_path=str(path), op_resolver=resolver)
+    except ValueError as error:
+        match = re.match(r"Didn't find op for builtin opcode '(\w+)' version '(\d+)'", str(error))
+        assert match, str(error)
+        op, version = pytflite.BuiltinOperator[match.group(1)], int(match.group(2))
+        assert op.name in MODELS[name]["op_histogram"]
+        assert resolver.find_builtin(op, version) is None
+
+
+def _loads(name: str) -> bool:
+    try:
+        pytflite.Interpreter(model_path=str(CORPUS / MODELS[name]["file"]), op_resolver=_atan_resolver())
+        return True
+    except ValueError:
+        return False
+
+
+def _plain_models() -> list[str]:
+    return sorted(
+        n
+        for n, m in MODELS.items()
+        if "input_0" in m.get("npz_keys", []) and "output_0" in m.get("npz_keys", [])
+    )
+
+
+@pytest.mark.parametrize("name", _plain_models())
+def test_outputs_match_litert(name):
+    if not _loads(name):
+        pytest.skip(f"{name} needs builtin ops pytflite does not implement yet")
+    data = np.load(CORPUS / MODELS[name]["npz"])
+    interpreter = pytflite.Interpreter(
+        model_path=str(CORPUS / MODELS[name]["file"]), op_resolver=_atan_resolver()
+    )
+    interpreter.allocate_tensors()
+    for i, detail in enumerate(interpreter.get_input_details()):
+        interpreter.set_tensor(detail["index"], data[f"input_{i}"])
+    interpreter.invoke()
+    for i, detail in enumerate(interpreter.get_output_details()):
+        if f"output_{i}" in data:
+            assert_matches(
+                interpreter.get_tensor(detail["index"]), data[f"output_{i}"], what=f"{name} output {i}"
+            )
+
+
+def test_the_first_milestone_models_run():
+    """atan_custom (with a Python Atan) and mlp are what the core runtime must run end to end."""
+    assert _loads("atan_custom") and _loads("mlp")
+
+
+def test_atan_without_the_custom_op_fails_with_tflites_message():
+    interpreter = pytflite.Interpreter(model_path=str(CORPUS / "atan_custom.tflite"))
+    expected = (
+        "Encountered unresolved custom op: Atan.\nSee instructions: "
+        "https://www.tensorflow.org/lite/guide/ops_custom Node number 1 (Atan) failed to prepare."
+    )
+    with pytest.raises(RuntimeError) as error:
+        interpreter.allocate_tensors()
+    assert str(error.value) == expected
+    with pytest.raises(RuntimeError) as error:
+        interpreter.invoke()
+    assert str(error.value) == expected + "Invoke called on model that is not ready."  # LiteRT accumulates
