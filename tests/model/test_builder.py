@@ -107,3 +107,46 @@ def test_builtin_codes_above_127_use_the_extended_field():
     builder.add_operator(Op.GELU, [x], [y])
     builder.add_output(y)
     assert read_model(builder.build()).operator_codes[0].builtin_code == Op.GELU
+
+
+@pytest.mark.parametrize("external", [False, True])
+def test_buffers_stored_after_the_flatbuffer(external):
+    builder = ModelBuilder()
+    x = builder.add_input("x", T.FLOAT32, [3])
+    c = builder.add_constant("c", np.array([1.5, -2.0, 4.0], np.float32))
+    y = builder.add_tensor("y", T.FLOAT32, [3])
+    builder.add_operator(Op.MUL, [x, c], [y])
+    builder.add_output(y)
+    model = builder.build(buffers_after_flatbuffer=external)
+    info = read_model(model)
+    np.testing.assert_array_equal(info.subgraphs[0].tensors[1].data, [1.5, -2.0, 4.0])
+    interpreter = pytflite.Interpreter(model_content=model)
+    interpreter.allocate_tensors()
+    interpreter.set_tensor(0, np.array([2, 2, 2], np.float32))
+    interpreter.invoke()
+    np.testing.assert_array_equal(interpreter.get_tensor(2), [3, -4, 8])
+
+
+@requires_litert
+def test_litert_reads_buffers_stored_after_the_flatbuffer():
+    from tests.oracle import compare_with_litert
+
+    builder = ModelBuilder()
+    x = builder.add_input("x", T.FLOAT32, [2, 3])
+    w = builder.add_constant("w", np.arange(12, dtype=np.float32).reshape(4, 3))
+    y = builder.add_tensor("y", T.FLOAT32, [2, 4])
+    builder.add_operator(Op.FULLY_CONNECTED, [x, w, -1], [y])
+    builder.add_output(y)
+    compare_with_litert(builder.build(buffers_after_flatbuffer=True), [np.ones([2, 3], np.float32)])
+
+
+def test_out_of_range_buffer_offset_is_rejected():
+    builder = ModelBuilder()
+    x = builder.add_input("x", T.FLOAT32, [3])
+    c = builder.add_constant("c", np.ones(3, np.float32))
+    y = builder.add_tensor("y", T.FLOAT32, [3])
+    builder.add_operator(Op.MUL, [x, c], [y])
+    builder.add_output(y)
+    model = builder.build(buffers_after_flatbuffer=True)
+    with pytest.raises(pytflite.ModelError, match="Constant buffer 1 specified an out of range offset."):
+        read_model(model[:-4])

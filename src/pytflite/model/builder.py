@@ -207,14 +207,38 @@ class ModelBuilder:
         with open(path, "wb") as f:
             f.write(self.build())
 
-    def build(self) -> bytes:
-        """Serialize the model as `.tflite` flatbuffer bytes."""
+    def build(self, buffers_after_flatbuffer: bool = False) -> bytes:
+        """Serialize the model as `.tflite` flatbuffer bytes.
+
+        With `buffers_after_flatbuffer`, constant data is appended after the flatbuffer and located by
+        offset and size, the layout the converter uses for models over 2 GB.
+        """
+        if not buffers_after_flatbuffer:
+            return self._build(None)
+        # The offsets are not known before the flatbuffer's length is; every offset field is present
+        # in both passes, so the second pass has the same length as the first.
+        probe = self._build([2**40] * len(self._buffers))
+        offsets, position = [], _align16(len(probe))
+        for data in self._buffers:
+            offsets.append(position if data else 0)
+            position = _align16(position + len(data))
+        model = bytearray(self._build(offsets))
+        for offset, data in zip(offsets, self._buffers):
+            if data:
+                model.extend(b"\0" * (offset - len(model)))
+                model.extend(data)
+        return bytes(model)
+
+    def _build(self, buffer_offsets: list[int] | None) -> bytes:
         b = flatbuffers.Builder(1024)
-        buffers = [self._write_buffer(b, data) for data in self._buffers]
+        buffers = [
+            self._write_buffer(b, data, None if buffer_offsets is None else buffer_offsets[i])
+            for i, data in enumerate(self._buffers)
+        ]
         metadata = []
         for name, data in self._metadata.items():
             buffer_index = len(buffers)
-            buffers.append(self._write_buffer(b, data))
+            buffers.append(self._write_buffer(b, data, None))
             name_offset = b.CreateString(name)
             fb.MetadataStart(b)
             fb.MetadataAddName(b, name_offset)
@@ -246,9 +270,10 @@ class ModelBuilder:
         return bytes(b.Output())
 
     @staticmethod
-    def _write_buffer(b: flatbuffers.Builder, data: bytes) -> int:
+    def _write_buffer(b: flatbuffers.Builder, data: bytes, external_offset: int | None) -> int:
+        """A Buffer table: the data inline, or (external_offset given) its offset and size in the file."""
         data_offset = None
-        if data:
+        if data and external_offset is None:
             b.StartVector(1, len(data), 16)  # constants 16-byte aligned, as the converter writes them
             b.head = b.Head() - len(data)
             b.Bytes[b.Head() : b.Head() + len(data)] = data
@@ -256,6 +281,9 @@ class ModelBuilder:
         fb.BufferStart(b)
         if data_offset is not None:
             fb.BufferAddData(b, data_offset)
+        if data and external_offset is not None:
+            fb.BufferAddOffset(b, external_offset)
+            fb.BufferAddSize(b, len(data))
         return fb.BufferEnd(b)
 
     @staticmethod
@@ -359,6 +387,10 @@ def _write_operator(b: flatbuffers.Builder, operator: _OperatorSpec) -> int:
     if intermediates is not None:
         fb.OperatorAddIntermediates(b, intermediates)
     return fb.OperatorEnd(b)
+
+
+def _align16(position: int) -> int:
+    return -(-position // 16) * 16
 
 
 def _offset_vector(b: flatbuffers.Builder, offsets: list[int]) -> int:
