@@ -156,3 +156,75 @@ def test_atan_without_the_custom_op_fails_with_tflites_message():
     with pytest.raises(RuntimeError) as error:
         interpreter.invoke()
     assert str(error.value) == expected + "Invoke called on model that is not ready."  # LiteRT accumulates
+
+
+def _claim_sets(subgraph) -> dict[str, list[int]]:
+    ops = [subgraph.nodes[i][1].builtin_code for i in subgraph.execution_plan]
+    plan = subgraph.execution_plan
+    return {
+        "conv_mean": [
+            i
+            for i, op in zip(plan, ops)
+            if op in (pytflite.BuiltinOperator.CONV_2D, pytflite.BuiltinOperator.MEAN)
+        ],
+        "add_mul": [
+            i
+            for i, op in zip(plan, ops)
+            if op in (pytflite.BuiltinOperator.ADD, pytflite.BuiltinOperator.MUL)
+        ],
+        "every_other": plan[::2],
+        "all": list(plan),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_partitions_of_every_subgraph_are_executable(name):
+    from pytflite.core.partition import PlanNode, partition_graph
+    from tests.core.test_partition import check_invariants
+
+    interpreter = pytflite.Interpreter(
+        model_path=str(CORPUS / MODELS[name]["file"]), op_resolver=AnyOpResolver()
+    )
+    for subgraph in interpreter.subgraphs:
+        plan = [
+            PlanNode(
+                i,
+                subgraph.nodes[i][0].inputs,
+                subgraph.nodes[i][0].outputs,
+                subgraph.nodes[i][0].might_have_side_effect,
+            )
+            for i in subgraph.execution_plan
+        ]
+        for claimed in _claim_sets(subgraph).values():
+            for greedy in (True, False):
+                subsets = partition_graph(
+                    plan, len(subgraph.tensors), subgraph.outputs, claimed, len(subgraph.nodes), greedy=greedy
+                )
+                check_invariants(plan, len(subgraph.tensors), subgraph.outputs, set(claimed), subsets)
+
+
+@pytest.mark.parametrize("claim", ["conv_mean", "add_mul", "every_other", "all"])
+@pytest.mark.parametrize("name", _plain_models())
+def test_delegated_outputs_equal_the_cpu_path_bit_for_bit(name, claim):
+    from pytflite.delegates.replay import ReplayDelegate
+
+    if not _loads(name):
+        pytest.skip(f"{name} needs builtin ops pytflite does not implement yet")
+    path = str(CORPUS / MODELS[name]["file"])
+    data = np.load(CORPUS / MODELS[name]["npz"])
+
+    def run(interpreter):
+        interpreter.allocate_tensors()
+        for i, detail in enumerate(interpreter.get_input_details()):
+            interpreter.set_tensor(detail["index"], data[f"input_{i}"])
+        interpreter.invoke()
+        return [interpreter.get_tensor(d["index"]) for d in interpreter.get_output_details()]
+
+    expected = run(pytflite.Interpreter(model_path=path, op_resolver=_atan_resolver()))
+    interpreter = pytflite.Interpreter(model_path=path, op_resolver=_atan_resolver())
+    claimed = set(_claim_sets(interpreter.subgraphs[0])[claim])
+    delegate = ReplayDelegate(claim=lambda context, node, registration: node.index in claimed)
+    interpreter.modify_graph_with_delegate(delegate)
+    assert sum(len(p.nodes) for p in interpreter.delegate_partitions()) == len(claimed)
+    for got, want in zip(run(interpreter), expected, strict=True):
+        np.testing.assert_array_equal(got, want)

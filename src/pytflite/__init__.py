@@ -4,12 +4,12 @@
     interpreter = tfl.Interpreter(model_path="model.tflite")   # drop-in for tf.lite.Interpreter
     interpreter.allocate_tensors()
 
-The C API's building blocks are public too: Tensor, Node, Registration, Context, Delegate, op resolvers
-for Python custom ops, and ModelBuilder to write `.tflite` files.
+The C API's building blocks are public too: Tensor, Node, Registration, Context, Delegate (and the
+SimpleDelegate helpers), op resolvers for Python custom ops, and ModelBuilder to write `.tflite` files.
 """
 
 from .core.context import Context
-from .core.delegate import Delegate, DelegateFlags
+from .core.delegate import Delegate, DelegateFlags, GraphPartitionHelper, SimpleDelegate, SimpleDelegateKernel
 from .core.node import OPTIONAL_TENSOR, DelegateParams, Node, Registration
 from .core.quantization import AffineQuantization, QuantizationParams, SparsityParameters
 from .core.subgraph import Subgraph
@@ -35,6 +35,7 @@ __all__ = [
     "Delegate",
     "DelegateFlags",
     "DelegateParams",
+    "GraphPartitionHelper",
     "Interpreter",
     "InterpreterError",
     "KernelError",
@@ -47,6 +48,8 @@ __all__ = [
     "QuantizationParams",
     "Registration",
     "SignatureRunner",
+    "SimpleDelegate",
+    "SimpleDelegateKernel",
     "SparsityParameters",
     "Status",
     "Subgraph",

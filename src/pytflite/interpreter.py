@@ -21,17 +21,20 @@ from .core.builder import build_subgraphs
 from .core.delegate import Delegate
 from .core.node import OPTIONAL_TENSOR
 from .core.quantization import AffineQuantization, BlockwiseQuantization
-from .core.subgraph import Subgraph
+from .core.subgraph import DelegatePartition, Subgraph
 from .core.tensor import Tensor
 from .core.types import (
     NON_POD_TYPES,
     BuiltinOperator,
+    Status,
     TensorType,
     api_dtype,
     tensor_type_for_dtype,
     type_name,
 )
-from .errors import ErrorReporter
+from .errors import ErrorReporter, InterpreterError
+from .model.control_dependencies import METADATA_KEY as CONTROL_DEPENDENCIES_KEY
+from .model.control_dependencies import parse_control_dependencies
 from .model.reader import ModelDescription, open_model_file, read_model
 from .ops.resolver import BuiltinOpResolver, BuiltinRefOpResolver, OpResolver
 
@@ -111,13 +114,22 @@ class Interpreter:
         self._subgraphs: list[Subgraph] = build_subgraphs(
             self._model, resolver, self._error_reporter, bool(experimental_preserve_all_tensors)
         )
-        for subgraph in self._subgraphs:
+        control_dependencies = parse_control_dependencies(
+            self._model.metadata.get(CONTROL_DEPENDENCIES_KEY, b"")
+        )
+        if control_dependencies is not None and len(control_dependencies) != len(self._subgraphs):
+            control_dependencies = None  # as TFLite: malformed or mismatched metadata is ignored
+        for index, subgraph in enumerate(self._subgraphs):
             subgraph.context.recommended_num_threads = int(num_threads or 1)
+            subgraph.disable_delegate_clustering = bool(experimental_disable_delegate_clustering)
+            subgraph.disable_delegate_node_fusion = bool(experimental_disable_delegate_node_fusion)
+            if control_dependencies is not None:
+                subgraph.control_edges = control_dependencies[index]
         self._num_threads = int(num_threads or 1)
         self._experimental_compress_quantization_zero_points = experimental_compress_quantization_zero_points
         self._view_anchor = object()
-        self._delegates = list(experimental_delegates or [])
-        for delegate in self._delegates:
+        self._delegates: list[Delegate] = []
+        for delegate in experimental_delegates or []:
             self.modify_graph_with_delegate(delegate)
         self._signature_defs = self.get_signature_list()
 
@@ -140,8 +152,26 @@ class Interpreter:
         return self._model
 
     def modify_graph_with_delegate(self, delegate: Delegate) -> None:
-        """Let `delegate` claim nodes of every subgraph (Interpreter::ModifyGraphWithDelegate)."""
-        raise NotImplementedError("delegates arrive with the delegate machinery")
+        """Let `delegate` claim nodes of every subgraph (Interpreter::ModifyGraphWithDelegate).
+
+        Subgraphs are delegated in order and the first failure stops; a delegate error (the delegate or
+        its kernels failed) removes every delegate from every subgraph, leaving a working CPU graph.
+        """
+        try:
+            for subgraph in self._subgraphs:
+                if not subgraph.name.startswith("VALIDATION:"):
+                    subgraph.modify_graph_with_delegate(delegate)
+        except InterpreterError as error:
+            if error.status == Status.DELEGATE_ERROR:
+                for subgraph in self._subgraphs:
+                    subgraph.remove_all_delegates()
+            raise
+        if delegate not in self._delegates:
+            self._delegates.append(delegate)
+
+    def delegate_partitions(self, subgraph_index: int = 0) -> list[DelegatePartition]:
+        """The DELEGATE nodes of a subgraph's plan: which original nodes (and ops) each one runs."""
+        return self._subgraph(subgraph_index).delegate_partitions()
 
     # --- lifecycle ------------------------------------------------------------------------------------
 

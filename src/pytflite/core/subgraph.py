@@ -12,6 +12,7 @@ shapes, delegate buffers, a profiler, inputs without data).
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -21,8 +22,10 @@ import numpy as np
 from ..errors import ErrorReporter, InterpreterError, KernelError
 from .arena import ArenaPlanner
 from .context import Context
-from .node import OPTIONAL_TENSOR, Node, Registration, is_unresolved_custom_op
-from .tensor import Tensor
+from .delegate import DelegateFlags
+from .node import OPTIONAL_TENSOR, DelegateParams, Node, Registration, is_unresolved_custom_op
+from .partition import NodeSubset, PartitionError, PlanNode, SubsetType, partition_graph
+from .tensor import NULL_BUFFER_HANDLE, Tensor
 from .types import (
     NON_POD_TYPES,
     AllocationType,
@@ -36,7 +39,6 @@ from .types import (
 
 if TYPE_CHECKING:
     from .delegate import Delegate
-    from .node import DelegateParams
 
 _RESIZABLE = frozenset(
     {
@@ -50,6 +52,18 @@ _RESIZABLE = frozenset(
 )
 _ARENA = frozenset({AllocationType.ARENA_RW, AllocationType.ARENA_RW_PERSISTENT})
 _OK = frozenset({None, Status.OK})
+
+
+@dataclasses.dataclass(frozen=True)
+class DelegatePartition:
+    """One DELEGATE node of a plan and the original nodes it runs."""
+
+    node_index: int
+    delegate_name: str
+    nodes: tuple[int, ...]
+    op_names: tuple[str, ...]
+    input_tensors: tuple[int, ...]
+    output_tensors: tuple[int, ...]
 
 
 class SubgraphState(enum.Enum):
@@ -90,6 +104,13 @@ class Subgraph:
         self._next_to_allocate = 0  # plan position of the first node whose outputs have no memory yet
         self._resized_during_invoke = False
         self._steps: list[tuple[Callable, Node]] | None = None  # the fast invoke path, when valid
+        # delegation
+        self.disable_delegate_clustering = False
+        self.disable_delegate_node_fusion = False
+        self.control_edges: list[tuple[int, int]] | None = None  # the model's explicit control dependencies
+        self.delegates_applied: list[Delegate] = []
+        self._pre_delegation_plan: list[int] | None = None
+        self._delegates_undone = False
 
     # --- building ----------------------------------------------------------------------------------
 
@@ -202,15 +223,20 @@ class Subgraph:
         status: Status = Status.ERROR,
         error: Exception | None = None,
     ) -> NoReturn:
-        if isinstance(error, KernelError):
-            self.report_error(str(error))
-            status = error.status
-        elif isinstance(error, InterpreterError):  # a nested subgraph failed and already reported why
-            status = error.status
-        elif error is not None:  # a bug in a (custom) kernel: its traceback stays attached as the cause
-            self.report_error(f"{type(error).__name__}: {error}")
+        if error is not None:
+            status = self._report_exception(error)
         op_name = registration.custom_name or BuiltinOperator(registration.builtin_code).name
         self._fail(f"Node number {node.index} ({op_name}) failed to {step}.", status, error)
+
+    def _report_exception(self, error: Exception) -> Status:
+        """Put a kernel's or delegate's exception into the error text; returns the status it carries."""
+        if isinstance(error, KernelError):
+            self.report_error(str(error))
+            return error.status
+        if isinstance(error, InterpreterError):  # a nested subgraph failed and already reported why
+            return error.status
+        self.report_error(f"{type(error).__name__}: {error}")  # a bug: its traceback stays as the cause
+        return Status.ERROR
 
     # --- allocation and preparation ------------------------------------------------------------------
 
@@ -218,6 +244,7 @@ class Subgraph:
         """Prepare all nodes and give every tensor memory (Subgraph::AllocateTensors)."""
         if not self.consistent:
             self._fail("AllocateTensors() called on inconsistent model.")
+        self.redo_all_delegates()
         if self.state != SubgraphState.UNINVOKABLE and not self._has_dynamic(self.inputs):
             return  # shapes and memory plan are unchanged
         self._next_to_prepare = 0
@@ -233,6 +260,10 @@ class Subgraph:
         return [self.nodes[i][0] for i in self.execution_plan]
 
     def _prepare_ops_and_tensors(self) -> None:
+        if self._pre_delegation_plan is not None and any(
+            DelegateFlags(d.flags) & DelegateFlags.REQUIRE_PROPAGATED_SHAPES for d in self.delegates_applied
+        ):  # the delegate wants shapes as the original kernels compute them
+            self._prepare_ops_starting_at(self._next_to_prepare, self._pre_delegation_plan)
         last = self._prepare_ops_starting_at(self._next_to_prepare)
         self._next_to_prepare = last + 1
         plan_nodes = self._plan_nodes()
@@ -242,13 +273,14 @@ class Subgraph:
         self._planner.execute_allocations(self._next_to_allocate, last, plan_nodes)
         self._next_to_allocate = last + 1
 
-    def _prepare_ops_starting_at(self, first: int) -> int:
+    def _prepare_ops_starting_at(self, first: int, plan: list[int] | None = None) -> int:
         """Prepare plan nodes from `first`; stop after one with dynamic outputs. Returns the last position."""
+        plan = self.execution_plan if plan is None else plan
         if first == 0:
             self.has_dynamic_tensors = self._has_dynamic(self.outputs)
         last = first
-        for position in range(first, len(self.execution_plan)):
-            node, registration = self.nodes[self.execution_plan[position]]
+        for position in range(first, len(plan)):
+            node, registration = self.nodes[plan[position]]
             status = self._prepare_node(node, registration)
             last = position
             if status == Status.OUTPUT_SHAPE_NOT_KNOWN or self._has_dynamic(node.outputs):
@@ -329,10 +361,13 @@ class Subgraph:
                         f"Attempting to resize dimension {axis} of tensor {index} with value {signature_dim} to "
                         f"{new_dim}. ResizeInputTensorStrict only allows mutating unknown dimensions identified by -1."
                     )
-        if self.state == SubgraphState.INVOKABLE_AND_IMMUTABLE:
+        immutable = self.state == SubgraphState.INVOKABLE_AND_IMMUTABLE
+        if immutable and not self.delegates_applied:
             self._fail("ResizeInputTensor is disallowed when graph is immutable.")
         if tensor.data is not None and tensor.shape == shape:
             return
+        if immutable:
+            self.undo_all_delegates()  # static delegates see fixed shapes: they are re-applied on allocate
         self.state = SubgraphState.UNINVOKABLE
         self._steps = None
         try:
@@ -438,24 +473,263 @@ class Subgraph:
             self._fail(f"Copying tensor {index} from its delegate buffer failed.", Status(status))
         tensor.data_is_stale = False
 
-    # --- delegation (see core/delegate.py) -----------------------------------------------------------
+    # --- delegation ----------------------------------------------------------------------------------
+
+    def modify_graph_with_delegate(self, delegate: Delegate) -> None:
+        """Let `delegate` replace the nodes it supports with its kernels (ModifyGraphWithDelegate).
+
+        A failure of the delegate or of its kernels' prepare restores the original plan, so the subgraph
+        stays usable on the CPU kernels, and raises with status DELEGATE_ERROR.
+        """
+        if delegate is None:
+            self._fail("Null delegate.", Status.DELEGATE_ERROR)
+        self.redo_all_delegates()
+        flags = DelegateFlags(delegate.flags)
+        allows_dynamic = bool(flags & DelegateFlags.ALLOW_DYNAMIC_TENSORS)
+        fully_delegated_hint = bool(flags & DelegateFlags.HINT_FULLY_DELEGATED_TO_SINGLE_DELEGATE)
+        state_before = self.state
+        if self.state == SubgraphState.INVOKABLE_AND_IMMUTABLE:
+            self.state = SubgraphState.UNINVOKABLE  # shapes are static already: just re-allocate later
+        elif not allows_dynamic and not fully_delegated_hint:
+            self._prepare_ops_starting_at(0)  # propagate shapes to find dynamic tensors
+            if self.has_dynamic_tensors:
+                dynamic = next(
+                    (
+                        t.index
+                        for t in self.tensors
+                        if t.allocation_type == AllocationType.DYNAMIC and t.index not in self.inputs
+                    ),
+                    -1,
+                )
+                self._ensure_memory_allocations()
+                self._fail(
+                    "Attempting to use a delegate that only supports static-sized tensors with a graph that has "
+                    f"dynamic-sized tensors (tensor#{dynamic} is a dynamic-sized tensor).",
+                    Status.APPLICATION_ERROR,
+                )
+        if not self.delegates_applied:
+            self._pre_delegation_plan = list(self.execution_plan)
+
+        self.context._delegate_depth += 1
+        error = None
+        try:
+            if delegate.prepare is None:
+                raise KernelError(f"delegate {delegate.name} has no prepare")
+            status = delegate.prepare(self.context, delegate)
+        except Exception as caught:  # the delegate's own failure; the graph must be restored
+            status, error = self._report_exception(caught), caught
+        finally:
+            self.context._delegate_depth -= 1
+        if status not in _OK:
+            self._restore_after_delegate_failure(error)
+
+        if fully_delegated_hint and not self.is_fully_delegated:
+            self._fail(
+                "Hint fully delegated to single delegate is set, but the graph is not fully delegated.",
+                Status.APPLICATION_ERROR,
+            )
+        if not allows_dynamic:
+            if not fully_delegated_hint:
+                self.state = SubgraphState.UNINVOKABLE
+                self._allocate_or_restore()
+            self.state = SubgraphState.INVOKABLE_AND_IMMUTABLE
+        elif state_before == SubgraphState.INVOKABLE_AND_IMMUTABLE:
+            try:
+                self._prepare_ops_starting_at(0)
+            except InterpreterError as caught:
+                self._restore_after_delegate_failure(caught)
+            if self.has_dynamic_tensors:
+                self.remove_all_delegates()
+                self._fail(
+                    "Cannot allow dynamic tensors due to previous delegation, resetting to original execution plan.",
+                    Status.APPLICATION_ERROR,
+                )
+            self._allocate_or_restore()
+            self.state = SubgraphState.INVOKABLE_AND_IMMUTABLE
+        elif state_before == SubgraphState.INVOKABLE:
+            self._allocate_or_restore()
+        self.delegates_applied.append(delegate)
+
+    def _allocate_or_restore(self) -> None:
+        try:
+            self._ensure_memory_allocations()  # runs the delegate kernels' prepare
+        except InterpreterError as caught:
+            self._restore_after_delegate_failure(caught)
+
+    def _restore_after_delegate_failure(self, cause: BaseException | None) -> NoReturn:
+        self.remove_all_delegates()
+        self._fail(
+            "Restored original execution plan after delegate application failure.",
+            Status.DELEGATE_ERROR,
+            cause,
+        )
+
+    def _ensure_memory_allocations(self) -> None:
+        """Plan the current execution plan afresh and allocate (EnsureMemoryAllocations)."""
+        self._invalidate()
+        self.allocate_tensors()
+
+    @property
+    def is_fully_delegated(self) -> bool:
+        return all(self.nodes[i][0].delegate is not None for i in self.execution_plan)
+
+    def undo_all_delegates(self) -> None:
+        """Go back to the pre-delegation plan; delegates stay recorded for redo_all_delegates."""
+        if self._pre_delegation_plan is None:
+            return
+        for node_index in self.execution_plan:
+            node, registration = self.nodes[node_index]
+            if node.delegate is not None:
+                self._free_node(node, registration)
+        self.execution_plan = self._pre_delegation_plan
+        self._pre_delegation_plan = None
+        self._undo_float16_remapping()
+        del self.nodes[max(self.execution_plan, default=-1) + 1 :]  # the appended DELEGATE nodes
+        self._invalidate()
+        self._delegates_undone = True
+
+    def _undo_float16_remapping(self) -> None:
+        """A delegate may have pointed nodes at float16 constants instead of their DEQUANTIZE outputs;
+        the CPU kernels need the float32 tensors back (TFLite's FP16GraphPartitionHelper undo)."""
+        dequantized = {}
+        for node_index in self.execution_plan:
+            node, registration = self.nodes[node_index]
+            if (
+                registration.builtin_code == BuiltinOperator.DEQUANTIZE
+                and len(node.inputs) == len(node.outputs) == 1
+                and self.tensors[node.inputs[0]].type == TensorType.FLOAT16
+            ):
+                dequantized[node.inputs[0]] = node.outputs[0]
+        for node_index in self.execution_plan:
+            node, registration = self.nodes[node_index]
+            if registration.builtin_code != BuiltinOperator.DEQUANTIZE:
+                node.inputs = tuple(dequantized.get(t, t) for t in node.inputs)
+
+    def redo_all_delegates(self) -> None:
+        """Re-apply the delegates undone by a resize (RedoAllDelegates)."""
+        if not self._delegates_undone:
+            return
+        self._delegates_undone = False
+        delegates, self.delegates_applied = self.delegates_applied, []
+        for delegate in delegates:
+            self.modify_graph_with_delegate(delegate)
+
+    def remove_all_delegates(self) -> None:
+        """Undo every delegate for good and re-allocate on the original plan."""
+        self.undo_all_delegates()
+        self.delegates_applied = []
+        self._delegates_undone = False
+        self._ensure_memory_allocations()
+
+    def _partition(self, nodes_to_replace: Sequence[int]) -> list[NodeSubset]:
+        plan = [
+            PlanNode(
+                i, self.nodes[i][0].inputs, self.nodes[i][0].outputs, self.nodes[i][0].might_have_side_effect
+            )
+            for i in self.execution_plan
+        ]
+        try:
+            return partition_graph(
+                plan,
+                len(self.tensors),
+                self.outputs,
+                nodes_to_replace,
+                len(self.nodes),
+                greedy=not self.disable_delegate_clustering,
+                control_edges=self.control_edges,
+                disable_node_fusion=self.preserve_all_tensors or self.disable_delegate_node_fusion,
+            )
+        except PartitionError as error:
+            raise KernelError(f"Partitioning the graph for a delegate failed: {error}") from None
 
     def replace_node_subsets_with_delegate_kernels(
         self, registration: Registration, nodes_to_replace: Sequence[int], delegate: Delegate
     ) -> None:
-        raise NotImplementedError("delegate partitioning arrives with the delegate machinery")
+        """Replace each independent subset of `nodes_to_replace` with one DELEGATE node running
+        `registration`, whose init receives the subset's DelegateParams. Replaced nodes stay in the node
+        list (off the plan), so delegation can be undone."""
+        registration = dataclasses.replace(registration, builtin_code=BuiltinOperator.DELEGATE)
+        nodes_to_replace = [int(n) for n in nodes_to_replace]
+        if not nodes_to_replace:
+            return
+        subsets = self._partition(nodes_to_replace)
+        self.execution_plan = []
+        for subset in subsets:
+            if subset.type == SubsetType.NON_PARTITION:
+                self.execution_plan.extend(subset.nodes)
+                continue
+            params = DelegateParams(
+                delegate, tuple(subset.nodes), tuple(subset.input_tensors), tuple(subset.output_tensors)
+            )
+            node_index = self.add_node_with_parameters(
+                subset.input_tensors, subset.output_tensors, (), None, params, registration
+            )
+            for t in subset.output_tensors:
+                tensor = self.tensors[t]
+                if tensor.delegate is not None and tensor.delegate is not delegate:
+                    raise KernelError(f"tensor {t} already belongs to delegate {tensor.delegate.name}")
+                tensor.delegate = delegate
+            self.nodes[node_index][0].delegate = delegate
 
     def preview_delegate_partitioning(self, nodes_to_replace: Sequence[int]) -> list[DelegateParams]:
-        raise NotImplementedError("delegate partitioning arrives with the delegate machinery")
+        """The DelegateParams (delegate None) each claimed subset would get; nothing is replaced."""
+        return [
+            DelegateParams(None, tuple(s.nodes), tuple(s.input_tensors), tuple(s.output_tensors))
+            for s in self._partition([int(n) for n in nodes_to_replace])
+            if s.type == SubsetType.PARTITION
+        ]
+
+    def delegate_partitions(self) -> list[DelegatePartition]:
+        """What each DELEGATE node of the plan runs: for reports, profilers and graph pictures."""
+        partitions = []
+        for node_index in self.execution_plan:
+            node, registration = self.nodes[node_index]
+            if node.delegate is None or not isinstance(node.builtin_data, DelegateParams):
+                continue
+            params = node.builtin_data
+            partitions.append(
+                DelegatePartition(
+                    node_index=node_index,
+                    delegate_name=registration.custom_name or "DELEGATE",
+                    nodes=params.nodes_to_replace,
+                    op_names=tuple(self.nodes[i][1].op_name for i in params.nodes_to_replace),
+                    input_tensors=params.input_tensors,
+                    output_tensors=params.output_tensors,
+                )
+            )
+        return partitions
+
+    def set_buffer_handle(self, index: int, handle: int, delegate: Delegate) -> None:
+        """Attach a delegate's buffer handle to a tensor, freeing any handle it had (SetBufferHandle)."""
+        tensor = self.tensors[index]
+        if tensor.delegate is not None and tensor.delegate is not delegate:
+            self._fail(f"Tensor {index} belongs to another delegate.")
+        if tensor.buffer_handle != NULL_BUFFER_HANDLE and delegate.free_buffer_handle is not None:
+            delegate.free_buffer_handle(self.context, delegate, tensor.buffer_handle)
+        tensor.delegate = delegate
+        tensor.buffer_handle = handle
 
     # --- teardown ------------------------------------------------------------------------------------
 
     def free(self) -> None:
-        """Call every kernel's free with its user data (once), as TFLite's subgraph destructor does."""
+        """Call every kernel's free with its user data (once) and free delegate buffer handles, as
+        TFLite's subgraph destructor does."""
         for node, registration in self.nodes:
-            if registration.free is not None and node.user_data is not None:
-                registration.free(self.context, node.user_data)
-            node.user_data = None
+            self._free_node(node, registration)
+        for tensor in self.tensors:
+            delegate = tensor.delegate
+            if (
+                tensor.buffer_handle != NULL_BUFFER_HANDLE
+                and delegate is not None
+                and delegate.free_buffer_handle
+            ):
+                delegate.free_buffer_handle(self.context, delegate, tensor.buffer_handle)
+            tensor.buffer_handle = NULL_BUFFER_HANDLE
+
+    def _free_node(self, node: Node, registration: Registration) -> None:
+        if registration.free is not None and node.user_data is not None:
+            registration.free(self.context, node.user_data)
+        node.user_data = None
 
     @property
     def arena_bytes(self) -> int:

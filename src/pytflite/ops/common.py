@@ -26,7 +26,7 @@ def check_arity(node: Node, inputs: int | Sequence[int], outputs: int = 1) -> No
 def input_tensor(context: Context, node: Node, i: int) -> Tensor:
     index = node.inputs[i]
     if index == OPTIONAL_TENSOR:
-        raise KernelError(f"input {i} is required but absent")
+        raise KernelError(f"Tensor at index {i} was optional but was expected")
     return context.tensors[index]
 
 

@@ -18,7 +18,7 @@ from ..core.node import Registration
 from ..core.types import BuiltinOperator
 
 # One module per op family; importing it registers its kernels.
-_FAMILIES = ("activations", "elementwise", "linear", "shape")
+_FAMILIES = ("activations", "conv", "elementwise", "linear", "reduce", "shape")
 
 _DEFAULT: dict[tuple[int, int], Registration] = {}
 _REFERENCE: dict[tuple[int, int], Registration] = {}

@@ -1,0 +1,1 @@
+"""Delegate backends, one module each."""
