@@ -7,22 +7,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.types import BuiltinOperator, TensorType
-from ..errors import ensure, ensure_type, ensure_types_eq
-from .common import check_arity, input_tensor, output_tensor
+from ..errors import ensure
+from .common import input_tensor, same_shape_prepare
 from .registry import register_builtin
-
-
-def same_shape_prepare(op_name: str, types: tuple[TensorType, ...] = (TensorType.FLOAT32,)):
-    """A prepare function for a one-input op whose output has the input's type and shape."""
-
-    def prepare(context, node):
-        check_arity(node, 1)
-        source, output = input_tensor(context, node, 0), output_tensor(context, node)
-        ensure_type(source, types, "input", op_name)
-        ensure_types_eq(source, output, f"{op_name} input/output types")
-        context.resize_tensor(output, source.shape)
-
-    return prepare
 
 
 def relu_invoke(context, node):
@@ -68,8 +55,17 @@ def softmax_invoke(context, node):
     out *= np.reciprocal(out.sum(axis=-1, keepdims=True))
 
 
-register_builtin(BuiltinOperator.RELU, (1, 3), prepare=same_shape_prepare("RELU"), invoke=relu_invoke)
+_FLOAT = (TensorType.FLOAT32,)
 register_builtin(
-    BuiltinOperator.LOGISTIC, (1, 3), prepare=same_shape_prepare("LOGISTIC"), invoke=logistic_invoke
+    BuiltinOperator.RELU, (1, 3), types=_FLOAT, prepare=same_shape_prepare("RELU"), invoke=relu_invoke
 )
-register_builtin(BuiltinOperator.SOFTMAX, (1, 4), prepare=softmax_prepare, invoke=softmax_invoke)
+register_builtin(
+    BuiltinOperator.LOGISTIC,
+    (1, 3),
+    types=_FLOAT,
+    prepare=same_shape_prepare("LOGISTIC"),
+    invoke=logistic_invoke,
+)
+register_builtin(
+    BuiltinOperator.SOFTMAX, (1, 4), types=_FLOAT, prepare=softmax_prepare, invoke=softmax_invoke
+)

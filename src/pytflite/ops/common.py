@@ -9,8 +9,12 @@ import numpy as np
 from ..core.context import Context
 from ..core.node import OPTIONAL_TENSOR, Node
 from ..core.tensor import Tensor
-from ..errors import KernelError
+from ..core.types import AllocationType, TensorType
+from ..errors import KernelError, ensure_type, ensure_types_eq
 from ..model.options import ActivationFunctionType
+
+# Every element type a pure data-movement kernel (reshape, gather, concat, ...) can copy.
+ANY_TYPE = tuple(t for t in TensorType if t not in (TensorType.RESOURCE, TensorType.VARIANT))
 
 
 def check_arity(node: Node, inputs: int | Sequence[int], outputs: int = 1) -> None:
@@ -63,3 +67,21 @@ def activation_clamp(activation: ActivationFunctionType) -> Callable[[np.ndarray
     if activation == ActivationFunctionType.RELU_N1_TO_1:
         return lambda out: np.clip(out, -1, 1, out=out)
     return None
+
+
+def is_constant(tensor: Tensor) -> bool:
+    """Known at prepare time: a model constant, or an output a kernel computed in prepare."""
+    return tensor.allocation_type in (AllocationType.MMAP_RO, AllocationType.PERSISTENT_RO)
+
+
+def same_shape_prepare(op_name: str, types: tuple[TensorType, ...] = (TensorType.FLOAT32,)):
+    """A prepare function for a one-input op whose output has the input's type and shape."""
+
+    def prepare(context: Context, node: Node) -> None:
+        check_arity(node, 1)
+        source, output = input_tensor(context, node, 0), output_tensor(context, node)
+        ensure_type(source, types, "input", op_name)
+        ensure_types_eq(source, output, f"{op_name} input/output types")
+        context.resize_tensor(output, source.shape)
+
+    return prepare

@@ -139,4 +139,6 @@ def conv2d_invoke(context, node):
         data.clamp(out)
 
 
-register_builtin(BuiltinOperator.CONV_2D, (1, 8), prepare=conv2d_prepare, invoke=conv2d_invoke)
+register_builtin(
+    BuiltinOperator.CONV_2D, (1, 8), types=(TensorType.FLOAT32,), prepare=conv2d_prepare, invoke=conv2d_invoke
+)

@@ -51,10 +51,11 @@ def binary_invoke(context, node):
         data.clamp(out)
 
 
-register_builtin(BuiltinOperator.ADD, (1, 6), prepare=binary_prepare(np.add, "ADD"), invoke=binary_invoke)
-register_builtin(
-    BuiltinOperator.SUB, (1, 5), prepare=binary_prepare(np.subtract, "SUB"), invoke=binary_invoke
-)
-register_builtin(
-    BuiltinOperator.MUL, (1, 8), prepare=binary_prepare(np.multiply, "MUL"), invoke=binary_invoke
-)
+for _op, _ufunc, _versions in (
+    (BuiltinOperator.ADD, np.add, (1, 6)),
+    (BuiltinOperator.SUB, np.subtract, (1, 5)),
+    (BuiltinOperator.MUL, np.multiply, (1, 8)),
+):
+    register_builtin(
+        _op, _versions, types=_NUMERIC, prepare=binary_prepare(_ufunc, _op.name), invoke=binary_invoke
+    )

@@ -76,5 +76,9 @@ def fully_connected_invoke(context, node):
 
 
 register_builtin(
-    BuiltinOperator.FULLY_CONNECTED, (1, 14), prepare=fully_connected_prepare, invoke=fully_connected_invoke
+    BuiltinOperator.FULLY_CONNECTED,
+    (1, 14),
+    types=(TensorType.FLOAT32,),
+    prepare=fully_connected_prepare,
+    invoke=fully_connected_invoke,
 )

@@ -124,4 +124,4 @@ _REDUCERS = {
 
 for _op, (_compute, _types, _versions) in _REDUCERS.items():
     _prepare, _invoke = reducer(_op.name, _compute, _types)
-    register_builtin(_op, _versions, prepare=_prepare, invoke=_invoke)
+    register_builtin(_op, _versions, types=_types, prepare=_prepare, invoke=_invoke)

@@ -1,12 +1,14 @@
 """The builtin kernel table: each op family module registers its kernels here at import.
 
-    register_builtin(BuiltinOperator.ADD, versions=(1, 6), prepare=..., invoke=...)
+    register_builtin(BuiltinOperator.ADD, (1, 6), types=(TensorType.FLOAT32, ...), prepare=..., invoke=...)
 
 `versions` is the inclusive range of op versions the kernel accepts, matching what TFLite's
 BuiltinOpResolver registers for that op; a model asking for another version fails to load with
 TFLite's "Didn't find op for builtin opcode" error. A kernel registered with `reference=True` replaces
 the default one only in BuiltinRefOpResolver (OpResolverType.BUILTIN_REF), for the few ops whose
-reference and optimized TFLite kernels round differently.
+reference and optimized TFLite kernels round differently. `types` lists the input element types the
+kernel accepts; it feeds the generated table of supported ops (docs/ops.md), so kernels should check
+their inputs against the same tuple.
 """
 
 from __future__ import annotations
@@ -15,24 +17,55 @@ import dataclasses
 import importlib
 
 from ..core.node import Registration
-from ..core.types import BuiltinOperator
+from ..core.types import BuiltinOperator, TensorType
 
 # One module per op family; importing it registers its kernels.
-_FAMILIES = ("activations", "conv", "elementwise", "linear", "reduce", "shape")
+_FAMILIES = (
+    "activations",
+    "conv",
+    "elementwise",
+    "gather",
+    "linear",
+    "pooling",
+    "quantize",
+    "reduce",
+    "shape",
+    "slicing",
+    "spatial",
+    "spectral",
+    "unary",
+)
 
 _DEFAULT: dict[tuple[int, int], Registration] = {}
 _REFERENCE: dict[tuple[int, int], Registration] = {}
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelInfo:
+    """What the docs table says about one builtin kernel."""
+
+    op: BuiltinOperator
+    versions: tuple[int, int]
+    types: tuple[TensorType, ...]
+    module: str
+
+
+_INFO: list[KernelInfo] = []
 
 
 def register_builtin(
     op: BuiltinOperator,
     versions: tuple[int, int],
     *,
+    types: tuple[TensorType, ...] = (),
     reference: bool = False,
     **callbacks,
 ) -> Registration:
     """Add a kernel (its init/prepare/invoke/free/profiling_string functions) for a version range."""
     table = _REFERENCE if reference else _DEFAULT
+    if not reference:
+        module = callbacks["invoke"].__module__.rsplit(".", 1)[-1]
+        _INFO.append(KernelInfo(op, versions, tuple(types), module))
     first, last = versions
     registration = Registration(builtin_code=op, **callbacks)
     for version in range(first, last + 1):
@@ -43,8 +76,18 @@ def register_builtin(
     return registration
 
 
-def builtin_kernels(reference: bool = False) -> dict[tuple[int, int], Registration]:
-    """All builtin kernels by (op code, version); BUILTIN_REF's variants when `reference` is set."""
+def _load_families() -> None:
     for family in _FAMILIES:
         importlib.import_module(f"{__package__}.{family}")
+
+
+def builtin_kernels(reference: bool = False) -> dict[tuple[int, int], Registration]:
+    """All builtin kernels by (op code, version); BUILTIN_REF's variants when `reference` is set."""
+    _load_families()
     return {**_DEFAULT, **_REFERENCE} if reference else dict(_DEFAULT)
+
+
+def kernel_infos() -> list[KernelInfo]:
+    """One entry per registered builtin kernel, sorted by op name (for the docs table)."""
+    _load_families()
+    return sorted(_INFO, key=lambda info: info.op.name)

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..core.types import AllocationType, BuiltinOperator, Status, TensorType
 from ..errors import KernelError, ensure, ensure_eq
-from .common import check_arity, input_tensor, optional_input_tensor, output_tensor
+from .common import ANY_TYPE, check_arity, input_tensor, optional_input_tensor, output_tensor
 from .registry import register_builtin
 
 
@@ -80,4 +80,6 @@ def reshape_invoke(context, node):
     output.data[...] = source.data.reshape(output.data.shape)
 
 
-register_builtin(BuiltinOperator.RESHAPE, (1, 1), prepare=reshape_prepare, invoke=reshape_invoke)
+register_builtin(
+    BuiltinOperator.RESHAPE, (1, 1), types=ANY_TYPE, prepare=reshape_prepare, invoke=reshape_invoke
+)
