@@ -228,3 +228,45 @@ def test_delegated_outputs_equal_the_cpu_path_bit_for_bit(name, claim):
     assert sum(len(p.nodes) for p in interpreter.delegate_partitions()) == len(claimed)
     for got, want in zip(run(interpreter), expected, strict=True):
         np.testing.assert_array_equal(got, want)
+
+
+def _models_with_key(suffix: str) -> list[str]:
+    return sorted(
+        n for n, m in MODELS.items() if any(k.endswith(suffix) or suffix in k for k in m.get("npz_keys", []))
+    )
+
+
+@pytest.mark.parametrize("name", _models_with_key("__batch"))
+def test_dynamic_batch_matches_litert_after_resizing(name):
+    if not _loads(name):
+        pytest.skip(f"{name} needs builtin ops pytflite does not implement yet")
+    data = np.load(CORPUS / MODELS[name]["npz"])
+    interpreter = pytflite.Interpreter(model_path=str(CORPUS / MODELS[name]["file"]))
+    for batch in MODELS[name]["extra"]["batches"]:
+        x = data[f"input_0__batch{batch}"]
+        interpreter.resize_tensor_input(interpreter.get_input_details()[0]["index"], x.shape)
+        interpreter.allocate_tensors()
+        interpreter.set_tensor(interpreter.get_input_details()[0]["index"], x)
+        interpreter.invoke()
+        for i, detail in enumerate(interpreter.get_output_details()):
+            expected = data[f"output_{i}__batch{batch}"]
+            assert_matches(
+                interpreter.get_tensor(detail["index"]), expected, what=f"{name} batch {batch} output {i}"
+            )
+
+
+@pytest.mark.parametrize(
+    "name", sorted(n for n, m in MODELS.items() if m.get("signature_defs") and m["mode"] == "signatures")
+)
+def test_every_signature_matches_litert(name):
+    if not _loads(name):
+        pytest.skip(f"{name} needs builtin ops pytflite does not implement yet")
+    data = np.load(CORPUS / MODELS[name]["npz"])
+    interpreter = pytflite.Interpreter(model_path=str(CORPUS / MODELS[name]["file"]))
+    for key, signature in interpreter.get_signature_list().items():
+        runner = interpreter.get_signature_runner(key)
+        outputs = runner(**{n: data[f"{key}__input_{n}"] for n in signature["inputs"]})
+        for output_name in signature["outputs"]:
+            assert_matches(
+                outputs[output_name], data[f"{key}__output_{output_name}"], what=f"{name} {key} {output_name}"
+            )

@@ -17,11 +17,12 @@ from typing import Any
 
 import numpy as np
 
+from .core.blas_threads import BlasThreads
 from .core.builder import build_subgraphs
 from .core.delegate import Delegate
 from .core.node import OPTIONAL_TENSOR
 from .core.quantization import AffineQuantization, BlockwiseQuantization
-from .core.subgraph import DelegatePartition, Subgraph
+from .core.subgraph import DelegatePartition, MemoryReport, Subgraph
 from .core.tensor import Tensor
 from .core.types import (
     NON_POD_TYPES,
@@ -125,7 +126,7 @@ class Interpreter:
             subgraph.disable_delegate_node_fusion = bool(experimental_disable_delegate_node_fusion)
             if control_dependencies is not None:
                 subgraph.control_edges = control_dependencies[index]
-        self._num_threads = int(num_threads or 1)
+        self._blas_threads = BlasThreads(num_threads) if num_threads is not None else contextlib.nullcontext()
         self._experimental_compress_quantization_zero_points = experimental_compress_quantization_zero_points
         self._view_anchor = object()
         self._delegates: list[Delegate] = []
@@ -169,6 +170,10 @@ class Interpreter:
         if delegate not in self._delegates:
             self._delegates.append(delegate)
 
+    def memory_report(self, subgraph_index: int = 0) -> MemoryReport:
+        """Arena size, its lower bound, and the bytes of constants and dynamic tensors."""
+        return self._subgraph(subgraph_index).memory_report()
+
     def delegate_partitions(self, subgraph_index: int = 0) -> list[DelegatePartition]:
         """The DELEGATE nodes of a subgraph's plan: which original nodes (and ops) each one runs."""
         return self._subgraph(subgraph_index).delegate_partitions()
@@ -182,7 +187,8 @@ class Interpreter:
     def invoke(self) -> None:
         self._ensure_safe()
         subgraph = self._subgraphs[0]
-        subgraph.invoke()
+        with self._blas_threads:
+            subgraph.invoke()
         for t in subgraph.outputs:
             if t != OPTIONAL_TENSOR:
                 subgraph.ensure_tensor_data_is_readable(t)
@@ -363,7 +369,8 @@ class SignatureRunner:
         subgraph.allocate_tensors()
         for name, value in kwargs.items():
             _set_tensor(subgraph, self._inputs[name], value)
-        subgraph.invoke()
+        with self._interpreter._blas_threads:
+            subgraph.invoke()
         result = {}
         for name, index in self._outputs.items():
             subgraph.ensure_tensor_data_is_readable(index)

@@ -92,7 +92,9 @@ def test_dead_tensors_are_reused():
     interpreter = pytflite.Interpreter(model_content=model)
     interpreter.allocate_tensors()
     total = sum(interpreter.subgraphs[0].tensors[t].bytes for t in produced)
-    assert interpreter.subgraphs[0].arena_bytes < total / 3
+    report = interpreter.memory_report()
+    assert report.arena_bytes < total / 3
+    assert report.arena_lower_bound_bytes <= report.arena_bytes <= 1.1 * report.arena_lower_bound_bytes
 
 
 def test_lifetimes_follow_tflite():

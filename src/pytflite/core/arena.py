@@ -203,6 +203,16 @@ class ArenaPlanner:
             elif moved or tensor.data is None or first <= self.first[t] <= last:
                 self._bind(tensor, allocation)
 
+    def lower_bound(self, plan_length: int) -> int:
+        """The most bytes of rw tensors alive at any one plan step: no placement can use less."""
+        live = np.zeros(max(plan_length, 1) + 1, np.int64)
+        for t, allocation in self.allocations.items():
+            if self.tensors[t].allocation_type == AllocationType.ARENA_RW and allocation.size:
+                last = plan_length - 1 if allocation.last == UNASSIGNED else allocation.last
+                live[allocation.first] += allocation.size
+                live[last + 1] -= allocation.size
+        return int(np.cumsum(live).max(initial=0))
+
     def _placement_order(self, t: int) -> tuple:
         # whole-run tensors first (by index), then largest first, then earliest written first
         whole_run = self.first[t] == 0 and self.last[t] == UNASSIGNED

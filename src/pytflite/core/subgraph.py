@@ -66,6 +66,18 @@ class DelegatePartition:
     output_tensors: tuple[int, ...]
 
 
+@dataclasses.dataclass(frozen=True)
+class MemoryReport:
+    """Bytes by kind of memory. arena_lower_bound_bytes is the most live rw-tensor bytes at any plan
+    step; the arena can be no smaller, and TFLite-style placement keeps it close."""
+
+    arena_bytes: int
+    arena_lower_bound_bytes: int
+    persistent_arena_bytes: int
+    constant_bytes: int
+    dynamic_bytes: int
+
+
 class SubgraphState(enum.Enum):
     UNINVOKABLE = 0
     INVOKABLE = 1
@@ -731,9 +743,21 @@ class Subgraph:
             registration.free(self.context, node.user_data)
         node.user_data = None
 
-    @property
-    def arena_bytes(self) -> int:
-        return 0 if self._planner is None else self._planner.arena_bytes + self._planner.persistent_bytes
+    def memory_report(self) -> MemoryReport:
+        """Where the subgraph's bytes are, and how close the arena is to the best possible."""
+        planner = self._planner
+        by_type: dict[AllocationType, int] = {}
+        for tensor in self.tensors:
+            if tensor.data is not None and tensor.allocation_type not in _ARENA:
+                by_type[tensor.allocation_type] = by_type.get(tensor.allocation_type, 0) + tensor.data.nbytes
+        return MemoryReport(
+            arena_bytes=0 if planner is None else planner.arena_bytes,
+            arena_lower_bound_bytes=0 if planner is None else planner.lower_bound(len(self.execution_plan)),
+            persistent_arena_bytes=0 if planner is None else planner.persistent_bytes,
+            constant_bytes=by_type.get(AllocationType.MMAP_RO, 0),
+            dynamic_bytes=by_type.get(AllocationType.DYNAMIC, 0)
+            + by_type.get(AllocationType.PERSISTENT_RO, 0),
+        )
 
 
 def _lacks_data(tensor: Tensor) -> bool:

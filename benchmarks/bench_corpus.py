@@ -1,0 +1,170 @@
+"""Time pytflite against ai-edge-litert on the public corpus, in one run, with the same inputs.
+
+For every model of ../shared/corpus/public that pytflite can run (float models; the others are listed as
+skipped), this measures the median invoke time of pytflite, of LiteRT's builtin kernels
+(BUILTIN_WITHOUT_DEFAULT_DELEGATES) and of LiteRT with XNNPACK (AUTO), all with the same num_threads, and
+prints the ratios, their geometric mean over the models where LiteRT's builtin kernels take >= 1 ms,
+whether each model stays within LiteRT's time + 5 us per node, and the arena against its lower bound.
+It also measures the per-node overhead on a chain of 1000 tiny ADDs.
+
+    .venv/bin/python benchmarks/bench_corpus.py [--threads 1] [--min-time 0.5] [--models mlp,small_cnn]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+import pytflite
+from pytflite import BuiltinOperator, TensorType
+from pytflite.model.builder import ModelBuilder
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "public"
+NODE_BUDGET_S = 5e-6
+
+
+def median_invoke_seconds(interpreter, min_time: float) -> float:
+    """Median of per-invoke times over at least `min_time` seconds (and at least 7 runs), after warm-up."""
+    interpreter.invoke()
+    samples: list[float] = []
+    started = time.perf_counter()
+    while len(samples) < 7 or time.perf_counter() - started < min_time:
+        begin = time.perf_counter()
+        interpreter.invoke()
+        samples.append(time.perf_counter() - begin)
+    return statistics.median(samples)
+
+
+def prepared(interpreter, inputs: list[np.ndarray]):
+    interpreter.allocate_tensors()
+    for detail, value in zip(interpreter.get_input_details(), inputs):
+        interpreter.set_tensor(detail["index"], value)
+    return interpreter
+
+
+def litert_interpreter(model: bytes, resolver: str, threads: int):
+    from ai_edge_litert import interpreter as litert
+
+    kind = getattr(litert.OpResolverType, resolver)
+    return litert.Interpreter(model_content=model, experimental_op_resolver_type=kind, num_threads=threads)
+
+
+def tiny_add_chain(length: int) -> bytes:
+    builder = ModelBuilder()
+    current = builder.add_input("x", TensorType.FLOAT32, [1])
+    one = builder.add_constant("one", np.ones([1], np.float32))
+    for i in range(length):
+        out = builder.add_tensor(f"t{i}", TensorType.FLOAT32, [1])
+        builder.add_operator(BuiltinOperator.ADD, [current, one], [out])
+        current = out
+    builder.add_output(current)
+    return builder.build()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--min-time", type=float, default=0.5, help="seconds of invokes per measurement")
+    parser.add_argument("--models", default="", help="comma-separated model names (default: all)")
+    parser.add_argument("--json", help="also write the results to this file")
+    args = parser.parse_args()
+
+    manifest = json.loads((CORPUS / "manifest.json").read_text())
+    wanted = set(filter(None, args.models.split(",")))
+    rows, skipped = [], []
+    for entry in manifest["models"]:
+        name = entry["name"]
+        if wanted and name not in wanted:
+            continue
+        if "input_0" not in entry.get("npz_keys", []) or name == "atan_custom":
+            skipped.append((name, "no plain inputs in the corpus (signatures/state/custom op)"))
+            continue
+        model = (CORPUS / entry["file"]).read_bytes()
+        data = np.load(CORPUS / entry["npz"])
+        inputs = [data[f"input_{i}"] for i in range(len(entry["inputs"]))]
+        try:
+            ours = prepared(pytflite.Interpreter(model_content=model, num_threads=args.threads), inputs)
+        except (ValueError, RuntimeError) as error:
+            skipped.append((name, str(error).splitlines()[0][:90]))
+            continue
+        builtin = prepared(
+            litert_interpreter(model, "BUILTIN_WITHOUT_DEFAULT_DELEGATES", args.threads), inputs
+        )
+        xnnpack = prepared(litert_interpreter(model, "AUTO", args.threads), inputs)
+        nodes = len(ours.subgraphs[0].execution_plan)
+        times = {
+            k: median_invoke_seconds(i, args.min_time)
+            for k, i in (("pytflite", ours), ("builtin", builtin), ("xnnpack", xnnpack))
+        }
+        report = ours.memory_report()
+        rows.append(
+            {
+                "model": name,
+                "nodes": nodes,
+                **{f"{k}_ms": v * 1e3 for k, v in times.items()},
+                "vs_builtin": times["pytflite"] / times["builtin"],
+                "vs_xnnpack": times["pytflite"] / times["xnnpack"],
+                "within_node_budget": times["pytflite"] <= times["builtin"] + NODE_BUDGET_S * nodes,
+                "arena_vs_lower_bound": report.arena_bytes / max(report.arena_lower_bound_bytes, 1),
+            }
+        )
+
+    chain = 1000
+    chain_model = tiny_add_chain(chain)
+    x = [np.zeros([1], np.float32)]
+    per_node = {
+        "pytflite": median_invoke_seconds(
+            prepared(pytflite.Interpreter(model_content=chain_model), x), args.min_time
+        )
+        / chain,
+        "builtin": median_invoke_seconds(
+            prepared(litert_interpreter(chain_model, "BUILTIN_WITHOUT_DEFAULT_DELEGATES", args.threads), x),
+            args.min_time,
+        )
+        / chain,
+    }
+
+    print(f"pytflite vs ai-edge-litert, num_threads={args.threads}, median invoke time")
+    print(
+        f"{'model':<22}{'nodes':>6}{'pytflite ms':>13}{'builtin ms':>12}{'xnnpack ms':>12}{'/builtin':>10}{'/xnnpack':>10}{'budget':>8}{'arena/LB':>10}"
+    )
+    for r in rows:
+        print(
+            f"{r['model']:<22}{r['nodes']:>6}{r['pytflite_ms']:>13.3f}{r['builtin_ms']:>12.3f}{r['xnnpack_ms']:>12.3f}"
+            f"{r['vs_builtin']:>10.2f}{r['vs_xnnpack']:>10.2f}{'ok' if r['within_node_budget'] else 'over':>8}"
+            f"{r['arena_vs_lower_bound']:>10.3f}"
+        )
+    heavy = [r["vs_builtin"] for r in rows if r["builtin_ms"] >= 1.0]
+    if heavy:
+        print(
+            f"geometric mean /builtin over {len(heavy)} models with builtin >= 1 ms: {math.exp(statistics.fmean(map(math.log, heavy))):.2f}x"
+        )
+    if rows:
+        print(
+            f"geometric mean /builtin over all {len(rows)} models: {math.exp(statistics.fmean(math.log(r['vs_builtin']) for r in rows)):.2f}x"
+        )
+    print(
+        f"per-node overhead (chain of {chain} ADDs of one element): pytflite {per_node['pytflite'] * 1e6:.2f} us, "
+        f"LiteRT builtin {per_node['builtin'] * 1e6:.2f} us"
+    )
+    for name, reason in skipped:
+        print(f"skipped {name}: {reason}")
+    if args.json:
+        Path(args.json).write_text(
+            json.dumps(
+                {"threads": args.threads, "models": rows, "per_node_s": per_node, "skipped": skipped},
+                indent=1,
+            )
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,48 @@
+"""BLAS thread count for an interpreter's invokes (what `num_threads` means for NumPy kernels).
+
+NumPy's matrix products run on the BLAS library's own thread pool. When an interpreter is given
+`num_threads`, each invoke sets that pool's size and restores it afterwards, through threadpoolctl (an
+optional dependency: `pip install pytflite[threads]`); without threadpoolctl the setting is ignored with
+a warning. The pool is process-wide, so interpreters invoked concurrently with different `num_threads`
+see each other's setting; one interpreter per thread with equal `num_threads` is fine.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+
+class BlasThreads:
+    """Context manager: inside it, the BLAS pool has `count` threads."""
+
+    def __init__(self, count: int):
+        self.count = count
+        self._libraries = _blas_libraries()
+        self._saved: list[int] = []
+
+    def __enter__(self) -> None:
+        self._saved = [library.num_threads for library in self._libraries]
+        for library in self._libraries:
+            library.set_num_threads(self.count)
+
+    def __exit__(self, *exc_info) -> None:
+        for library, count in zip(self._libraries, self._saved):
+            library.set_num_threads(count)
+
+
+_LIBRARIES: list | None = None
+
+
+def _blas_libraries() -> list:
+    global _LIBRARIES
+    if _LIBRARIES is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+        except ImportError:
+            warnings.warn(
+                "num_threads needs threadpoolctl (pip install pytflite[threads]); ignoring it", stacklevel=4
+            )
+            _LIBRARIES = []
+        else:
+            _LIBRARIES = [c for c in ThreadpoolController().lib_controllers if c.user_api == "blas"]
+    return _LIBRARIES
