@@ -7,10 +7,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pytest
 
+import pytflite
 from pytflite import TensorType
 from pytflite.model.builder import ModelBuilder
-from tests.oracle import compare_with_litert
+from tests.oracle import compare_with_litert, run
 
 
 @dataclass
@@ -32,6 +34,7 @@ class SingleOpModel:
     options: Any = None
     version: int = 1
     output_quantization: list[Any] = field(default_factory=list)
+    output_shapes: list[Sequence[int]] | None = None  # declared output shapes; kernels compute the real ones
 
     def build(self) -> tuple[bytes, list[np.ndarray]]:
         builder = ModelBuilder()
@@ -62,7 +65,8 @@ class SingleOpModel:
         outputs = []
         for i, tensor_type in enumerate(self.output_types):
             quantization = self.output_quantization[i] if i < len(self.output_quantization) else None
-            outputs.append(builder.add_tensor(f"out{i}", tensor_type, [1], quantization=quantization))
+            shape = self.output_shapes[i] if self.output_shapes else []
+            outputs.append(builder.add_tensor(f"out{i}", tensor_type, shape, quantization=quantization))
             builder.add_output(outputs[-1])
         builder.add_operator(self.op, indices, outputs, self.options, version=self.version)
         return builder.build(), feeds
@@ -71,6 +75,12 @@ class SingleOpModel:
         """Run in LiteRT and pytflite; assert the outputs match; return pytflite's."""
         model, feeds = self.build()
         return compare_with_litert(model, feeds, rtol=rtol)
+
+    def fails(self, message: str) -> None:
+        """pytflite refuses the model with `message` (at allocation or invocation)."""
+        model, feeds = self.build()
+        with pytest.raises(RuntimeError, match=message):
+            run(pytflite.Interpreter(model_content=model), feeds)
 
 
 def _type_of(value: np.ndarray) -> TensorType:

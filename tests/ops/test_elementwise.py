@@ -1,4 +1,6 @@
-"""ADD, SUB, MUL against LiteRT: broadcasting, fused activations, float32 / int32 / int64, constants."""
+"""Elementwise binary ops against LiteRT: arithmetic (ADD, SUB, MUL, DIV, MAXIMUM, MINIMUM, POW,
+SQUARED_DIFFERENCE, FLOOR_DIV, FLOOR_MOD, ATAN2, ADD_N), bitwise (BITWISE_XOR, RIGHT_SHIFT), comparisons
+and logical ops: broadcasting, fused activations, every supported type, constants, error texts."""
 
 from __future__ import annotations
 
@@ -8,38 +10,74 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+import pytflite
 from pytflite import BuiltinOperator as Op
 from pytflite import TensorType as T
-from tests.oracle import requires_litert
+from pytflite.core.types import AllocationType, tensor_type_for_dtype
+from tests.oracle import litert_interpreter, requires_litert, run
 from tests.single_op import Operand, SingleOpModel
 
 pytestmark = requires_litert
 
 ACTIVATIONS = ["NONE", "RELU", "RELU6", "RELU_N1_TO_1"]
+F32_MAX = np.finfo(np.float32).max
+
+
+def _type(value) -> T:
+    return tensor_type_for_dtype(np.asarray(value).dtype)
+
+
+def check(op, *inputs, out=None, options=None, version=1, constant=(), rtol=1e-5, **kwargs):
+    """Compare one op with LiteRT; inputs are arrays or Operands, `constant` lists constant positions."""
+    operands = [
+        x if isinstance(x, Operand) else Operand(np.asarray(x), constant=i in constant)
+        for i, x in enumerate(inputs)
+    ]
+    out = out or _type(operands[0].value)
+    return SingleOpModel(op, operands, [out], options, version=version, **kwargs).check(rtol)[0]
+
+
+def fails(op, *inputs, message, out=None, options=None, version=1, at="prepare", litert=True, **kwargs):
+    """Assert pytflite fails with `message` (a regex) when preparing or invoking; LiteRT fails too."""
+    operands = [x if isinstance(x, Operand) else Operand(np.asarray(x)) for x in inputs]
+    out = out or _type(operands[0].value)
+    model, feeds = SingleOpModel(op, operands, [out], options, version=version, **kwargs).build()
+    if litert:
+        with pytest.raises(RuntimeError):
+            run(litert_interpreter(model), feeds)
+    interpreter = pytflite.Interpreter(model_content=model)
+    with pytest.raises(RuntimeError, match=message + rf".*Node number 0 \({op.name}\) failed to {at}"):
+        run(interpreter, feeds)
 
 
 @st.composite
-def broadcastable_pair(draw, dtype):
-    shapes = draw(hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=4, max_side=5))
-    elements = st.floats(-10, 10, width=32) if dtype == np.float32 else st.integers(-1000, 1000)
+def broadcastable_pair(draw, dtype, low=-10, high=10, max_dims=4):
+    shapes = draw(hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=max_dims, max_side=5))
+    if np.dtype(dtype).kind == "f":
+        elements = st.floats(low, high, width=np.dtype(dtype).itemsize * 8)
+    elif np.dtype(dtype) == np.bool_:
+        elements = st.booleans()
+    else:
+        info = np.iinfo(dtype)
+        elements = st.integers(max(low, info.min), min(high, info.max))
     a = draw(hnp.arrays(dtype, shapes.input_shapes[0], elements=elements))
     b = draw(hnp.arrays(dtype, shapes.input_shapes[1], elements=elements))
     return a, b
 
 
-@pytest.mark.parametrize("op", [Op.ADD, Op.SUB, Op.MUL])
-@settings(max_examples=25, deadline=None)
+# --- ADD, SUB, MUL, DIV ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", [Op.ADD, Op.SUB, Op.MUL, Op.DIV])
+@settings(max_examples=20, deadline=None)
 @given(data=st.data())
 def test_float_broadcasting_with_activations(op, data):
     a, b = data.draw(broadcastable_pair(np.float32))
+    if op == Op.DIV:
+        b = np.where(np.abs(b) < 0.1, np.float32(0.5), b)
     activation = data.draw(st.sampled_from(ACTIVATIONS))
     constant = data.draw(st.booleans())
-    SingleOpModel(
-        op,
-        [Operand(a), Operand(b, constant=constant)],
-        [T.FLOAT32],
-        {"fused_activation_function": activation},
-    ).check()
+    check(op, a, b, options={"fused_activation_function": activation}, constant=(1,) if constant else ())
 
 
 @pytest.mark.parametrize("op", [Op.ADD, Op.SUB, Op.MUL])
@@ -47,15 +85,83 @@ def test_float_broadcasting_with_activations(op, data):
 @settings(max_examples=10, deadline=None)
 @given(data=st.data())
 def test_integer_types(op, dtype, data):
-    a, b = data.draw(broadcastable_pair(dtype))
+    a, b = data.draw(broadcastable_pair(dtype, -1000, 1000))
     version = {(Op.ADD, np.int64): 4, (Op.SUB, np.int64): 4, (Op.MUL, np.int64): 6}.get((op, dtype), 1)
-    tensor_type = T.INT32 if dtype == np.int32 else T.INT64
-    SingleOpModel(op, [Operand(a), Operand(b)], [tensor_type], version=version).check()
+    check(op, a, b, version=version)
+
+
+@pytest.mark.parametrize("op", [Op.ADD, Op.SUB, Op.MUL, Op.DIV])
+@pytest.mark.parametrize("activation", ACTIVATIONS)
+def test_float_overflow_clamps_to_the_largest_float_and_keeps_nan(op, activation):
+    """TFLite clamps float results to the activation range, [lowest, max] with none: inf -> FLT_MAX."""
+    a = np.array([np.inf, -np.inf, np.nan, 1, 3e38, -3e38, 0, 5, -2], np.float32)
+    b = np.array([1, 1, 1, np.nan, 3e38, 3e38, 0, 0, 0.5], np.float32)
+    check(op, a, b, options={"fused_activation_function": activation})
+    check(op, a.reshape(3, 3), b[:3], options={"fused_activation_function": activation})
+
+
+@pytest.mark.parametrize("activation", [*ACTIVATIONS, "TANH"])
+def test_int32_div_truncates_and_clamps(activation):
+    a = np.array([7, -7, 7, -7, 0, -(2**31), 2**31 - 1, 100, -100], np.int32)
+    b = np.array([2, 2, -2, -2, 5, -1, 1, 3, 3], np.int32)
+    check(Op.DIV, a, b, options={"fused_activation_function": activation})
+    check(Op.DIV, a.reshape(3, 3), np.array([2, -3, 7], np.int32), constant=(1,))
+
+
+def test_int32_div_by_zero_fails_at_invoke():
+    fails(
+        Op.DIV,
+        np.array([7, 8], np.int32),
+        np.array([2, 0], np.int32),
+        message="data\\[i\\] != zero_point was not true.",
+        at="invoke",
+    )
+
+
+def test_float_div_by_zero_is_not_an_error():
+    check(Op.DIV, np.array([1, -1, 0], np.float32), np.array([0, 0, 0], np.float32))
+
+
+def test_add_and_mul_on_float16_and_int16():
+    a = np.array([[1.5, -2.25, 60000, -60000], [3, 4, 0.1, -0.5]], np.float16)
+    b = np.array([2, 0.5, 2, 2], np.float16)
+    for op in (Op.ADD, Op.MUL):
+        for activation in ACTIVATIONS:
+            check(op, a, b, options={"fused_activation_function": activation})
+    i = np.array([[30000, -30000, 5, -7], [1, 2, 3, 4]], np.int16)
+    j = np.array([30000, 2, -3, 9], np.int16)
+    for op in (Op.ADD, Op.MUL):
+        for activation in ACTIVATIONS:
+            check(op, i, j, options={"fused_activation_function": activation})
+
+
+def test_mul_on_uint32_and_complex64():
+    a = np.array([[0, 1, 2**31, 2**32 - 1], [5, 6, 7, 8]], np.uint32)
+    b = np.array([3, 2**31, 2, 2], np.uint32)
+    for activation in ACTIVATIONS:  # uint32 RELU_N1_TO_1 clamps everything to 1 in TFLite (min wraps)
+        check(Op.MUL, a, b, options={"fused_activation_function": activation})
+    c = np.array([[1 + 2j, -3 + 0.5j], [0, 1j]], np.complex64)
+    check(Op.MUL, c, np.array([2 - 1j, 0.5j], np.complex64))
+    fails(
+        Op.MUL, c, c, options={"fused_activation_function": "RELU"}, message="Activation is not allowed for"
+    )
+
+
+def test_mul_of_two_constants_is_computed_in_prepare():
+    a, b = np.arange(6, dtype=np.float32).reshape(2, 3), np.array([2, 3, 4], np.float32)
+    model, _ = SingleOpModel(
+        Op.MUL, [Operand(a, constant=True), Operand(b, constant=True)], [T.FLOAT32]
+    ).build()
+    interpreter = pytflite.Interpreter(model_content=model)
+    interpreter.allocate_tensors()
+    output = interpreter.get_output_details()[0]["index"]
+    assert interpreter.subgraphs[0].tensors[output].allocation_type == AllocationType.PERSISTENT_RO
+    interpreter.invoke()
+    np.testing.assert_array_equal(interpreter.get_tensor(output), a * b)
+    check(Op.MUL, a, b, constant=(0, 1))
 
 
 def test_mismatched_types_are_rejected():
-    import pytflite
-
     model, _ = SingleOpModel(
         Op.ADD, [Operand(np.zeros(2, np.float32)), Operand(np.zeros(2, np.int32))], [T.FLOAT32]
     ).build()
@@ -66,8 +172,6 @@ def test_mismatched_types_are_rejected():
 
 
 def test_unbroadcastable_shapes_are_rejected():
-    import pytflite
-
     model, _ = SingleOpModel(
         Op.MUL, [Operand(np.zeros([2, 3], np.float32)), Operand(np.zeros([4], np.float32))], [T.FLOAT32]
     ).build()
@@ -76,11 +180,416 @@ def test_unbroadcastable_shapes_are_rejected():
 
 
 def test_quantized_inputs_are_not_yet_supported():
-    import pytflite
-
     operand = Operand(np.zeros(2, np.int8), quantization=(0.1, 0))
     model, _ = SingleOpModel(
         Op.ADD, [operand, operand], [T.INT8], version=2, output_quantization=[(0.1, 0)]
     ).build()
-    with pytest.raises(RuntimeError, match="Type INT8 \\(input\\) is unsupported by op ADD."):
+    with pytest.raises(RuntimeError, match="ADD of a quantized INT8 input is not supported yet"):
         pytflite.Interpreter(model_content=model).allocate_tensors()
+    for op in (Op.SUB, Op.MUL, Op.DIV, Op.SQUARED_DIFFERENCE):
+        model, _ = SingleOpModel(op, [operand, operand], [T.INT8], output_quantization=[(0.1, 0)]).build()
+        with pytest.raises(RuntimeError, match=f"{op.name} of a quantized INT8 input is not supported yet"):
+            pytflite.Interpreter(model_content=model).allocate_tensors()
+
+
+def test_broadcasting_beyond_eight_dimensions_is_rejected():
+    a, b = np.ones([2] + [1] * 8, np.float32), np.ones([2] * 8, np.float32)
+    model, _ = SingleOpModel(Op.DIV, [Operand(a), Operand(b)], [T.FLOAT32]).build()
+    with pytest.raises(RuntimeError, match="DIV broadcasts at most 8 dimensions, got 9"):
+        pytflite.Interpreter(model_content=model).allocate_tensors()
+    # Equal shapes need no broadcast loop: any rank works, in TFLite too.
+    check(Op.DIV, np.full([1] * 9 + [2], 3, np.float32), np.full([1] * 9 + [2], 2, np.float32))
+
+
+WIDE_CASES = [
+    (Op.ADD, np.float32),
+    (Op.SUB, np.int32),
+    (Op.MUL, np.float32),
+    (Op.DIV, np.float32),
+    (Op.MAXIMUM, np.float32),
+    (Op.MINIMUM, np.int8),
+    (Op.FLOOR_MOD, np.float32),
+    (Op.BITWISE_XOR, np.int16),
+    (Op.LESS, np.float32),
+    (Op.EQUAL, np.int32),
+    (Op.LOGICAL_OR, np.bool_),
+]
+
+
+@pytest.mark.parametrize(
+    ("op", "dtype"), WIDE_CASES, ids=[f"{o.name}-{np.dtype(d).name}" for o, d in WIDE_CASES]
+)
+@pytest.mark.parametrize("small", [(6,), (1, 1, 6), (24, 6), (1, 24, 6)])
+@pytest.mark.parametrize("constant", [(), (0,), (1,)])
+def test_per_channel_broadcast_of_large_tensors(op, dtype, small, constant):
+    """Large tensors against a per-channel operand take the widened-rows path; both operand orders."""
+    rng = np.random.default_rng(len(small))
+    big = (rng.normal(size=(3, 40, 24, 6)) * 50).astype(dtype)
+    other = (rng.normal(size=small) * 50).astype(dtype)
+    if op in (Op.DIV, Op.FLOOR_MOD):
+        other = np.where(np.abs(other) < 1, 3, other).astype(dtype)
+    out = T.BOOL if op in (Op.LESS, Op.EQUAL) else None
+    check(op, big, other, out=out, constant=constant)
+    if op not in (Op.DIV, Op.FLOOR_MOD):
+        check(op, other, big, out=out, constant=tuple(1 - c for c in constant))
+
+
+# --- MAXIMUM, MINIMUM ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", [Op.MAXIMUM, Op.MINIMUM])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.int64, np.int8, np.uint8, np.int16, np.float16])
+@settings(max_examples=8, deadline=None)
+@given(data=st.data())
+def test_maximum_minimum(op, dtype, data):
+    a, b = data.draw(broadcastable_pair(dtype, -200, 200))
+    constant = data.draw(st.sampled_from([(), (0,), (1,)]))
+    check(op, a, b, constant=constant, version=2)
+
+
+@pytest.mark.parametrize("op", [Op.MAXIMUM, Op.MINIMUM])
+@pytest.mark.parametrize("constant", [(), (0,), (1,)])
+def test_maximum_minimum_nan_follows_tflite(op, constant):
+    """`a > b ? a : b`: a NaN first operand gives the second, a NaN second operand gives NaN."""
+    a = np.array([[np.nan, 1, np.nan, 2], [-1, 3, 0, -0.0]], np.float32)
+    b = np.array([[1, np.nan, np.nan, 1], [np.nan, 2, -0.0, 0]], np.float32)
+    check(op, a, b, constant=constant)
+    check(op, a, np.array([np.nan, 1, -1, 0], np.float32), constant=constant)
+    check(op, a, np.float32(0.5), constant=constant)
+
+
+def test_maximum_on_quantized_int8_compares_raw_values():
+    a = Operand(np.array([-128, -5, 0, 100, 127], np.int8), quantization=(0.5, 3))
+    b = Operand(np.array([-3, 7, 0, -100, 126], np.int8), quantization=(0.25, -2))
+    for op in (Op.MAXIMUM, Op.MINIMUM):
+        check(op, a, b, version=2, output_quantization=[(0.5, 3)])
+
+
+# --- POW, SQUARED_DIFFERENCE, FLOOR_DIV, FLOOR_MOD -------------------------------------------------------
+
+
+@settings(max_examples=20, deadline=None)
+@given(data=st.data())
+def test_pow_float(data):
+    a, b = data.draw(broadcastable_pair(np.float32, -3, 3))
+    a = np.abs(a) + np.float32(0.25)  # non-integral exponents of negative bases are NaN on both sides
+    check(Op.POW, a, b, constant=data.draw(st.sampled_from([(), (1,)])))
+
+
+@pytest.mark.parametrize("constant", [(), (1,)])
+@pytest.mark.parametrize("exponent", [3.0, 2.000001, 1.0, 0.0, -2.0, 2.5, np.nan, 40.0, 1e10])
+def test_pow_float_scalar_exponent(exponent, constant):
+    """A one-element exponent of another shape: near-integral exponents >= 1 multiply repeatedly."""
+    a = np.array([[2, -3, 0.5, 10, 1e20, 0, np.inf], [-1e20, 1.5, -0.75, 7, 1, -2, -np.inf]], np.float32)
+    check(Op.POW, a, np.array([exponent], np.float32), constant=constant, rtol=2e-5)
+    check(Op.POW, a, np.full(a.shape, exponent, np.float32), constant=constant, rtol=2e-5)
+
+
+@pytest.mark.parametrize("constant", [(), (1,)])
+def test_pow_int32(constant):
+    a = np.array([[2, 3, -2, 10, 7, 0], [1, -1, 5, -3, 46341, 2]], np.int32)
+    b = np.array([[3, 0, 3, 10, 40, 0], [9, 7, 13, 19, 2, 31]], np.int32)
+    check(Op.POW, a, b, constant=constant)  # overflow: INT_MIN, from a double cast
+    for exponent in (0, 1, 2, 7, 40):  # one exponent, broadcast: repeated multiplication wraps
+        check(Op.POW, a, np.array([exponent], np.int32), constant=constant)
+
+
+def test_pow_int32_negative_exponent_fails_at_invoke():
+    fails(
+        Op.POW,
+        np.array([2, 3], np.int32),
+        np.array([-1, 2], np.int32),
+        message="POW does not support negative value for int32.",
+        at="invoke",
+    )
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+@settings(max_examples=15, deadline=None)
+@given(data=st.data())
+def test_squared_difference(dtype, data):
+    a, b = data.draw(broadcastable_pair(dtype, -1000, 1000))
+    check(Op.SQUARED_DIFFERENCE, a, b, constant=data.draw(st.sampled_from([(), (1,)])))
+
+
+@pytest.mark.parametrize(
+    ("op", "dtype"),
+    [
+        (Op.FLOOR_DIV, np.float32),
+        (Op.FLOOR_DIV, np.int32),
+        (Op.FLOOR_DIV, np.int16),
+        (Op.FLOOR_DIV, np.int8),
+        (Op.FLOOR_MOD, np.float32),
+        (Op.FLOOR_MOD, np.int32),
+        (Op.FLOOR_MOD, np.int64),
+        (Op.FLOOR_MOD, np.int16),
+        (Op.FLOOR_MOD, np.int8),
+    ],
+)
+@settings(max_examples=12, deadline=None)
+@given(data=st.data())
+def test_floor_div_and_floor_mod(op, dtype, data):
+    a, b = data.draw(broadcastable_pair(dtype, -100, 100))
+    b = np.where(b == 0, np.asarray(3, dtype), b).astype(dtype)
+    if dtype == np.float32:
+        b = np.where(np.abs(b) < 0.5, np.float32(-1.5), b).astype(dtype)
+    version = 2 if dtype in (np.int16, np.int8, np.int64) else 1
+    check(op, a, b, constant=data.draw(st.sampled_from([(), (1,)])), version=version)
+
+
+def test_floor_div_and_floor_mod_edge_values():
+    a = np.array([7, -7, 7, -7, 0, 1e10, -1, 5, 6], np.float32)
+    b = np.array([2, 2, -2, -2, 3, 3, 0.1, np.inf, -3], np.float32)
+    check(Op.FLOOR_DIV, a, b)
+    check(Op.FLOOR_MOD, a, b)
+    i = np.array([7, -7, 7, -7, 0, -(2**31), 2**31 - 1], np.int32)
+    j = np.array([2, 2, -2, -2, 3, -1, -2], np.int32)
+    check(Op.FLOOR_DIV, i, j)
+    check(Op.FLOOR_MOD, i[[0, 1, 2, 3, 4, 6]], j[[0, 1, 2, 3, 4, 6]])
+    check(Op.FLOOR_MOD, np.array([5, -5, 0], np.float32), np.array([0, -0.0, 0], np.float32))  # NaN
+
+
+@pytest.mark.parametrize("op", [Op.FLOOR_DIV, Op.FLOOR_MOD])
+@pytest.mark.parametrize("dtype", [np.int32, np.float32])
+def test_division_by_zero_fails_at_invoke(op, dtype):
+    if op == Op.FLOOR_MOD and dtype == np.float32:
+        return  # float FLOOR_MOD gives NaN (tested above)
+    fails(
+        op,
+        np.array([7, -7], dtype),
+        np.array([2, 0], dtype),
+        message="Division by 0",
+        at="invoke",
+    )
+
+
+# --- ATAN2, ADD_N ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_atan2(dtype):
+    rng = np.random.default_rng(0)
+    y, x = rng.normal(size=(3, 4)).astype(dtype), rng.normal(size=(3, 4)).astype(dtype)
+    x[0, :3] = [0, -0.0, np.inf]
+    check(Op.ATAN2, y, x)
+    check(Op.ATAN2, y, x, constant=(1,))
+    # TFLite checks only the ranks and pairs elements in memory order.
+    check(Op.ATAN2, y, x.reshape(4, 3))
+
+
+def test_atan2_rank_mismatch_is_rejected():
+    fails(
+        Op.ATAN2,
+        np.ones((2, 3), np.float32),
+        np.ones(3, np.float32),
+        message=r"tflite::NumDimensions\(a\) != tflite::NumDimensions\(b\) \(2 != 1\)",
+    )
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+@pytest.mark.parametrize("count", [2, 3, 5])
+def test_add_n(dtype, count):
+    rng = np.random.default_rng(count)
+    inputs = [(rng.normal(size=(2, 3)) * 100).astype(dtype) for _ in range(count)]
+    check(Op.ADD_N, *inputs, constant=(1,))
+
+
+def test_add_n_rejects_different_shapes():
+    fails(
+        Op.ADD_N,
+        np.ones((2, 3), np.float32),
+        np.ones((2, 3), np.float32),
+        np.ones((3, 2), np.float32),
+        message=r"HaveSameShapes\(input1, input\) was not true.",
+    )
+
+
+# --- BITWISE_XOR, RIGHT_SHIFT ------------------------------------------------------------------------------
+
+BITWISE_TYPES = [np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32]
+
+
+@pytest.mark.parametrize("dtype", BITWISE_TYPES)
+@settings(max_examples=6, deadline=None)
+@given(data=st.data())
+def test_bitwise_xor(dtype, data):
+    info = np.iinfo(dtype)
+    a, b = data.draw(broadcastable_pair(dtype, info.min, info.max))
+    check(Op.BITWISE_XOR, a, b)
+
+
+@pytest.mark.parametrize("dtype", BITWISE_TYPES)
+@pytest.mark.parametrize("constant", [(), (1,)])
+def test_right_shift_clamps_shift_counts(dtype, constant):
+    info = np.iinfo(dtype)
+    bits = info.bits
+    a = np.array([[info.min, info.max, 100, 1], [0, 77, info.max // 3, info.min // 5]], dtype)
+    low = -3 if info.min < 0 else 0
+    b = np.array([low, 1, bits - 1, bits, min(bits + 9, info.max)], dtype=np.int64)
+    shifts = np.array([b[0], b[1], b[2], b[4]], dtype)
+    check(Op.RIGHT_SHIFT, a, shifts, constant=constant)
+    check(Op.RIGHT_SHIFT, a, np.array([[2, low, bits, 3], [bits - 1, 0, 1, 5]], dtype), constant=constant)
+
+
+def test_bitwise_types_are_checked():
+    fails(
+        Op.BITWISE_XOR,
+        np.ones(2, np.int64),
+        np.ones(2, np.int64),
+        message="BitwiseXor currently only supports 8-bit/16-bit/32-bit integer/unsigned integer, got INT64",
+        litert=False,  # LiteRT fails at invoke, we at prepare
+    )
+
+
+# --- comparisons -----------------------------------------------------------------------------------------
+
+COMPARISONS = [Op.EQUAL, Op.NOT_EQUAL, Op.LESS, Op.LESS_EQUAL, Op.GREATER, Op.GREATER_EQUAL]
+
+
+@pytest.mark.parametrize("op", COMPARISONS)
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.int64, np.float16])
+@settings(max_examples=6, deadline=None)
+@given(data=st.data())
+def test_comparisons(op, dtype, data):
+    a, b = data.draw(broadcastable_pair(dtype, -3, 3))
+    check(op, a, b, out=T.BOOL, constant=data.draw(st.sampled_from([(), (1,)])))
+
+
+@pytest.mark.parametrize("op", COMPARISONS)
+def test_comparisons_with_nan(op):
+    a = np.array([np.nan, 1, np.nan, 2, -0.0], np.float32)
+    b = np.array([1, np.nan, np.nan, 2, 0], np.float32)
+    check(op, a, b, out=T.BOOL)
+
+
+@pytest.mark.parametrize("op", [Op.EQUAL, Op.NOT_EQUAL])
+def test_equality_of_bools_and_strings(op):
+    check(op, np.array([[True, False], [False, False]]), np.array([True, False]), out=T.BOOL)
+    a = np.array([[b"a", b"bc"], [b"", b"x"]], dtype=object)
+    check(op, a, np.array([b"a", b"x"], dtype=object), out=T.BOOL)
+
+
+@pytest.mark.parametrize("op", [Op.LESS, Op.LESS_EQUAL, Op.GREATER, Op.GREATER_EQUAL, Op.EQUAL])
+def test_int16_without_quantization_compares_raw_values(op):
+    a = np.array([[-32768, -5, 0, 7], [32767, 1, 2, 3]], np.int16)
+    check(op, a, np.array([-5, -5, 1, 7], np.int16), out=T.BOOL)
+
+
+QUANTIZATIONS = [
+    ((0.5, 3), (0.5, 3)),  # same parameters
+    ((0.5, 3), (0.25, -2)),
+    ((0.01, 0), (0.0125, 10)),
+    ((0.001, -7), (0.0013, 100)),  # scales below 1/256: several raw values share a rescaled value
+]
+
+
+@pytest.mark.parametrize("op", COMPARISONS)
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+@pytest.mark.parametrize("params", QUANTIZATIONS)
+def test_quantized_comparisons_rescale_like_tflite(op, dtype, params):
+    info = np.iinfo(dtype)
+    values = np.arange(info.min, info.max + 1, dtype=np.int64)
+    a = values.astype(dtype).reshape(16, 16)
+    b = np.random.default_rng(5).permutation(values).astype(dtype).reshape(16, 16)
+    first, second = (Operand(a, quantization=params[0]), Operand(b, quantization=params[1]))
+    check(op, first, second, out=T.BOOL, version=2)
+    second = Operand(b[0], quantization=params[1], constant=True)
+    check(op, first, second, out=T.BOOL, version=2)
+
+
+@pytest.mark.parametrize("op", [Op.EQUAL, Op.NOT_EQUAL])
+def test_quantized_int16_equality_rescales(op):
+    a = np.arange(-32768, 32768, 7, dtype=np.int64).astype(np.int16)
+    b = (a.astype(np.int64) * 2 + 3).clip(-32768, 32767).astype(np.int16)
+    check(op, Operand(a, quantization=(0.002, 0)), Operand(b, quantization=(0.001, 0)), out=T.BOOL, version=3)
+
+
+def test_quantized_comparison_without_a_scale_is_rejected():
+    # LiteRT aborts on this model (a CHECK in QuantizeMultiplier), so only pytflite runs it.
+    fails(
+        Op.LESS,
+        np.array([1, 2], np.int8),
+        np.array([1, 3], np.int8),
+        out=T.BOOL,
+        message=r"LESS on INT8 needs quantized inputs with a scale in \(0, 1\), got scale 0.0.",
+        litert=False,
+    )
+
+
+def test_comparison_output_must_be_bool():
+    fails(
+        Op.LESS,
+        np.array([1, 2], np.float32),
+        np.array([1, 3], np.float32),
+        out=T.FLOAT32,
+        message="LESS output type must be BOOL, got FLOAT32.",
+        litert=False,  # LiteRT retypes its output to bool
+    )
+
+
+# --- logical ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", [Op.LOGICAL_AND, Op.LOGICAL_OR])
+@settings(max_examples=10, deadline=None)
+@given(data=st.data())
+def test_logical_and_or(op, data):
+    a, b = data.draw(broadcastable_pair(np.bool_))
+    check(op, a, b, constant=data.draw(st.sampled_from([(), (1,)])))
+
+
+def test_logical_not():
+    check(Op.LOGICAL_NOT, np.array([[True, False, True], [False, False, True]]))
+
+
+def test_logical_ops_need_bools():
+    fails(
+        Op.LOGICAL_AND,
+        np.ones(2, np.int32),
+        np.ones(2, np.int32),
+        message="Logical ops only support bool type.",
+    )
+
+
+# --- versions --------------------------------------------------------------------------------------------
+
+VERSIONS = {
+    Op.ADD: 6,
+    Op.SUB: 5,
+    Op.MUL: 8,
+    Op.DIV: 2,
+    Op.MAXIMUM: 4,
+    Op.MINIMUM: 4,
+    Op.POW: 1,
+    Op.SQUARED_DIFFERENCE: 2,
+    Op.FLOOR_DIV: 3,
+    Op.FLOOR_MOD: 2,
+    Op.ATAN2: 1,
+    Op.ADD_N: 1,
+    Op.BITWISE_XOR: 1,
+    Op.RIGHT_SHIFT: 1,
+    Op.EQUAL: 5,
+    Op.NOT_EQUAL: 4,
+    Op.LESS: 3,
+    Op.LESS_EQUAL: 2,
+    Op.GREATER: 2,
+    Op.GREATER_EQUAL: 3,
+    Op.LOGICAL_AND: 1,
+    Op.LOGICAL_OR: 1,
+    Op.LOGICAL_NOT: 1,
+}
+
+
+@pytest.mark.parametrize("op", list(VERSIONS), ids=lambda op: op.name)
+def test_registered_versions_match_tflite(op):
+    resolver = pytflite.BuiltinOpResolver()
+    last = VERSIONS[op]
+    assert all(resolver.find_builtin(op, v) is not None for v in range(1, last + 1))
+    assert resolver.find_builtin(op, last + 1) is None
+
+
+def test_float_floor_div_divides_in_double_precision():
+    # -1e-45 / 3 underflows to -0.0 in float32 but floors to -1 in double, as TFLite computes it
+    x, y = np.array([-1e-45, 7.0], np.float32), np.array([3.0, 2.0], np.float32)
+    (out,) = SingleOpModel(Op.FLOOR_DIV, [Operand(x), Operand(y)], [T.FLOAT32]).check()
+    np.testing.assert_array_equal(out, [-1.0, 3.0])

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from ..errors import ErrorReporter, InterpreterError, ModelError
 from ..model.options import options_class_for_operator
 from .node import Registration, unresolved_custom_op
 from .subgraph import Subgraph
 from .tensor import Tensor
-from .types import NON_POD_TYPES, AllocationType, BuiltinOperator
+from .types import NON_POD_TYPES, AllocationType, BuiltinOperator, storage_dtype, stored_shape
 
 if TYPE_CHECKING:
     from ..model.reader import ModelDescription, OperatorDescription, SubgraphDescription, TensorDescription
@@ -101,6 +103,8 @@ def _tensor(index: int, spec: TensorDescription, subgraph_index: int) -> Tensor:
         tensor.allocation_type = (
             AllocationType.ARENA_RW_PERSISTENT if spec.is_variable else AllocationType.ARENA_RW
         )
+        if tensor.bytes == 0:  # nothing to plan, but kernels still need an (empty) array to read
+            tensor.data = np.zeros(stored_shape(spec.type, spec.shape), storage_dtype(spec.type))
     return tensor
 
 

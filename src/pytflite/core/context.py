@@ -51,6 +51,13 @@ class Context:
             tensor.allocation_type = AllocationType.DYNAMIC
             tensor.data = None
 
+    def set_tensor_to_persistent_ro(self, tensor: Tensor) -> None:
+        """Mark an output a kernel computes once in prepare; downstream it counts as a constant
+        (SetTensorToPersistentRo). Resize it afterwards to give it memory."""
+        if tensor.allocation_type != AllocationType.PERSISTENT_RO:
+            tensor.allocation_type = AllocationType.PERSISTENT_RO
+            tensor.data = None
+
     def add_tensors(self, count: int) -> tuple[int, ...]:
         """Append `count` untyped tensors (e.g. for node.temporaries); returns their indices."""
         return self._subgraph.add_tensors(count)

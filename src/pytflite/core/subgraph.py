@@ -423,10 +423,12 @@ class Subgraph:
             self._fail("Invoke called on model that is not consistent.")
         if self.state == SubgraphState.UNINVOKABLE:
             self._fail("Invoke called on model that is not ready.")
-        if self._steps is not None and self.context.profiler is None:
-            self._invoke_fast(self._steps)
-        else:
-            self._invoke_careful()
+        # Overflow, division by zero and NaN are results here, as in TFLite, not warnings.
+        with np.errstate(all="ignore"):
+            if self._steps is not None and self.context.profiler is None:
+                self._invoke_fast(self._steps)
+            else:
+                self._invoke_careful()
 
     def _invoke_fast(self, steps: list[tuple[Callable, Node]]) -> None:
         context = self.context

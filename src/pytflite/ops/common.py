@@ -10,7 +10,7 @@ from ..core.context import Context
 from ..core.node import OPTIONAL_TENSOR, Node
 from ..core.tensor import Tensor
 from ..core.types import AllocationType, TensorType
-from ..errors import KernelError, ensure_type, ensure_types_eq
+from ..errors import KernelError, ensure, ensure_type, ensure_types_eq
 from ..model.options import ActivationFunctionType
 
 # Every element type a pure data-movement kernel (reshape, gather, concat, ...) can copy.
@@ -67,6 +67,40 @@ def activation_clamp(activation: ActivationFunctionType) -> Callable[[np.ndarray
     if activation == ActivationFunctionType.RELU_N1_TO_1:
         return lambda out: np.clip(out, -1, 1, out=out)
     return None
+
+
+# Element types that carry affine quantization: their arithmetic needs requantization.
+QUANTIZED_TYPES = (TensorType.UINT8, TensorType.INT8, TensorType.INT16, TensorType.INT4)
+
+
+def reject_quantized(tensor: Tensor, op_name: str) -> None:
+    """Fail on a quantized input: a kernel variant not written yet, distinct from an invalid model."""
+    if tensor.type in QUANTIZED_TYPES:
+        raise KernelError(f"{op_name} of a quantized {tensor.type.name} input is not supported yet")
+
+
+def reject_quantized_or_hybrid(source: Tensor, weights: Tensor, op_name: str) -> None:
+    """Also fail on hybrid quantization: float32 activations with integer weights."""
+    if source.type == TensorType.FLOAT32 and weights.type in QUANTIZED_TYPES:
+        raise KernelError(
+            f"{op_name} of a FLOAT32 input with {weights.type.name} weights (hybrid quantization) is not supported yet"
+        )
+    reject_quantized(source, op_name)
+
+
+def ensure_same_quantization(source, output) -> None:
+    """Min/max-like kernels pass quantized values through: the output must use the input's scale and
+    zero point (and int16 a zero point of 0)."""
+    ensure(
+        source.params.scale == output.params.scale,
+        f"input scale {source.params.scale} != output scale {output.params.scale}",
+    )
+    ensure(
+        source.params.zero_point == output.params.zero_point,
+        f"input zero_point {source.params.zero_point} != output zero_point {output.params.zero_point}",
+    )
+    if source.type == TensorType.INT16:
+        ensure(source.params.zero_point == 0, f"int16 zero_point {source.params.zero_point} != 0")
 
 
 def is_constant(tensor: Tensor) -> bool:

@@ -1,7 +1,11 @@
-"""FULLY_CONNECTED (float32): y = x @ W^T + b, with a fused activation.
+"""Matrix products (float32): FULLY_CONNECTED and BATCH_MATMUL.
 
-The input is flattened to [batch, depth] where depth is the weights' second dimension; the output is
-[batch, units], or the input's leading dimensions plus [units] with keep_num_dims.
+FULLY_CONNECTED: y = x @ W^T + b with a fused activation. The input is flattened to [batch, depth] where
+depth is the weights' second dimension; the output is [batch, units], or the input's leading dimensions
+plus [units] with keep_num_dims.
+
+BATCH_MATMUL: lhs @ rhs over the last two dimensions (each optionally transposed by adj_x / adj_y),
+with the leading (batch) dimensions broadcast; ranks 2 to 5. One np.matmul into the output.
 """
 
 from __future__ import annotations
@@ -12,9 +16,16 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..core.types import BuiltinOperator, TensorType
-from ..errors import KernelError, ensure, ensure_eq, ensure_type
+from ..errors import KernelError, ensure, ensure_eq, ensure_type, ensure_types_eq
 from ..model.options import FullyConnectedOptionsWeightsFormat
-from .common import activation_clamp, check_arity, input_tensor, optional_input_tensor, output_tensor
+from .common import (
+    activation_clamp,
+    check_arity,
+    input_tensor,
+    optional_input_tensor,
+    output_tensor,
+    reject_quantized_or_hybrid,
+)
 from .registry import register_builtin
 
 
@@ -34,6 +45,7 @@ def fully_connected_prepare(context, node):
     source, weights = input_tensor(context, node, 0), input_tensor(context, node, 1)
     bias = optional_input_tensor(context, node, 2)
     output = output_tensor(context, node)
+    reject_quantized_or_hybrid(source, weights, "FULLY_CONNECTED")
     for tensor, role in ((source, "input"), (weights, "weights"), (output, "output")):
         ensure_type(tensor, TensorType.FLOAT32, role, "FULLY_CONNECTED")
     ensure_eq(len(weights.shape), 2, "FULLY_CONNECTED weights rank")
@@ -81,4 +93,62 @@ register_builtin(
     types=(TensorType.FLOAT32,),
     prepare=fully_connected_prepare,
     invoke=fully_connected_invoke,
+)
+
+
+def batch_matmul_prepare(context, node):
+    check_arity(node, 2)
+    options = node.builtin_data
+    lhs, rhs, output = (
+        input_tensor(context, node, 0),
+        input_tensor(context, node, 1),
+        output_tensor(context, node),
+    )
+    reject_quantized_or_hybrid(lhs, rhs, "BATCH_MATMUL")
+    ensure_type(lhs, _MATMUL_TYPES, "lhs", "BATCH_MATMUL")
+    ensure_types_eq(lhs, rhs, "BATCH_MATMUL lhs/rhs types")
+    ensure_types_eq(lhs, output, "BATCH_MATMUL input/output types")
+    for tensor, role in ((lhs, "lhs"), (rhs, "rhs")):
+        ensure(
+            2 <= len(tensor.shape) <= 5,
+            f"BATCH_MATMUL {role} must have rank 2 to 5, got {len(tensor.shape)}",
+        )
+    rank = max(len(lhs.shape), len(rhs.shape))
+    lhs_shape = (1,) * (rank - len(lhs.shape)) + tuple(lhs.shape)
+    rhs_shape = (1,) * (rank - len(rhs.shape)) + tuple(rhs.shape)
+    batch = []
+    for a, b in zip(lhs_shape[:-2], rhs_shape[:-2]):
+        if a != b and a != 1 and b != 1:
+            raise KernelError(
+                f"BATCH_MATMUL batch dimensions do not broadcast: {list(lhs.shape)} and {list(rhs.shape)}"
+            )
+        batch.append(b if a == 1 else a)
+    rows = lhs_shape[-1] if options.adj_x else lhs_shape[-2]
+    lhs_depth = lhs_shape[-2] if options.adj_x else lhs_shape[-1]
+    rhs_depth = rhs_shape[-1] if options.adj_y else rhs_shape[-2]
+    cols = rhs_shape[-2] if options.adj_y else rhs_shape[-1]
+    ensure_eq(lhs_depth, rhs_depth, "BATCH_MATMUL accumulation dimension of lhs vs rhs")
+    context.resize_tensor(output, (*batch, rows, cols))
+
+
+def batch_matmul_invoke(context, node):
+    tensors = context.tensors
+    options = node.builtin_data
+    lhs = tensors[node.inputs[0]].data
+    rhs = tensors[node.inputs[1]].data
+    if options.adj_x:
+        lhs = lhs.swapaxes(-1, -2)
+    if options.adj_y:
+        rhs = rhs.swapaxes(-1, -2)
+    np.matmul(lhs, rhs, out=tensors[node.outputs[0]].data)
+
+
+_MATMUL_TYPES = (TensorType.FLOAT32,)
+
+register_builtin(
+    BuiltinOperator.BATCH_MATMUL,
+    (1, 4),
+    types=_MATMUL_TYPES,
+    prepare=batch_matmul_prepare,
+    invoke=batch_matmul_invoke,
 )

@@ -1,21 +1,29 @@
-"""Reductions over axes: MEAN, SUM, REDUCE_PROD, REDUCE_MAX, REDUCE_MIN, REDUCE_ANY, REDUCE_ALL.
+"""Reductions over axes: MEAN, SUM, REDUCE_PROD/MAX/MIN/ANY/ALL, ARG_MAX, ARG_MIN, CUMSUM, TOPK_V2.
 
 The axis tensor (int32, negative values count from the end, duplicates ignored) is resolved in prepare
 when it is constant; a computed axis makes the output dynamic and is resolved at invoke. keep_dims keeps
 reduced dimensions as 1. Integer MEAN divides the int64 sum truncating toward zero, as TFLite does;
-MAX/MIN of an empty slice give the type's lowest/highest value, not an error.
+MAX/MIN of an empty slice give the type's lowest/highest value, not an error. REDUCE_MAX/MIN also take
+quantized uint8/int8/int16: the result is one of the inputs, so input and output must share their
+quantization and no requantization happens.
+
+ARG_MAX/ARG_MIN pick the first index among ties and skip NaNs (an all-NaN slice gives 0); along the
+innermost axis TFLite's row kernel treats NaNs in its own way, which _innermost_nan_arg reproduces.
+CUMSUM adds sequentially in the input's type (exclusive: the running sum before each element; reverse:
+from the end). TOPK_V2 sorts each last-axis row descending, ties by lower index, NaNs last.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.types import AllocationType, BuiltinOperator, TensorType
-from ..errors import KernelError, ensure_eq, ensure_type
-from .common import check_arity, input_tensor, output_tensor
+from ..core.types import AllocationType, BuiltinOperator, TensorType, type_name
+from ..errors import KernelError, ensure, ensure_eq, ensure_type, ensure_types_eq
+from .common import check_arity, ensure_same_quantization, input_tensor, is_constant, output_tensor
 from .registry import register_builtin
 
 _NUMBERS = (TensorType.FLOAT32, TensorType.INT32, TensorType.INT64)
@@ -89,6 +97,8 @@ def reducer(op_name: str, compute: Callable, types: tuple[TensorType, ...]):
         ensure_type(source, types, "input", op_name)
         ensure_eq(output.type, source.type, f"{op_name} output type")
         ensure_type(axis, TensorType.INT32, "axis", op_name)
+        if source.type in _QUANTIZED:
+            ensure_same_quantization(source, output)
         if axis.allocation_type not in (AllocationType.MMAP_RO, AllocationType.PERSISTENT_RO):
             node.user_data = ReduceData(compute, None)
             context.set_tensor_to_dynamic(output)
@@ -112,12 +122,16 @@ def reducer(op_name: str, compute: Callable, types: tuple[TensorType, ...]):
     return prepare, invoke
 
 
+_QUANTIZED = (TensorType.UINT8, TensorType.INT8, TensorType.INT16)
+_EXTREMES = (*_NUMBERS, *_QUANTIZED)
+
+
 _REDUCERS = {
     BuiltinOperator.MEAN: (_mean, _NUMBERS, (1, 3)),
     BuiltinOperator.SUM: (_plain(np.add), _NUMBERS, (1, 2)),
     BuiltinOperator.REDUCE_PROD: (_plain(np.multiply), _NUMBERS, (1, 2)),
-    BuiltinOperator.REDUCE_MAX: (_extreme(np.maximum, lowest=True), _NUMBERS, (1, 3)),
-    BuiltinOperator.REDUCE_MIN: (_extreme(np.minimum, lowest=False), _NUMBERS, (1, 3)),
+    BuiltinOperator.REDUCE_MAX: (_extreme(np.maximum, lowest=True), _EXTREMES, (1, 3)),
+    BuiltinOperator.REDUCE_MIN: (_extreme(np.minimum, lowest=False), _EXTREMES, (1, 3)),
     BuiltinOperator.REDUCE_ANY: (_plain(np.logical_or), (TensorType.BOOL,), (1, 1)),
     BuiltinOperator.REDUCE_ALL: (_plain(np.logical_and), (TensorType.BOOL,), (1, 1)),
 }
@@ -125,3 +139,240 @@ _REDUCERS = {
 for _op, (_compute, _types, _versions) in _REDUCERS.items():
     _prepare, _invoke = reducer(_op.name, _compute, _types)
     register_builtin(_op, _versions, types=_types, prepare=_prepare, invoke=_invoke)
+
+
+# --- ARG_MAX / ARG_MIN ----------------------------------------------------------------------------
+
+_ARG_TYPES = (TensorType.FLOAT32, TensorType.UINT8, TensorType.INT8, TensorType.INT32, TensorType.BOOL)
+_AXIS_TYPES = (TensorType.INT32, TensorType.INT64)
+_INDEX_TYPES = (TensorType.INT32, TensorType.INT64)
+
+
+def read_axis(axis: np.ndarray, rank: int) -> int:
+    """The one value of an int32/int64 axis tensor, made non-negative (TFLite's ReadAndNormalizeAxis)."""
+    value = int(axis.reshape(-1)[0])
+    if value < 0:
+        value += rank
+    ensure(0 <= value < rank, "Invalid axis value.")
+    return value
+
+
+def _ensure_single_axis(axis, op_name: str) -> None:
+    ensure_eq(math.prod(axis.shape), 1, f"{op_name} axis element count")
+
+
+def _arg_shape(shape: tuple[int, ...], axis: int) -> tuple[int, ...]:
+    ensure(shape[axis] > 0, "Cannot compute ArgMin/ArgMax over an empty axis.")
+    return shape[:axis] + shape[axis + 1 :]
+
+
+def _nan_skipping_arg(x: np.ndarray, axis: int, is_max: bool) -> np.ndarray:
+    """First index of the max/min among the non-NaN values; 0 where a slice is all NaN."""
+    valid = ~np.isnan(x)
+    if is_max:
+        extreme = np.max(x, axis=axis, initial=-np.inf, where=valid, keepdims=True)
+    else:
+        extreme = np.min(x, axis=axis, initial=np.inf, where=valid, keepdims=True)
+    return np.argmax(x == extreme, axis=axis)
+
+
+def _innermost_nan_arg(rows: np.ndarray, is_max: bool) -> np.ndarray:
+    """ARG_MAX/ARG_MIN of float rows holding NaNs, as TFLite's row kernel computes it (the reduced axis
+    innermost): four lanes scan the whole blocks of four, skipping NaNs; the lanes are then folded
+    pairwise by a compare that keeps its first operand when either is NaN; the first index among the
+    lanes equal to that value wins, and the remaining elements are scanned NaN-aware. A NaN result
+    gives 0. Rows shorter than four are scanned NaN-aware from the start."""
+    better = np.greater if is_max else np.less
+    count, size = rows.shape
+    if size < 4:
+        value, index, start = rows[:, 0].copy(), np.zeros(count, np.int64), 1
+    else:
+        lanes, lane_index = rows[:, :4].copy(), np.broadcast_to(np.arange(4), (count, 4)).copy()
+        start = 4
+        while start <= size - 4:
+            block = rows[:, start : start + 4]
+            take = ~np.isnan(block) & (np.isnan(lanes) | better(block, lanes))
+            np.copyto(lanes, block, where=take)
+            np.copyto(lane_index, np.arange(start, start + 4), where=take)
+            start += 4
+
+        def fold(p, q):
+            return np.where(better(q, p), q, p)
+
+        value = fold(fold(lanes[:, 0], lanes[:, 1]), fold(lanes[:, 2], lanes[:, 3]))
+        matches = lanes == value[:, None]
+        index = np.where(matches, lane_index, np.iinfo(np.int64).max).min(axis=1)
+    for i in range(start, size):
+        column = rows[:, i]
+        take = ~np.isnan(column) & (np.isnan(value) | better(column, value))
+        value = np.where(take, column, value)
+        index = np.where(take, i, index)
+    return np.where(np.isnan(value), 0, index)
+
+
+def arg_extreme(op_name: str, is_max: bool):
+    """Prepare and invoke functions for ARG_MAX (is_max) or ARG_MIN."""
+    pick = np.argmax if is_max else np.argmin
+
+    def prepare(context, node):
+        check_arity(node, 2)
+        source, axis, output = (
+            input_tensor(context, node, 0),
+            input_tensor(context, node, 1),
+            output_tensor(context, node),
+        )
+        ensure_type(source, _ARG_TYPES, "input", op_name)
+        ensure_type(axis, _AXIS_TYPES, "axis", op_name)
+        _ensure_single_axis(axis, op_name)
+        index_type = node.builtin_data.output_type
+        ensure(index_type in _INDEX_TYPES, f"Unknown index output data type: {int(index_type)}")
+        ensure(
+            output.type == index_type,
+            f"{op_name} output type {type_name(output.type)} != output_type option {type_name(index_type)}",
+        )
+        ensure(len(source.shape) >= 1, f"{op_name} input must have at least one dimension")
+        if not is_constant(axis):
+            node.user_data = None
+            context.set_tensor_to_dynamic(output)
+            return
+        value = read_axis(axis.data, len(source.shape))
+        node.user_data = value
+        context.resize_tensor(output, _arg_shape(source.shape, value))
+
+    def invoke(context, node):
+        tensors = context.tensors
+        source, output = tensors[node.inputs[0]], tensors[node.outputs[0]]
+        axis = node.user_data
+        if axis is None:
+            axis = read_axis(tensors[node.inputs[1]].data, len(source.shape))
+            context.resize_tensor(output, _arg_shape(source.shape, axis))
+        out = output.data
+        if out.size == 0:
+            return
+        x = source.data
+        index = pick(x, axis=axis)
+        if x.dtype.kind == "f" and np.isnan(x).any():
+            # NumPy picks the first NaN; TFLite skips NaNs (in its own way along the innermost axis).
+            if math.prod(x.shape[axis + 1 :]) == 1:
+                index = _innermost_nan_arg(x.reshape(-1, x.shape[axis]), is_max).reshape(out.shape)
+            else:
+                index = _nan_skipping_arg(x, axis, is_max)
+        np.copyto(out, index, casting="unsafe")
+
+    return prepare, invoke
+
+
+for _op, _is_max in ((BuiltinOperator.ARG_MAX, True), (BuiltinOperator.ARG_MIN, False)):
+    _prepare, _invoke = arg_extreme(_op.name, _is_max)
+    register_builtin(_op, (1, 3), types=_ARG_TYPES, prepare=_prepare, invoke=_invoke)
+
+
+# --- CUMSUM ---------------------------------------------------------------------------------------
+
+
+def cumsum_prepare(context, node):
+    check_arity(node, 2)
+    source, axis, output = (
+        input_tensor(context, node, 0),
+        input_tensor(context, node, 1),
+        output_tensor(context, node),
+    )
+    ensure_type(source, _NUMBERS, "input", "CUMSUM")
+    ensure_types_eq(source, output, "CUMSUM input/output types")
+    ensure_type(axis, TensorType.INT32, "axis", "CUMSUM")
+    _ensure_single_axis(axis, "CUMSUM")
+    ensure(len(source.shape) >= 1, "CUMSUM input must have at least one dimension")
+    node.user_data = read_axis(axis.data, len(source.shape)) if is_constant(axis) else None
+    context.resize_tensor(output, source.shape)
+
+
+def cumsum_invoke(context, node):
+    tensors = context.tensors
+    x, out = tensors[node.inputs[0]].data, tensors[node.outputs[0]].data
+    axis = node.user_data
+    if axis is None:
+        axis = read_axis(tensors[node.inputs[1]].data, x.ndim)
+    if out.size == 0:
+        return
+    options = node.builtin_data
+    if options.reverse:
+        x, out = np.flip(x, axis), np.flip(out, axis)
+    if not options.exclusive:
+        np.cumsum(x, axis=axis, dtype=out.dtype, out=out)
+        return
+    before = (slice(None),) * axis
+    out[(*before, slice(0, 1))] = 0
+    np.cumsum(x[(*before, slice(None, -1))], axis=axis, dtype=out.dtype, out=out[(*before, slice(1, None))])
+
+
+register_builtin(BuiltinOperator.CUMSUM, (1, 1), types=_NUMBERS, prepare=cumsum_prepare, invoke=cumsum_invoke)
+
+
+# --- TOPK_V2 --------------------------------------------------------------------------------------
+
+_TOPK_TYPES = (
+    TensorType.FLOAT32,
+    TensorType.UINT8,
+    TensorType.INT8,
+    TensorType.INT16,
+    TensorType.INT32,
+    TensorType.INT64,
+)
+_K_TYPES = (TensorType.INT32, TensorType.INT16)
+
+
+def _topk_shape(shape: tuple[int, ...], k: int) -> tuple[int, ...]:
+    if k > 0:
+        ensure(k <= shape[-1], "TopK k is higher than the internal dimension.")
+    return (*shape[:-1], max(0, k))
+
+
+def topk_prepare(context, node):
+    check_arity(node, 2, outputs=2)
+    source, k_tensor = input_tensor(context, node, 0), input_tensor(context, node, 1)
+    values, indices = output_tensor(context, node, 0), output_tensor(context, node, 1)
+    ensure_type(source, _TOPK_TYPES, "input", "TOPK_V2")
+    ensure_types_eq(source, values, "TOPK_V2 input/values types")
+    ensure_type(k_tensor, _K_TYPES, "k", "TOPK_V2")
+    ensure_eq(math.prod(k_tensor.shape), 1, "TOPK_V2 k element count")
+    ensure(
+        indices.type in _K_TYPES,
+        f"Output index type {type_name(indices.type)} is currently not supported by TopK.",
+    )
+    ensure(len(source.shape) >= 1, "TopK k input must have 1 or more dimensions.")
+    if is_constant(k_tensor) and -1 not in source.shape_signature:
+        k = int(k_tensor.data.reshape(-1)[0])
+        node.user_data = k
+        shape = _topk_shape(source.shape, k)
+        context.resize_tensor(indices, shape)
+        context.resize_tensor(values, shape)
+        return
+    node.user_data = None
+    context.set_tensor_to_dynamic(indices)
+    context.set_tensor_to_dynamic(values)
+
+
+def topk_invoke(context, node):
+    tensors = context.tensors
+    source = tensors[node.inputs[0]]
+    values, indices = tensors[node.outputs[0]], tensors[node.outputs[1]]
+    k = node.user_data
+    if k is None:
+        k = int(tensors[node.inputs[1]].data.reshape(-1)[0])
+        shape = _topk_shape(source.shape, k)
+        context.resize_tensor(indices, shape)
+        context.resize_tensor(values, shape)
+    if math.prod(values.shape) == 0:
+        return
+    x = source.data
+    if x.shape[-1] > np.iinfo(indices.dtype).max:
+        raise KernelError("TopK row size exceeds output index type range.")
+    # Descending order as an ascending stable sort: negate floats (NaN stays NaN and sorts last), and
+    # complement integers (order-reversing without overflow). Stability keeps ties in index order.
+    key = np.negative(x) if x.dtype.kind == "f" else np.invert(x)
+    order = np.argsort(key, axis=-1, kind="stable")[..., :k]
+    np.copyto(indices.data, order, casting="unsafe")
+    np.copyto(values.data, np.take_along_axis(x, order, axis=-1))
+
+
+register_builtin(BuiltinOperator.TOPK_V2, (1, 3), types=_TOPK_TYPES, prepare=topk_prepare, invoke=topk_invoke)
