@@ -83,12 +83,14 @@ def main() -> int:
         name = entry["name"]
         if wanted and name not in wanted:
             continue
-        if "input_0" not in entry.get("npz_keys", []) or name == "atan_custom":
+        keys = entry.get("npz_keys", [])
+        suffix = "" if "input_0" in keys else "__batch1" if "input_0__batch1" in keys else None
+        if suffix is None or name == "atan_custom":
             skipped.append((name, "no plain inputs in the corpus (signatures/state/custom op)"))
             continue
         model = (CORPUS / entry["file"]).read_bytes()
         data = np.load(CORPUS / entry["npz"])
-        inputs = [data[f"input_{i}"] for i in range(len(entry["inputs"]))]
+        inputs = [data[f"input_{i}{suffix}"] for i in range(len(entry["inputs"]))]
         try:
             ours = prepared(pytflite.Interpreter(model_content=model, num_threads=args.threads), inputs)
         except (ValueError, RuntimeError) as error:

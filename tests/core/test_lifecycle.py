@@ -384,3 +384,34 @@ def test_resizing_a_constant_fails():
     interpreter = pytflite.Interpreter(model_content=builder.build())
     with pytest.raises(RuntimeError, match="Attempting to resize a fixed-size tensor."):
         interpreter.resize_tensor_input(1, [3])
+
+
+def test_nodes_of_constants_are_computed_once_in_prepare():
+    builder = ModelBuilder()
+    x = builder.add_input("x", T.FLOAT32, [2, 3])
+    dims = builder.add_constant("dims", np.array([3, 2], np.int32))
+    shape = builder.add_tensor("shape", T.INT32, [2])
+    builder.add_operator(Op.ADD, [dims, builder.add_constant("zero", np.zeros(2, np.int32))], [shape])
+    y = builder.add_tensor("y", T.FLOAT32, [3, 2])
+    builder.add_operator(Op.RESHAPE, [x, shape], [y])
+    counted = builder.add_tensor("counted", T.FLOAT32, [1])
+    builder.add_operator("Count", [builder.add_constant("one", np.ones(1, np.float32))], [counted])
+    builder.add_output(y)
+    builder.add_output(counted)
+    calls = []
+
+    def count(context, node):
+        calls.append(1)
+        context.tensors[node.outputs[0]].data[...] = len(calls)
+
+    interpreter = interpreter_with(builder.build(), "Count", pytflite.Registration(invoke=count))
+    interpreter.allocate_tensors()
+    subgraph = interpreter.subgraphs[0]
+    assert subgraph.tensors[shape].allocation_type == pytflite.AllocationType.PERSISTENT_RO
+    assert not subgraph.has_dynamic_tensors  # the reshape's shape became a constant: no lazy prepare
+    assert [node.index for _, node in subgraph._steps] == [1, 2]  # the ADD of constants is not invoked
+    interpreter.set_tensor(0, np.arange(6, dtype=np.float32).reshape(2, 3))
+    interpreter.invoke()
+    interpreter.invoke()
+    np.testing.assert_array_equal(interpreter.get_tensor(y), np.arange(6, dtype=np.float32).reshape(3, 2))
+    assert len(calls) == 2  # custom ops run at every invoke, constant inputs or not

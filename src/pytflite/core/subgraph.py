@@ -51,6 +51,31 @@ _RESIZABLE = frozenset(
     }
 )
 _ARENA = frozenset({AllocationType.ARENA_RW, AllocationType.ARENA_RW_PERSISTENT})
+_CONSTANT = frozenset({AllocationType.MMAP_RO, AllocationType.PERSISTENT_RO})
+# Ops that must run at every invoke even when all their inputs are constants: they have state, side
+# effects or randomness, or run code the runtime cannot see into.
+_NEVER_FOLDED = frozenset(
+    {
+        BuiltinOperator.CUSTOM,
+        BuiltinOperator.DELEGATE,
+        BuiltinOperator.IF,
+        BuiltinOperator.WHILE,
+        BuiltinOperator.CALL,
+        BuiltinOperator.CALL_ONCE,
+        BuiltinOperator.VAR_HANDLE,
+        BuiltinOperator.READ_VARIABLE,
+        BuiltinOperator.ASSIGN_VARIABLE,
+        BuiltinOperator.RANDOM_UNIFORM,
+        BuiltinOperator.RANDOM_STANDARD_NORMAL,
+        BuiltinOperator.MULTINOMIAL,
+        BuiltinOperator.STABLEHLO_RNG_BIT_GENERATOR,
+        BuiltinOperator.HASHTABLE,
+        BuiltinOperator.HASHTABLE_FIND,
+        BuiltinOperator.HASHTABLE_IMPORT,
+        BuiltinOperator.HASHTABLE_SIZE,
+        BuiltinOperator.HASHTABLE_LOOKUP,
+    }
+)
 _OK = frozenset({None, Status.OK})
 
 
@@ -116,6 +141,7 @@ class Subgraph:
         self._next_to_allocate = 0  # plan position of the first node whose outputs have no memory yet
         self._resized_during_invoke = False
         self._steps: list[tuple[Callable, Node]] | None = None  # the fast invoke path, when valid
+        self._folded: set[int] = set()  # nodes computed once in prepare: their inputs are all constant
         # delegation
         self.disable_delegate_clustering = False
         self.disable_delegate_node_fusion = False
@@ -201,6 +227,7 @@ class Subgraph:
         self.state = SubgraphState.UNINVOKABLE
         self._planner = None
         self._steps = None
+        self._folded = set()
 
     # --- errors --------------------------------------------------------------------------------------
 
@@ -261,6 +288,7 @@ class Subgraph:
             return  # shapes and memory plan are unchanged
         self._next_to_prepare = 0
         self._next_to_allocate = 0
+        self._folded = set()
         if self._planner is not None:
             self._planner.reset_allocations()
         self._prepare_ops_and_tensors()
@@ -298,7 +326,39 @@ class Subgraph:
             if status == Status.OUTPUT_SHAPE_NOT_KNOWN or self._has_dynamic(node.outputs):
                 self.has_dynamic_tensors = True
                 break
+            self._fold_if_constant(node, registration)
         return last
+
+    def _fold_if_constant(self, node: Node, registration: Registration) -> None:
+        """Compute a node whose inputs are all constants once, now, into persistent read-only outputs.
+
+        TFLite's kernels do this one by one (SetTensorToPersistentRo); doing it for every stateless
+        builtin op makes e.g. a shape computed from constants a constant, so the nodes that use it stay
+        static instead of being prepared again at every invoke.
+        """
+        tensors = self.tensors
+        if (
+            registration.builtin_code in _NEVER_FOLDED
+            or node.might_have_side_effect
+            or node.temporaries
+            or registration.invoke is None
+            or not node.inputs
+            or any(t != OPTIONAL_TENSOR and tensors[t].allocation_type not in _CONSTANT for t in node.inputs)
+        ):
+            return
+        outputs = [tensors[t] for t in node.outputs if t != OPTIONAL_TENSOR]
+        if not outputs or any(
+            o.type in NON_POD_TYPES
+            or o.allocation_type not in (AllocationType.ARENA_RW, AllocationType.PERSISTENT_RO)
+            for o in outputs
+        ):
+            return
+        for output in outputs:
+            if output.allocation_type != AllocationType.PERSISTENT_RO:
+                self.context.set_tensor_to_persistent_ro(output)
+                self.resize_tensor(output, output.shape)
+        self._call_kernel("invoke", registration.invoke, node, registration)
+        self._folded.add(node.index)
 
     def _prepare_node(self, node: Node, registration: Registration) -> Status:
         if registration.prepare is not None:
@@ -405,6 +465,8 @@ class Subgraph:
             return None
         steps = []
         for node_index in self.execution_plan:
+            if node_index in self._folded:
+                continue
             node, registration = self.nodes[node_index]
             for t in node.inputs:
                 if t == OPTIONAL_TENSOR:
@@ -446,6 +508,8 @@ class Subgraph:
             if position == self._next_to_prepare:
                 self._prepare_ops_and_tensors()
             node, registration = self.nodes[plan[position]]
+            if node.index in self._folded:
+                continue
             for i, t in enumerate(node.inputs):
                 if t == OPTIONAL_TENSOR:
                     continue

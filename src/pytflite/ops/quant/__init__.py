@@ -1,0 +1,1 @@
+"""Integer arithmetic that makes quantized kernels bit-exact with TFLite (gemmlowp fixed point)."""

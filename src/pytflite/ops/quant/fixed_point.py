@@ -1,0 +1,123 @@
+"""Fixed-point requantization, exactly as TFLite's kernels do it, vectorised over NumPy int64 arrays.
+
+A real multiplier M (an input scale over an output scale, say) becomes an int32 `multiplier` with the
+binary point after bit 31 and a power-of-two `shift`: M ~= multiplier * 2**(shift - 31). Applying it
+to an int32 accumulator x is TFLite's default (double-rounding) MultiplyByQuantizedMultiplier:
+    RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(x * 2**left, multiplier), right)
+where the first rounds the high 32 bits of the doubled product half away from zero, and the second
+divides by 2**right rounding half away from zero. Everything is int64 NumPy arithmetic over whole
+arrays; `shift` and `multiplier` may be arrays too (per-channel quantization).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+INT32_MIN = -(2**31)
+INT32_MAX = 2**31 - 1
+
+
+def round_half_away(value):
+    """std::round: halves go away from zero (NumPy's np.round goes to even)."""
+    if isinstance(value, np.ndarray):
+        return np.where(value >= 0, np.floor(value + 0.5), np.ceil(value - 0.5))
+    return math.floor(value + 0.5) if value >= 0 else math.ceil(value - 0.5)
+
+
+def quantize_multiplier(real: float) -> tuple[int, int]:
+    """(multiplier, shift) for a real multiplier (QuantizeMultiplier): frexp's mantissa in [0.5, 1)
+    scaled by 2**31 and rounded half away from zero; multipliers under 2**-31 flush to zero."""
+    if real == 0.0:
+        return 0, 0
+    mantissa, shift = math.frexp(real)
+    fixed = round_half_away(mantissa * 2**31)
+    if fixed == 2**31:
+        fixed //= 2
+        shift += 1
+    if shift < -31:
+        return 0, 0
+    return int(fixed), int(shift)
+
+
+def quantize_multipliers(reals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """quantize_multiplier over an array (per-channel scales): int64 multipliers and shifts."""
+    reals = np.asarray(reals, dtype=np.float64)
+    mantissa, shift = np.frexp(reals)
+    fixed = round_half_away(mantissa * 2.0**31).astype(np.int64)
+    carry = fixed == 2**31
+    fixed = np.where(carry, fixed // 2, fixed)
+    shift = np.where(carry, shift + 1, shift).astype(np.int64)
+    flush = (shift < -31) | (reals == 0.0)
+    return np.where(flush, 0, fixed), np.where(flush, 0, shift)
+
+
+def saturating_rounding_doubling_high_mul(a: np.ndarray, b) -> np.ndarray:
+    """High 32 bits of 2*a*b, rounded half away from zero (gemmlowp's SRDHM); int32 values in int64."""
+    a = np.asarray(a, dtype=np.int64)
+    product = a * b
+    nudged = product + np.where(product >= 0, 1 << 30, 1 - (1 << 30))
+    # divide by 2**31 truncating toward zero (C's division), not flooring as >> does
+    result = (nudged + np.where(nudged < 0, (1 << 31) - 1, 0)) >> 31
+    overflow = (a == INT32_MIN) & (np.asarray(b) == INT32_MIN)
+    return np.where(overflow, INT32_MAX, result) if np.any(overflow) else result
+
+
+def rounding_divide_by_pot(x: np.ndarray, exponent) -> np.ndarray:
+    """x / 2**exponent rounded half away from zero (gemmlowp's RoundingDivideByPOT)."""
+    x = np.asarray(x, dtype=np.int64)
+    mask = (np.int64(1) << np.asarray(exponent, dtype=np.int64)) - 1
+    remainder = x & mask
+    threshold = (mask >> 1) + (x < 0)
+    return (x >> exponent) + (remainder > threshold)
+
+
+def _wrap_int32(x: np.ndarray) -> np.ndarray:
+    return ((x + 2**31) & 0xFFFFFFFF) - 2**31
+
+
+def multiply_by_quantized_multiplier(x: np.ndarray, multiplier, shift) -> np.ndarray:
+    """TFLite's default MultiplyByQuantizedMultiplier for int32 accumulators (double rounding)."""
+    x = np.asarray(x, dtype=np.int64)
+    shift = np.asarray(shift, dtype=np.int64)
+    left = np.maximum(shift, 0)
+    right = np.maximum(-shift, 0)
+    if np.any(left):
+        x = _wrap_int32(x << left)  # C multiplies in int32: a left shift may wrap
+    return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(x, multiplier), right)
+
+
+def multiply_by_quantized_multiplier_int64(x: np.ndarray, multiplier, shift) -> np.ndarray:
+    """The overload for int64 accumulators (16x8 kernels with int64 bias): the multiplier is reduced
+    to 16 bits and the product rounded once, half up."""
+    x = np.asarray(x, dtype=np.int64)
+    multiplier = np.asarray(multiplier, dtype=np.int64)
+    reduced = np.where(multiplier < 0x7FFF0000, (multiplier + (1 << 15)) >> 16, 0x7FFF)
+    total_shift = 15 - np.asarray(shift, dtype=np.int64)
+    return (x * reduced + (np.int64(1) << (total_shift - 1))) >> total_shift
+
+
+def quantize_value(value: float, scale: float, zero_point: int) -> int:
+    """zero_point + round(value / scale) with the division in float32, as TFLite's Quantize helper."""
+    quotient = float(np.float32(value) / np.float32(scale))
+    rounded = round_half_away(quotient)
+    if not INT32_MIN <= rounded <= INT32_MAX:
+        raise OverflowError(f"{value} / {scale} does not fit in int32")
+    return zero_point + int(rounded)
+
+
+def activation_range(activation, scale: float, zero_point: int, lowest: int, highest: int) -> tuple[int, int]:
+    """The quantized clamp bounds of a fused activation (CalculateActivationRangeQuantized)."""
+    name = getattr(activation, "name", activation)
+    if name == "RELU":
+        return max(lowest, quantize_value(0.0, scale, zero_point)), highest
+    if name == "RELU6":
+        return max(lowest, quantize_value(0.0, scale, zero_point)), min(
+            highest, quantize_value(6.0, scale, zero_point)
+        )
+    if name == "RELU_N1_TO_1":
+        return max(lowest, quantize_value(-1.0, scale, zero_point)), min(
+            highest, quantize_value(1.0, scale, zero_point)
+        )
+    return lowest, highest
