@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -21,6 +22,7 @@ from .core.blas_threads import BlasThreads
 from .core.builder import build_subgraphs
 from .core.delegate import Delegate
 from .core.node import OPTIONAL_TENSOR
+from .core.packed import PACKED_TYPES, pack_into, unpack_packed
 from .core.quantization import AffineQuantization, BlockwiseQuantization
 from .core.subgraph import DelegatePartition, MemoryReport, Subgraph
 from .core.tensor import Tensor
@@ -30,6 +32,7 @@ from .core.types import (
     Status,
     TensorType,
     api_dtype,
+    storage_dtype,
     tensor_type_for_dtype,
     type_name,
 )
@@ -225,7 +228,7 @@ class Interpreter:
         _set_tensor(self._subgraphs[0], tensor_index, value)
 
     def get_tensor(self, tensor_index: int, subgraph_index: int = 0) -> np.ndarray:
-        return _readable_data(self._subgraph(subgraph_index), tensor_index).copy()
+        return _tensor_value(self._subgraph(subgraph_index), tensor_index)
 
     def tensor(self, tensor_index: int):
         """A function returning a NumPy view of the tensor's current buffer (no copy).
@@ -374,7 +377,7 @@ class SignatureRunner:
         result = {}
         for name, index in self._outputs.items():
             subgraph.ensure_tensor_data_is_readable(index)
-            result[name] = _readable_data(subgraph, index).copy()
+            result[name] = _tensor_value(subgraph, index)
         return result
 
     def get_input_details(self) -> dict[str, dict[str, Any]]:
@@ -411,6 +414,41 @@ def _readable_data(subgraph: Subgraph, index: int) -> np.ndarray:
     return tensor.data
 
 
+def _tensor_value(subgraph: Subgraph, index: int) -> np.ndarray:
+    """get_tensor's copy of a tensor; sub-byte tensors come unpacked, one element per byte, as in LiteRT."""
+    data = _readable_data(subgraph, index)
+    tensor = subgraph.tensors[index]
+    if tensor.type in PACKED_TYPES and tensor.data is not None:
+        return unpack_packed(data, math.prod(tensor.shape), tensor.type).reshape(tensor.shape)
+    return data.copy()
+
+
+def _set_4bit_tensor(tensor, index: int, array: np.ndarray, incoming) -> None:
+    """LiteRT's Set4BitTensor: one int8 (INT4) or uint8 (UINT4) per element, in range, packed here."""
+    expected = TensorType.INT8 if tensor.type == TensorType.INT4 else TensorType.UINT8
+    kind = type_name(tensor.type)
+    if incoming != expected:
+        raise ValueError(
+            f"Cannot set tensor: Expected a numpy array of {np.dtype(storage_dtype(expected)).name} for "
+            f"{kind} input {index}, name: {tensor.name}, but got {type_name(incoming)}"
+        )
+    count = math.prod(tensor.shape)
+    if array.nbytes != count:
+        raise ValueError(
+            f"Cannot set tensor: Numpy array for {kind} input {index}, name: {tensor.name}, has "
+            f"{array.nbytes} bytes, but expected {count} bytes for {count} elements"
+        )
+    if tensor.data is None and tensor.bytes:
+        raise ValueError(
+            "Cannot set tensor: Tensor is unallocated. Try calling allocate_tensors() first for input "
+            f"{index}, name: {tensor.name}"
+        )
+    low, high = (-8, 7) if tensor.type == TensorType.INT4 else (0, 15)
+    if array.size and (array.min() < low or array.max() > high):
+        raise ValueError(f"Cannot set tensor: Values for {kind} input must be between {low} and {high}.")
+    pack_into(array, tensor.type, tensor.data)
+
+
 def _set_tensor(subgraph: Subgraph, index: int, value: Any) -> None:
     """Copy `value` into a tensor, with LiteRT's checks and messages, in LiteRT's order."""
     _check_tensor_index(subgraph, index)
@@ -419,11 +457,10 @@ def _set_tensor(subgraph: Subgraph, index: int, value: Any) -> None:
         array = np.asarray(value)
     except Exception:
         raise ValueError("Failed to convert value into readable tensor.") from None
-    if tensor.type in (TensorType.INT4, TensorType.UINT4, TensorType.INT2):
-        raise ValueError(
-            f"Cannot set tensor: setting {tensor.type.name} tensors is not supported yet (input {index})."
-        )
     incoming = tensor_type_for_dtype(array.dtype)
+    if tensor.type in (TensorType.INT4, TensorType.UINT4):
+        _set_4bit_tensor(tensor, index, array, incoming)
+        return
     raw_float8 = tensor.type in (TensorType.FLOAT8_E4M3FN, TensorType.FLOAT8_E5M2) and incoming in (
         TensorType.INT8,
         TensorType.UINT8,

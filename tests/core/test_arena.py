@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import pytflite
 from pytflite import BuiltinOperator as Op
 from pytflite import TensorType as T
-from pytflite.core.arena import ALIGNMENT, UNASSIGNED
+from pytflite.core.arena import ALIGNMENT, UNASSIGNED, alignment_for
 from pytflite.model.builder import ModelBuilder
 
 
@@ -69,14 +69,14 @@ def test_live_tensors_never_overlap_and_results_are_right(widths):
     subgraph = interpreter.subgraphs[0]
     assert_no_overlap_between_live_tensors(subgraph)
     for allocation in subgraph._planner.allocations.values():
-        assert allocation.offset % ALIGNMENT == 0
+        assert allocation.offset % alignment_for(allocation.size) == 0
     for tensor in subgraph.tensors:
         if (
             tensor.data is not None
             and tensor.allocation_type == pytflite.AllocationType.ARENA_RW
             and tensor.bytes
         ):
-            assert tensor.data.ctypes.data % ALIGNMENT == 0
+            assert tensor.data.ctypes.data % alignment_for(tensor.bytes) == 0
     interpreter.set_tensor(0, np.linspace(-1, 1, widths[0], dtype=np.float32))
     interpreter.invoke()
     expected = np.linspace(-1, 1, widths[0], dtype=np.float32)
@@ -95,6 +95,21 @@ def test_dead_tensors_are_reused():
     report = interpreter.memory_report()
     assert report.arena_bytes < total / 3
     assert report.arena_lower_bound_bytes <= report.arena_bytes <= 1.1 * report.arena_lower_bound_bytes
+
+
+def test_alignment_keeps_every_tensor_within_one_cache_line_or_aligned_to_it():
+    assert [alignment_for(n) for n in (0, 1, 3, 4, 12, 16, 40, 64, 65, 4000)] == [1, 1, 4, 4, 16, 16, 64, 64, 64, 64]
+    for size in range(1, 200):
+        offset = 7 * alignment_for(size)  # any aligned offset
+        assert size > ALIGNMENT or offset // ALIGNMENT == (offset + size - 1) // ALIGNMENT
+
+
+def test_tiny_tensors_pack_close_to_the_lower_bound():
+    model, _ = chain_model([1] * 12)  # 4-byte tensors: 64-byte slots would make the arena 16x the bound
+    interpreter = pytflite.Interpreter(model_content=model)
+    interpreter.allocate_tensors()
+    report = interpreter.memory_report()
+    assert report.arena_bytes <= 1.1 * report.arena_lower_bound_bytes
 
 
 def test_lifetimes_follow_tflite():

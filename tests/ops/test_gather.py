@@ -693,8 +693,7 @@ def test_bucketize_unsorted_boundaries():
 
 
 def test_gather_int4_rows():
-    """INT4 params (two values a byte) gather whole byte rows; LiteRT's get_tensor unpacks the output,
-    pytflite returns the packed bytes, so ours is unpacked here before comparing."""
+    """INT4 params (two values a byte) gather whole byte rows; get_tensor unpacks the output."""
     builder = ModelBuilder()
     params = builder.add_tensor("p", T.INT4, [4, 2], data=bytes([0x21, 0x43, 0x65, 0x87]))
     positions = builder.add_input("i", T.INT32, [3])
@@ -702,9 +701,10 @@ def test_gather_int4_rows():
     builder.add_operator(Op.GATHER, [params, positions], [output], {"axis": 0})
     model, feeds = builder.build(), [np.array([3, 0, 1], np.int32)]
     (reference,) = run(litert_interpreter(model), feeds)
-    (packed,) = run(pytflite.Interpreter(model_content=model), feeds)
-    low, high = (packed.astype(np.int8) << 4) >> 4, packed.astype(np.int8) >> 4
-    np.testing.assert_array_equal(np.stack([low, high], axis=-1).reshape(reference.shape), reference)
+    (ours,) = run(pytflite.Interpreter(model_content=model), feeds)
+    assert ours.dtype == reference.dtype == np.int8
+    np.testing.assert_array_equal(ours, reference)
+    np.testing.assert_array_equal(ours, [[7, -8], [1, 2], [3, 4]])
 
 
 def test_dynamic_outputs_follow_each_invoke():

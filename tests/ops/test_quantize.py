@@ -19,7 +19,6 @@ from pytflite import TensorType as T
 from pytflite.core.quantization import AffineQuantization
 from pytflite.core.types import AllocationType
 from pytflite.model.builder import ModelBuilder
-from pytflite.ops.quantize import pack_into, unpack_packed
 from tests.oracle import litert, litert_interpreter, requires_litert, run
 from tests.single_op import Operand, SingleOpModel
 
@@ -140,16 +139,6 @@ def test_packed(tensor_type, shape, per_channel):
     assert_identical(*both(_packed_model(tensor_type, shape, data.tobytes(), quantization)))
 
 
-@pytest.mark.parametrize("tensor_type", [T.INT4, T.UINT4, T.INT2], ids=lambda t: t.name)
-def test_pack_unpack_round_trip(tensor_type):
-    low, high = {T.INT4: (-8, 7), T.UINT4: (0, 15), T.INT2: (-2, 1)}[tensor_type]
-    values = np.arange(low, high + 1, dtype=np.int8).repeat(3)[:-1]  # an odd count
-    per_byte = 4 if tensor_type == T.INT2 else 2
-    packed = np.zeros(-(-values.size // per_byte), np.uint8 if tensor_type == T.UINT4 else np.int8)
-    pack_into(values, tensor_type, packed)
-    assert np.array_equal(unpack_packed(packed, values.size, tensor_type), values)
-
-
 def test_constant_input_is_dequantized_once_in_prepare():
     weights = np.random.default_rng(0).standard_normal([4, 3]).astype(np.float16)
     model, _ = dequantize_model(weights, None, True)
@@ -211,3 +200,187 @@ def test_invalid_inputs():
     assert "Node number 0 (DEQUANTIZE) failed to prepare." in message
     model, _ = SingleOpModel(Op.DEQUANTIZE, [Operand(np.zeros(2, np.float16))], [T.FLOAT16]).build()
     assert "DEQUANTIZE output type: FLOAT16 != FLOAT32" in _prepare_error(model)
+
+
+# --- QUANTIZE -----------------------------------------------------------------------------------------
+
+RESOLVERS = ("BUILTIN_WITHOUT_DEFAULT_DELEGATES", "BUILTIN_REF")
+INT_TYPES = {T.INT8: np.int8, T.UINT8: np.uint8, T.INT16: np.int16, T.INT32: np.int32}
+
+
+def quantize_model(value, output_type, quantization, input_quantization=None):
+    operand = Operand(value, quantization=input_quantization)
+    return SingleOpModel(
+        Op.QUANTIZE, [operand], [output_type], output_quantization=[quantization], output_shapes=[value.shape]
+    ).build()
+
+
+def assert_same(model, feeds, resolver="BUILTIN_WITHOUT_DEFAULT_DELEGATES"):
+    kind = getattr(litert.OpResolverType, resolver)
+    ours = run(pytflite.Interpreter(model_content=model, experimental_op_resolver_type=kind), feeds)[0]
+    theirs = run(litert_interpreter(model, experimental_op_resolver_type=kind), feeds)[0]
+    assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
+    assert np.array_equal(ours, theirs), (ours, theirs)
+    return ours
+
+
+def near_halves(rng, scale, count):
+    """Floats whose quotient by `scale` lies on or next to a .5, where roundings differ."""
+    k = rng.integers(-300, 300, count).astype(np.float64) + 0.5
+    x = (k * np.float64(np.float32(scale))).astype(np.float32)
+    return np.concatenate([x, np.nextafter(x, np.float32(np.inf)), np.nextafter(x, np.float32(-np.inf))])
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    output_type=st.sampled_from([T.INT8, T.UINT8, T.INT16]),
+    scale=SCALES,
+    zero_fraction=st.floats(0, 1),
+    seed=st.integers(0, 2**16),
+    resolver=st.sampled_from(RESOLVERS),
+)
+def test_quantize_float_per_tensor(output_type, scale, zero_fraction, seed, resolver):
+    info = np.iinfo(INT_TYPES[output_type])
+    zero_point = int(info.min + zero_fraction * (int(info.max) - int(info.min)))
+    rng = np.random.default_rng(seed)
+    x = np.concatenate(
+        [near_halves(rng, scale, 20), (rng.standard_normal(20) * scale * 200).astype(np.float32)]
+    )
+    assert_same(*quantize_model(x, output_type, (scale, zero_point)), resolver)
+
+
+def test_quantize_optimized_kernel_rounds_blocks_of_8_half_to_even():
+    # BuiltinOpResolver's kernel rounds whole blocks of 8 half to even and the rest half away from
+    # zero; BUILTIN_REF rounds everything half away from zero.
+    x = np.array([0.5, 1.5, 2.5, 3.5, -0.5, -1.5, -2.5, 100.5] * 2 + [0.5, 2.5, -2.5], np.float32)
+    model, feeds = quantize_model(x, T.INT8, (1.0, 0))
+    optimized = assert_same(model, feeds, RESOLVERS[0])
+    reference = assert_same(model, feeds, RESOLVERS[1])
+    assert optimized[:16].tolist() == [0, 2, 2, 4, 0, -2, -2, 100] * 2
+    assert optimized[16:].tolist() == reference[16:].tolist() == [1, 3, -3]
+    assert reference[:8].tolist() == [1, 2, 3, 4, -1, -2, -3, 101]
+
+
+@pytest.mark.parametrize("output_type", [T.INT8, T.UINT8, T.INT16, T.INT4, T.UINT4], ids=lambda t: t.name)
+@pytest.mark.parametrize("zero_point", [-7, 0, 3])
+def test_quantize_non_finite_and_huge_values(output_type, zero_point):
+    if output_type in (T.UINT8, T.UINT4):
+        zero_point = abs(zero_point)
+    x = np.array([np.inf, -np.inf, np.nan, 3e38, -3e38, 1e10, -1e10, 2.5, -2.5, 0.0], np.float32)
+    for resolver in RESOLVERS:
+        assert_same(*quantize_model(x, output_type, (0.5, zero_point)), resolver)
+
+
+@pytest.mark.parametrize("output_type", [T.INT4, T.UINT4], ids=lambda t: t.name)
+def test_quantize_to_packed_types(output_type):
+    rng = np.random.default_rng(3)
+    x = np.concatenate([near_halves(rng, 0.25, 6), rng.uniform(-3, 5, 15).astype(np.float32)]).reshape(3, 11)
+    zero_point = 1 if output_type == T.INT4 else 4
+    ours = assert_same(*quantize_model(x, output_type, (0.25, zero_point)))
+    assert ours.shape == (3, 11)
+
+
+@settings(max_examples=20, deadline=None)
+@given(data=st.data())
+def test_quantize_float_per_channel(data):
+    output_type = data.draw(st.sampled_from([T.INT8, T.UINT8, T.INT16]))
+    info = np.iinfo(INT_TYPES[output_type])
+    shape = data.draw(hnp.array_shapes(min_dims=1, max_dims=4, min_side=2, max_side=5))
+    axis = data.draw(st.integers(0, len(shape) - 1))
+    channels = shape[axis]
+    scales = data.draw(st.lists(SCALES, min_size=channels, max_size=channels))
+    zero_points = data.draw(
+        st.lists(st.integers(int(info.min), int(info.max)), min_size=channels, max_size=channels)
+    )
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**16)))
+    view = [1] * len(shape)
+    view[axis] = channels
+    x = (rng.integers(-400, 400, shape) + 0.5) * np.array(scales, np.float64).reshape(view)
+    x = x.astype(np.float32)
+    quantization = AffineQuantization(scales, zero_points, axis)
+    assert_same(*quantize_model(x, output_type, quantization), data.draw(st.sampled_from(RESOLVERS)))
+
+
+REQUANTIZE_PAIRS = [
+    (T.INT8, T.INT8),
+    (T.INT8, T.UINT8),
+    (T.INT8, T.INT16),
+    (T.UINT8, T.UINT8),
+    (T.UINT8, T.INT8),
+    (T.UINT8, T.INT16),
+    (T.INT16, T.INT8),
+    (T.INT16, T.INT16),
+    (T.INT16, T.INT32),
+    (T.INT32, T.INT8),
+    (T.INT32, T.INT16),
+]
+
+
+def _zero_point(rng, tensor_type, source):
+    if (tensor_type == T.INT16 and source == T.INT16) or tensor_type == T.INT32:
+        return 0
+    info = np.iinfo(INT_TYPES[tensor_type])
+    return int(rng.integers(max(int(info.min), -300), min(int(info.max), 300) + 1))
+
+
+@pytest.mark.parametrize("pair", REQUANTIZE_PAIRS, ids=lambda p: f"{p[0].name}-{p[1].name}")
+def test_requantize(pair):
+    source, target = pair
+    rng = np.random.default_rng(int(source) * 31 + int(target))
+    info = np.iinfo(INT_TYPES[source])
+    if source == T.INT32:
+        q = rng.integers(-(2**20), 2**20, 500).astype(np.int32)
+    else:
+        q = np.arange(int(info.min), int(info.max) + 1, dtype=INT_TYPES[source])
+    for scale_ratio in (1.0, 0.37, 3.1, 1e-3, 250.0):
+        in_scale = float(rng.uniform(0.01, 1.0))
+        in_zero = _zero_point(rng, source, target if source == T.INT16 else source)
+        out_zero = _zero_point(rng, target, source)
+        model, feeds = quantize_model(q, target, (in_scale / scale_ratio, out_zero), (in_scale, in_zero))
+        for resolver in RESOLVERS:
+            assert_same(model, feeds, resolver)
+
+
+def test_requantize_int8_uint8_shift_by_128():
+    q = np.arange(-128, 128, dtype=np.int8)
+    model, feeds = quantize_model(q, T.UINT8, (0.5, 128), (0.5, 0))
+    out = assert_same(model, feeds)
+    assert np.array_equal(out, (q.astype(np.int16) + 128).astype(np.uint8))
+
+
+@pytest.mark.parametrize(
+    "value, output_type, message",
+    [
+        (
+            np.zeros(3, np.float32),
+            T.INT32,
+            "Input type FLOAT32 with Output type INT32 is not currently supported.",
+        ),
+        (np.zeros(3, np.int8), T.INT32, "Input type INT8 with Output type INT32 is not currently supported."),
+        (
+            np.zeros(3, np.int32),
+            T.UINT8,
+            "Input type INT32 with Output type UINT8 is not currently supported.",
+        ),
+        (np.zeros(3, np.float16), T.INT8, "Type FLOAT16 \\(input\\) is unsupported by op QUANTIZE."),
+    ],
+)
+def test_quantize_unsupported_types(value, output_type, message):
+    model, feeds = quantize_model(value, output_type, (0.5, 0), None if value.dtype.kind == "f" else (0.5, 0))
+    with pytest.raises(RuntimeError, match=message):
+        run(pytflite.Interpreter(model_content=model), feeds)
+
+
+def test_quantize_invalid_quantization():
+    model, feeds = quantize_model(np.zeros(3, np.float32), T.INT8, None)
+    with pytest.raises(RuntimeError, match="kTfLiteAffineQuantization"):
+        run(pytflite.Interpreter(model_content=model), feeds)
+    model, feeds = quantize_model(np.zeros(3, np.int16), T.INT16, (0.5, 2), (0.5, 0))
+    with pytest.raises(RuntimeError, match="QUANTIZE int16 output zero point 2 != 0"):
+        run(pytflite.Interpreter(model_content=model), feeds)
+    per_channel = AffineQuantization([0.5, 0.25], [0, 0], 0)
+    model, feeds = quantize_model(np.zeros(2, np.float32), T.INT4, per_channel)
+    with pytest.raises(
+        RuntimeError, match="Input type FLOAT32 with Output type INT4 is not currently supported."
+    ):
+        run(pytflite.Interpreter(model_content=model), feeds)

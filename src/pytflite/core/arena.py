@@ -3,7 +3,10 @@
 A tensor lives from the plan step that first writes it (`first`) to the step that last reads it (`last`).
 Tensors whose lifetimes do not overlap may share bytes, so a whole graph runs in a buffer much smaller
 than the sum of its intermediates. Placement follows TFLite: tensors alive for the whole run first, then
-by size (largest first), each in the best-fitting gap among the allocations it overlaps, 64-byte aligned.
+by size (largest first), each in the best-fitting gap among the allocations it overlaps. TFLite aligns
+every tensor to 64 bytes (a cache line); here a tensor smaller than that is aligned to its size rounded
+up to a power of two instead, which equally keeps it inside one cache line but lets tiny tensors (the
+scalars and shapes of small graphs) pack instead of each taking a whole line.
 Variables and persistent temporaries go to a second arena that is never reused.
 
 `Tensor.data` of an arena tensor is a NumPy view into the buffer. When the buffer grows it moves (its
@@ -22,12 +25,17 @@ from .node import OPTIONAL_TENSOR, Node
 from .tensor import Tensor
 from .types import AllocationType, storage_dtype, stored_shape
 
-ALIGNMENT = 64  # kDefaultTensorAlignment
+ALIGNMENT = 64  # kDefaultTensorAlignment: the buffer's alignment, and that of every tensor this big
 UNASSIGNED = 2**31 - 1  # kNodeNotAssigned: "never" for first, "until the end" for last
 
 
-def _align(offset: int) -> int:
-    return -(-offset // ALIGNMENT) * ALIGNMENT
+def alignment_for(size: int) -> int:
+    """A tensor's alignment: 64 bytes, or its size rounded up to a power of two when that is less."""
+    return min(ALIGNMENT, 1 << max(size - 1, 0).bit_length())
+
+
+def _align(offset: int, alignment: int) -> int:
+    return -(-offset // alignment) * alignment
 
 
 @dataclass(order=True)
@@ -51,18 +59,19 @@ class _Arena:
     def allocate(self, tensor: int, size: int, first: int, last: int) -> _Allocation:
         if size == 0:
             return _Allocation(0, 0, tensor, first, last)
+        alignment = alignment_for(size)
         best_offset, best_gap, current = None, None, 0
         for alloc in self.active:
             if alloc.last < first or alloc.first > last:
                 continue  # lifetimes do not overlap: the bytes may be shared
-            candidate = _align(current)
+            candidate = _align(current, alignment)
             if candidate + size <= alloc.offset and (best_gap is None or alloc.offset - candidate < best_gap):
                 best_offset, best_gap = candidate, alloc.offset - current
             current = max(current, alloc.offset + alloc.size)
             if best_gap == 0:
                 break
         if best_offset is None:
-            best_offset = _align(current)
+            best_offset = _align(current, alignment)
         self.high_water = max(self.high_water, best_offset + size)
         allocation = _Allocation(best_offset, size, tensor, first, last)
         bisect.insort(self.active, allocation)

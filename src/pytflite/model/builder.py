@@ -24,7 +24,8 @@ import flatbuffers
 import numpy as np
 import tflite as fb  # the schema's generated builder functions (fb.TensorStart, ...)
 
-from ..core.quantization import AffineQuantization
+from ..core.quantization import AffineQuantization, DimensionType, SparsityParameters
+from ..core.sparsity import sparsify
 from ..core.strings import encode_string_buffer
 from ..core.types import BuiltinOperator, TensorType, storage_dtype, tensor_type_for_dtype
 from .custom_options import encode_custom_options
@@ -43,6 +44,7 @@ class _TensorSpec:
     buffer: int
     quantization: AffineQuantization | None
     is_variable: bool
+    sparsity: SparsityParameters | None = None
 
 
 @dataclasses.dataclass
@@ -76,8 +78,10 @@ class SubgraphBuilder:
         shape_signature: Sequence[int] | None = None,
         quantization: AffineQuantization | tuple | None = None,
         is_variable: bool = False,
+        sparsity: SparsityParameters | None = None,
     ) -> int:
-        """Add a tensor (a constant when `data` is given); returns its index."""
+        """Add a tensor (a constant when `data` is given: with `sparsity`, its stored values only);
+        returns its index."""
         tensor_type = TensorType(tensor_type)
         buffer = 0 if data is None else self._model._add_buffer(_tensor_bytes(tensor_type, shape, data))
         self.tensors.append(
@@ -89,9 +93,34 @@ class SubgraphBuilder:
                 buffer,
                 _as_quantization(quantization),
                 is_variable,
+                sparsity,
             )
         )
         return len(self.tensors) - 1
+
+    def add_sparse_constant(
+        self,
+        name: str,
+        value: Any,
+        formats: Sequence[DimensionType | str],
+        *,
+        traversal_order: Sequence[int] | None = None,
+        block_map: Sequence[int] = (),
+        block_size: Sequence[int] = (),
+        tensor_type: TensorType | None = None,
+        quantization: Any = None,
+    ) -> int:
+        """Add a constant stored sparse (as the converter's sparsification writes it; DENSIFY expands
+        it): `formats` has one DENSE / SPARSE_CSR per dimension, blocks split `block_map`'s dimensions
+        into `block_size` pieces."""
+        array = np.asarray(value)
+        if tensor_type is None:
+            tensor_type = tensor_type_for_dtype(array.dtype)
+        formats = [DimensionType[f] if isinstance(f, str) else DimensionType(f) for f in formats]
+        values, sparsity = sparsify(array, formats, traversal_order, block_map, block_size)
+        return self.add_tensor(
+            name, tensor_type, array.shape, data=values, quantization=quantization, sparsity=sparsity
+        )
 
     def add_constant(
         self, name: str, value: Any, tensor_type: TensorType | None = None, quantization: Any = None
@@ -176,6 +205,9 @@ class ModelBuilder:
 
     def add_constant(self, *args: Any, **kwargs: Any) -> int:
         return self.main.add_constant(*args, **kwargs)
+
+    def add_sparse_constant(self, *args: Any, **kwargs: Any) -> int:
+        return self.main.add_sparse_constant(*args, **kwargs)
 
     def add_input(self, *args: Any, **kwargs: Any) -> int:
         return self.main.add_input(*args, **kwargs)
@@ -350,6 +382,7 @@ def _write_tensor(b: flatbuffers.Builder, tensor: _TensorSpec) -> int:
         fb.QuantizationParametersAddZeroPoint(b, zero_points)
         fb.QuantizationParametersAddQuantizedDimension(b, tensor.quantization.quantized_dimension)
         quantization = fb.QuantizationParametersEnd(b)
+    sparsity = None if tensor.sparsity is None else _write_sparsity(b, tensor.sparsity)
     fb.TensorStart(b)
     fb.TensorAddShape(b, shape)
     fb.TensorAddType(b, tensor.type)
@@ -361,7 +394,44 @@ def _write_tensor(b: flatbuffers.Builder, tensor: _TensorSpec) -> int:
         fb.TensorAddIsVariable(b, True)
     if signature is not None:
         fb.TensorAddShapeSignature(b, signature)
+    if sparsity is not None:
+        fb.TensorAddSparsity(b, sparsity)
     return fb.TensorEnd(b)
+
+
+_INT32_VECTOR = 1  # the SparseIndexVector union's Int32Vector member
+
+
+def _write_sparsity(b: flatbuffers.Builder, sparsity: SparsityParameters) -> int:
+    def index_vector(values: np.ndarray) -> int:
+        contents = _int_vector(b, values)
+        fb.Int32VectorStart(b)
+        fb.Int32VectorAddValues(b, contents)
+        return fb.Int32VectorEnd(b)
+
+    dimensions = []
+    for meta in sparsity.dim_metadata:
+        csr = meta.format == DimensionType.SPARSE_CSR
+        segments = index_vector(meta.array_segments) if csr else None
+        indices = index_vector(meta.array_indices) if csr else None
+        fb.DimensionMetadataStart(b)
+        fb.DimensionMetadataAddFormat(b, int(meta.format))
+        fb.DimensionMetadataAddDenseSize(b, meta.dense_size)
+        if csr:
+            fb.DimensionMetadataAddArraySegmentsType(b, _INT32_VECTOR)
+            fb.DimensionMetadataAddArraySegments(b, segments)
+            fb.DimensionMetadataAddArrayIndicesType(b, _INT32_VECTOR)
+            fb.DimensionMetadataAddArrayIndices(b, indices)
+        dimensions.append(fb.DimensionMetadataEnd(b))
+    order = _int_vector(b, sparsity.traversal_order)
+    block_map = None if sparsity.block_map is None else _int_vector(b, sparsity.block_map)
+    metadata = _offset_vector(b, dimensions)
+    fb.SparsityParametersStart(b)
+    fb.SparsityParametersAddTraversalOrder(b, order)
+    if block_map is not None:
+        fb.SparsityParametersAddBlockMap(b, block_map)
+    fb.SparsityParametersAddDimMetadata(b, metadata)
+    return fb.SparsityParametersEnd(b)
 
 
 def _write_operator(b: flatbuffers.Builder, operator: _OperatorSpec) -> int:

@@ -1,4 +1,4 @@
-"""DEQUANTIZE: quantized integers and float16 to float32, plus the sub-byte (int4/uint4/int2) packing helpers.
+"""DEQUANTIZE and QUANTIZE: between float32 and quantized integers, and between quantizations.
 
 An affine-quantized value q stands for `scale * (q - zero_point)`. TFLite's reference kernel rounds
 float(double(scale) * int32(q - zero_point)) once; with a float32 scale and |q - zero_point| < 2**24
@@ -15,8 +15,17 @@ ignores quantization.
 When the input is a constant (e.g. the float16 weights of an fp16 model) the output is computed once in
 prepare into a PERSISTENT_RO tensor and invoke does nothing.
 
-Sub-byte tensors hold their elements packed in `Tensor.data`, low bits first: two int4/uint4 or four int2
-per byte, the last byte padded with zero bits.
+QUANTIZE of a float32 input computes zero_point + round(x / scale), clamped to the output type. The
+reference kernel (and, in both, per-channel and int4/uint4 outputs) divides in float32 and rounds halves
+away from zero. The optimized per-tensor int8/uint8/int16 kernel (BuiltinOpResolver's; LiteRT's x86 build
+runs its NEON code through an SSE translation) does whole blocks of 8 elements as x * float32(1 / scale),
+rounded half to even, and the last size % 8 elements by a double division rounded half away. A value
+outside int32 (and NaN) becomes INT32_MIN, as x86's conversions give, before the zero point is added
+(wrapping) and the clamp applied.
+QUANTIZE of an integer input requantizes: (q - in_zero_point) * in_scale / out_scale by the fixed-point
+multiplier, plus out_zero_point, clamped. The optimized kernel does 8-bit to 8-bit in SIMD blocks of 16,
+whose fixed-point multiply rounds halves up instead of away from zero. For 8- and 16-bit inputs the
+result is a table over every possible input value (one per rounding), made in prepare.
 """
 
 from __future__ import annotations
@@ -27,39 +36,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.packed import PACKED_TYPES, pack_into, unpack_packed
 from ..core.quantization import AffineQuantization
-from ..core.types import BuiltinOperator, TensorType, type_name
+from ..core.types import BuiltinOperator, TensorType, storage_dtype, type_name
 from ..errors import KernelError, ensure, ensure_eq, ensure_type
 from .common import check_arity, input_tensor, is_constant, output_tensor
+from .quant.fixed_point import (
+    INT32_MIN,
+    multiply_by_quantized_multiplier,
+    multiply_by_quantized_multiplier_simd,
+    quantize_multiplier,
+    round_half_away,
+)
 from .registry import register_builtin
-
-# bits per element and signedness of the packed sub-byte types
-_PACKED = {TensorType.INT4: (4, True), TensorType.UINT4: (4, False), TensorType.INT2: (2, True)}
-PACKED_TYPES = tuple(_PACKED)
-
-
-def unpack_packed(data: np.ndarray, count: int, tensor_type: TensorType) -> np.ndarray:
-    """The `count` elements of a packed int4/uint4/int2 buffer, one per int8 (TFLite's UnpackPackedIntToInt8)."""
-    bits, signed = _PACKED[tensor_type]
-    shifts = np.arange(0, 8, bits, dtype=np.uint8)
-    raw = np.asarray(data).reshape(-1).view(np.uint8)
-    values = ((raw[:, None] >> shifts) & np.uint8((1 << bits) - 1)).reshape(-1)[:count].view(np.int8)
-    if signed:
-        half = np.int8(1 << (bits - 1))
-        values = (values ^ half) - half  # sign-extend the low `bits` bits
-    return values
-
-
-def pack_into(values: np.ndarray, tensor_type: TensorType, out: np.ndarray) -> None:
-    """Pack int8 `values` (already in the type's range) into the packed buffer `out` (PackInt8IntoDenseInt)."""
-    bits, _ = _PACKED[tensor_type]
-    per_byte = 8 // bits
-    target = out.reshape(-1).view(np.uint8)
-    padded = np.zeros(target.size * per_byte, np.uint8)
-    padded[: values.size] = values.reshape(-1).view(np.uint8) & np.uint8((1 << bits) - 1)
-    shifts = np.arange(0, 8, bits, dtype=np.uint8)
-    np.bitwise_or.reduce(padded.reshape(-1, per_byte) << shifts, axis=1, out=target)
-
 
 # ---------------------------------------------------------------------------------------------------
 # DEQUANTIZE
@@ -151,7 +140,7 @@ def _dequantize_compute(source, optimized: bool) -> Compute:
         affine = _affine(np.array(scale, np.float32), np.array(zero_point), largest_input)
         if optimized:
             affine = _affine_blocked(scale, zero_point, affine)
-    if source.type in _PACKED:
+    if source.type in PACKED_TYPES:
         tensor_type, shape, count = source.type, source.shape, math.prod(source.shape)
         return lambda x, out: affine(unpack_packed(x, count, tensor_type).reshape(shape), out)
     return affine
@@ -200,4 +189,165 @@ register_builtin(
     reference=True,
     prepare=dequantize_prepare(optimized=False),
     invoke=dequantize_invoke,
+)
+
+
+# ---------------------------------------------------------------------------------------------------
+# QUANTIZE
+
+_FLOAT_TARGETS = (TensorType.UINT8, TensorType.INT8, TensorType.INT16, TensorType.INT4, TensorType.UINT4)
+_PER_CHANNEL_TARGETS = (TensorType.UINT8, TensorType.INT8, TensorType.INT16)
+_BLOCKED_TARGETS = (TensorType.UINT8, TensorType.INT8, TensorType.INT16)  # the optimized kernel's
+_BYTES = (TensorType.UINT8, TensorType.INT8)  # requantized in SIMD blocks of 16 by the optimized kernel
+_REQUANTIZE_TARGETS = {
+    TensorType.INT16: (TensorType.INT8, TensorType.INT16, TensorType.INT32),
+    TensorType.INT32: (TensorType.INT8, TensorType.INT16),
+    TensorType.INT8: (TensorType.UINT8, TensorType.INT8, TensorType.INT16),
+    TensorType.UINT8: (TensorType.UINT8, TensorType.INT8, TensorType.INT16),
+}
+_QUANTIZE_TYPES = (TensorType.FLOAT32, *_REQUANTIZE_TARGETS)
+_RANGES = {
+    TensorType.INT4: (-8, 7),
+    TensorType.UINT4: (0, 15),
+    TensorType.UINT8: (0, 255),
+    TensorType.INT8: (-128, 127),
+    TensorType.INT16: (-(2**15), 2**15 - 1),
+    TensorType.INT32: (INT32_MIN, 2**31 - 1),
+}
+
+
+def _as_int32(values: np.ndarray) -> np.ndarray:
+    """C's float-to-int32 conversion of already-integral values: out of range or NaN gives INT32_MIN."""
+    valid = (values >= INT32_MIN) & (values <= 2**31 - 1)
+    return np.where(valid, values, INT32_MIN).astype(np.int64)
+
+
+def _wrapping_add(values: np.ndarray, offset) -> np.ndarray:
+    """int32 addition that wraps around, as the C kernels' does."""
+    return ((values + offset + 2**31) & 0xFFFFFFFF) - 2**31
+
+
+def _float_quantizer(output, optimized: bool) -> Compute:
+    """compute(x, out): out = clamp(zero_point + round(x / scale)) per tensor or per channel."""
+    quantization = output.quantization
+    lowest, highest = _RANGES[output.type]
+    rank = len(output.shape)
+    if quantization.scale.size > 1:
+        axis, channels = quantization.quantized_dimension, quantization.scale.size
+        ensure(0 <= axis < rank, f"quantized_dimension {axis} out of range for a {rank}-D output")
+        ensure_eq(output.shape[axis], channels, "QUANTIZE output channels vs per-channel scales")
+        view = [1] * rank
+        view[axis] = channels
+        zero_point = quantization.zero_point
+        if zero_point.size != channels:  # TFLite repeats the first zero point for every channel
+            zero_point = np.full(channels, zero_point[0] if zero_point.size else 0, np.int64)
+        scale, zero_point = quantization.scale.reshape(view), zero_point.reshape(view)
+    else:
+        scale, zero_point = np.float32(output.params.scale), output.params.zero_point
+
+    def finish(rounded: np.ndarray) -> np.ndarray:
+        return np.clip(_wrapping_add(_as_int32(rounded), zero_point), lowest, highest)
+
+    if output.type in PACKED_TYPES:
+        return lambda x, out: pack_into(finish(round_half_away(x / scale)).astype(np.int8), output.type, out)
+    if not optimized:
+        return lambda x, out: np.copyto(out, finish(round_half_away(x / scale)), casting="unsafe")
+    with np.errstate(divide="ignore"):
+        reciprocal = np.float32(1.0 / np.float64(scale))
+    wide_scale = np.float64(scale)
+
+    def compute(x, out):
+        flat_x, flat_out = x.reshape(-1), out.reshape(-1)
+        blocked = flat_x.size - flat_x.size % 8
+        if blocked:
+            block = np.multiply(flat_x[:blocked], reciprocal)
+            np.copyto(flat_out[:blocked], finish(np.rint(block, out=block)), casting="unsafe")
+        if blocked < flat_x.size:
+            tail = round_half_away(flat_x[blocked:].astype(np.float64) / wide_scale)
+            np.copyto(flat_out[blocked:], finish(tail), casting="unsafe")
+
+    return compute
+
+
+def _requantizer(source, output, optimized: bool) -> Compute:
+    """compute(q, out) for an integer input: TFLite's Requantize, a table for 8/16-bit inputs."""
+    ensure(
+        output.type in _REQUANTIZE_TARGETS[source.type],
+        f"Input type {type_name(source.type)} with Output type {type_name(output.type)} is not currently supported.",
+    )
+    if source.type == TensorType.INT16 and output.type == TensorType.INT16:
+        ensure_eq(source.params.zero_point, 0, "QUANTIZE int16 input zero point")
+        ensure_eq(output.params.zero_point, 0, "QUANTIZE int16 output zero point")
+    ensure(output.params.scale > 0, f"QUANTIZE output scale {output.params.scale} must be positive")
+    multiplier, shift = quantize_multiplier(float(source.params.scale) / float(output.params.scale))
+    lowest, highest = _RANGES[output.type]
+    in_zero, out_zero = source.params.zero_point, output.params.zero_point
+
+    def requantize(q: np.ndarray, scaled=multiply_by_quantized_multiplier) -> np.ndarray:
+        shifted = _wrapping_add(q.astype(np.int64), -in_zero)
+        return np.clip(_wrapping_add(scaled(shifted, multiplier, shift), out_zero), lowest, highest)
+
+    if source.type == TensorType.INT32:
+        return lambda q, out: np.copyto(out, requantize(q), casting="unsafe")
+    info = np.iinfo(storage_dtype(source.type))
+    every_input = np.arange(info.min, info.max + 1)
+    table = requantize(every_input).astype(storage_dtype(output.type))
+    offset = -int(info.min)
+    if not (optimized and source.type in _BYTES and output.type in _BYTES):
+        return lambda q, out: np.take(table, q.astype(np.int32) + offset, out=out)
+    simd_table = requantize(every_input, multiply_by_quantized_multiplier_simd).astype(table.dtype)
+
+    def compute(q, out):
+        flat_q, flat_out = q.reshape(-1), out.reshape(-1)
+        blocked = flat_q.size - flat_q.size % 16
+        np.take(simd_table, flat_q[:blocked].astype(np.int32) + offset, out=flat_out[:blocked])
+        np.take(table, flat_q[blocked:].astype(np.int32) + offset, out=flat_out[blocked:])
+
+    return compute
+
+
+def quantize_prepare(optimized: bool):
+    def prepare(context, node):
+        check_arity(node, 1)
+        source, output = input_tensor(context, node, 0), output_tensor(context, node)
+        ensure_type(source, _QUANTIZE_TYPES, "input", "QUANTIZE")
+        ensure(
+            isinstance(output.quantization, AffineQuantization),
+            "output->quantization.type != kTfLiteAffineQuantization",
+        )
+        context.resize_tensor(output, source.shape)
+        if source.type != TensorType.FLOAT32:
+            compute = _requantizer(source, output, optimized)
+        else:
+            supported = _PER_CHANNEL_TARGETS if output.quantization.scale.size > 1 else _FLOAT_TARGETS
+            if output.type not in supported:
+                raise KernelError(
+                    f"Input type FLOAT32 with Output type {type_name(output.type)} is not currently supported."
+                )
+            blocked = optimized and output.type in _BLOCKED_TARGETS and output.quantization.scale.size == 1
+            compute = _float_quantizer(output, blocked)
+        node.user_data = compute
+
+    return prepare
+
+
+def quantize_invoke(context, node):
+    tensors = context.tensors
+    node.user_data(tensors[node.inputs[0]].data, tensors[node.outputs[0]].data)
+
+
+register_builtin(
+    BuiltinOperator.QUANTIZE,
+    (1, 6),
+    types=_QUANTIZE_TYPES,
+    prepare=quantize_prepare(optimized=True),
+    invoke=quantize_invoke,
+)
+register_builtin(
+    BuiltinOperator.QUANTIZE,
+    (1, 6),
+    types=_QUANTIZE_TYPES,
+    reference=True,
+    prepare=quantize_prepare(optimized=False),
+    invoke=quantize_invoke,
 )

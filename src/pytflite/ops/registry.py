@@ -23,6 +23,7 @@ from ..core.types import BuiltinOperator, TensorType
 _FAMILIES = (
     "activations",
     "conv",
+    "densify",
     "elementwise",
     "gather",
     "linear",

@@ -107,3 +107,38 @@ def test_activation_ranges():
     assert fp.activation_range("RELU6", 0.1, 3, -128, 127) == (3, 63)
     assert fp.activation_range("RELU_N1_TO_1", 0.01, 0, -128, 127) == (-100, 100)
     assert fp.activation_range("RELU6", 0.01, 0, -128, 127) == (0, 127)
+
+
+def simd_reference(x: int, multiplier: int, shift: int) -> int:
+    """vqrdmulh then vrshl, from their definitions: both round halves toward +inf."""
+    left, right = max(shift, 0), max(-shift, 0)
+    shifted = ((x << left) + 2**31) % 2**32 - 2**31
+    high = min((2 * shifted * multiplier + 2**31) >> 32, fp.INT32_MAX)
+    return (high + ((1 << right) >> 1)) >> right
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(-(2**20), 2**20), min_size=1, max_size=20), st.floats(1e-6, 30.0))
+def test_simd_variant_rounds_halves_up(values, real):
+    multiplier, shift = fp.quantize_multiplier(real)
+    expected = [simd_reference(v, multiplier, shift) for v in values]
+    np.testing.assert_array_equal(
+        fp.multiply_by_quantized_multiplier_simd(np.array(values), multiplier, shift), expected
+    )
+
+
+def test_simd_and_scalar_variants_differ_only_below_zero():
+    x = np.arange(-1000, 1001)
+    multiplier, shift = fp.quantize_multiplier(0.25)  # a right shift: rounding half up vs half away
+    simd = fp.multiply_by_quantized_multiplier_simd(x, multiplier, shift)
+    scalar = fp.multiply_by_quantized_multiplier(x, multiplier, shift)
+    differs = simd != scalar
+    assert np.all(x[differs] < 0) and -10 in x[differs]  # -2.5: -2 one way, -3 the other
+    assert np.all(simd[differs] == scalar[differs] + 1)
+
+
+def test_round_half_away_is_exact():
+    below_half = np.nextafter(0.5, 0)  # adding 0.5 first would round it up to 1
+    values = np.array([below_half, 0.5, -0.5, 1.5, -2.5, 2.4999, -below_half, 0.0, 7.0])
+    assert fp.round_half_away(values).tolist() == [0, 1, -1, 2, -3, 2, -0.0, 0, 7]
+    assert fp.round_half_away(float(below_half)) == 0 and fp.round_half_away(-2.5) == -3

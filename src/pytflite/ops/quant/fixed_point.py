@@ -20,10 +20,13 @@ INT32_MAX = 2**31 - 1
 
 
 def round_half_away(value):
-    """std::round: halves go away from zero (NumPy's np.round goes to even)."""
+    """std::round: halves go away from zero (NumPy's np.round goes to even). Exact for every float:
+    adding 0.5 first would round 0.49999999999999994 up."""
     if isinstance(value, np.ndarray):
-        return np.where(value >= 0, np.floor(value + 0.5), np.ceil(value - 0.5))
-    return math.floor(value + 0.5) if value >= 0 else math.ceil(value - 0.5)
+        whole = np.trunc(value)
+        return whole + np.where(np.abs(value - whole) >= 0.5, np.sign(value), 0).astype(value.dtype)
+    whole = math.trunc(value)
+    return whole + (math.copysign(1, value) if abs(value - whole) >= 0.5 else 0)
 
 
 def quantize_multiplier(real: float) -> tuple[int, int]:
@@ -86,6 +89,21 @@ def multiply_by_quantized_multiplier(x: np.ndarray, multiplier, shift) -> np.nda
     if np.any(left):
         x = _wrap_int32(x << left)  # C multiplies in int32: a left shift may wrap
     return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(x, multiplier), right)
+
+
+def multiply_by_quantized_multiplier_simd(x: np.ndarray, multiplier, shift) -> np.ndarray:
+    """The NEON form of the above (MultiplyByQuantizedMultiplier4Rows), which TFLite's optimized kernels
+    use on whole vector blocks, and LiteRT's x86 build through its SSE translation: the high-half
+    multiply (vqrdmulh) and the right shift (vrshl) both round halves up, toward +inf."""
+    x = np.asarray(x, dtype=np.int64)
+    shift = np.asarray(shift, dtype=np.int64)
+    left = np.maximum(shift, 0)
+    right = np.maximum(-shift, 0)
+    if np.any(left):
+        x = _wrap_int32(x << left)
+    high = (x * multiplier + (1 << 30)) >> 31
+    high = np.minimum(high, INT32_MAX)  # saturates only for INT32_MIN * INT32_MIN
+    return (high + ((np.int64(1) << right) >> 1)) >> right
 
 
 def multiply_by_quantized_multiplier_int64(x: np.ndarray, multiplier, shift) -> np.ndarray:

@@ -1,0 +1,36 @@
+"""DENSIFY: a sparse constant (the converter's sparsified weights) expanded to its dense form.
+
+The input is always a model constant, so the output is computed once, in prepare, into a tensor of its
+own that counts as a constant downstream; invoke has nothing left to do.
+"""
+
+from __future__ import annotations
+
+from ..core.sparsity import densify
+from ..core.types import BuiltinOperator, TensorType
+from ..errors import ensure, ensure_type
+from .common import check_arity, input_tensor, is_constant, output_tensor
+from .registry import register_builtin
+
+_TYPES = (TensorType.FLOAT32, TensorType.FLOAT16, TensorType.INT8)
+
+
+def densify_prepare(context, node):
+    check_arity(node, 1)
+    source, output = input_tensor(context, node, 0), output_tensor(context, node)
+    ensure_type(source, _TYPES, "input", "DENSIFY")
+    ensure(is_constant(source), "DENSIFY input must be a constant tensor")
+    ensure(source.sparsity is not None, "DENSIFY input has no sparsity parameters")
+    output.type = source.type
+    context.set_tensor_to_persistent_ro(output)
+    context.resize_tensor(output, source.shape)
+    output.data[...] = densify(source.data.reshape(-1), source.shape, source.sparsity)
+
+
+def densify_invoke(context, node):
+    """The output was written in prepare."""
+
+
+register_builtin(
+    BuiltinOperator.DENSIFY, (1, 1), types=_TYPES, prepare=densify_prepare, invoke=densify_invoke
+)
