@@ -3,7 +3,8 @@
 For every model of ../shared/corpus/public that pytflite can run (float models; the others are listed as
 skipped), this measures the median invoke time of pytflite, of LiteRT's builtin kernels
 (BUILTIN_WITHOUT_DEFAULT_DELEGATES) and of LiteRT with XNNPACK (AUTO), all with the same num_threads, and
-prints the ratios, their geometric mean over the models where LiteRT's builtin kernels take >= 1 ms,
+prints the ratios, their geometric mean over the models where LiteRT's builtin kernels take >= 1 ms (and
+>= 0.25 ms),
 whether each model stays within LiteRT's time + 5 us per node, and the arena against its lower bound.
 It also measures the per-node overhead on a chain of 1000 tiny ADDs.
 
@@ -28,6 +29,13 @@ from pytflite.model.builder import ModelBuilder
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "public"
 NODE_BUDGET_S = 5e-6
+# The speed target is set on models where LiteRT's builtin kernels take >= 1 ms; mobilenet_v2 measures
+# right at 1 ms on some machines, so the mean over the models above 0.25 ms is printed as well.
+HEAVY_MS = (1.0, 0.25)
+
+
+def geometric_mean(ratios: list[float]) -> float:
+    return math.exp(statistics.fmean(map(math.log, ratios)))
 
 
 def median_invoke_seconds(interpreter, min_time: float) -> float:
@@ -143,14 +151,15 @@ def main() -> int:
             f"{r['vs_builtin']:>10.2f}{r['vs_xnnpack']:>10.2f}{'ok' if r['within_node_budget'] else 'over':>8}"
             f"{r['arena_vs_lower_bound']:>10.3f}"
         )
-    heavy = [r["vs_builtin"] for r in rows if r["builtin_ms"] >= 1.0]
-    if heavy:
+    for threshold in HEAVY_MS:
+        ratios = [r["vs_builtin"] for r in rows if r["builtin_ms"] >= threshold]
         print(
-            f"geometric mean /builtin over {len(heavy)} models with builtin >= 1 ms: {math.exp(statistics.fmean(map(math.log, heavy))):.2f}x"
+            f"geometric mean /builtin over the {len(ratios)} models with builtin >= {threshold} ms: "
+            + (f"{geometric_mean(ratios):.2f}x" if ratios else "-")
         )
     if rows:
         print(
-            f"geometric mean /builtin over all {len(rows)} models: {math.exp(statistics.fmean(math.log(r['vs_builtin']) for r in rows)):.2f}x"
+            f"geometric mean /builtin over all {len(rows)} models: {geometric_mean([r['vs_builtin'] for r in rows]):.2f}x"
         )
     print(
         f"per-node overhead (chain of {chain} ADDs of one element): pytflite {per_node['pytflite'] * 1e6:.2f} us, "

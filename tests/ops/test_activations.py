@@ -276,6 +276,16 @@ def test_local_response_normalization_running_sum_rounds_as_tflite():
     SingleOpModel(Op.LOCAL_RESPONSE_NORMALIZATION, [Operand(x)], [T.FLOAT32], options).check()
 
 
+@pytest.mark.parametrize("shape", [[1, 0, 3, 8], [1, 2, 3, 0]])
+def test_local_response_normalization_of_an_empty_input(shape):
+    # pytflite alone: an empty tensor is a degenerate model for LiteRT
+    options = {"radius": 2, "bias": 1.0, "alpha": 1.0, "beta": 0.5}
+    model, feeds = SingleOpModel(
+        Op.LOCAL_RESPONSE_NORMALIZATION, [Operand(np.zeros(shape, np.float32))], [T.FLOAT32], options
+    ).build()
+    assert _pytflite_only(model, feeds)[0].shape == tuple(shape)
+
+
 @pytest.mark.parametrize(
     "shape, radius, message",
     [([2, 3, 4], 1, "NumDimensions\\(input\\) 3 != 4"), ([1, 2, 2, 5], -1, "radius -1 is negative")],

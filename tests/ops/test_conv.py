@@ -32,11 +32,11 @@ def _fails_to_prepare(model: bytes, op: str, message: str = "") -> None:
         pytflite.Interpreter(model_content=model).allocate_tensors()
 
 
-def _kernel_mode(model: bytes) -> str:
+def _kernel_state(model: bytes):
     interpreter = pytflite.Interpreter(model_content=model)
     interpreter.allocate_tensors()
     subgraph = interpreter.subgraphs[0]
-    return subgraph.nodes[subgraph.execution_plan[0]][0].user_data.mode
+    return subgraph.nodes[subgraph.execution_plan[0]][0].user_data
 
 
 # --- CONV_2D ---------------------------------------------------------------------------------------
@@ -94,20 +94,26 @@ def test_conv2d(
 
 
 @pytest.mark.parametrize(
-    "shape, kernel, stride, padding, mode",
+    "shape, kernel, stride, padding, out_channels, mode, staged",
     [
-        ((2, 5, 6, 16), 1, 1, "SAME", "direct"),  # 1x1 stride 1: the input is the matmul operand
-        ((1, 7, 6, 16), 1, 2, "VALID", "im2col"),
-        ((1, 9, 9, 3), 3, 2, "SAME", "im2col_t"),  # few channels: [K, pixels] im2col
-        ((1, 8, 7, 24), 3, 1, "SAME", "im2col"),
-        ((1, 4, 4, 8), 4, 1, "VALID", "im2col_t"),  # one window covers the input
+        ((2, 5, 6, 16), 1, 1, "SAME", 5, "direct", False),  # 1x1 stride 1: the input is the matmul operand
+        ((1, 7, 6, 16), 1, 2, "VALID", 5, "im2col", False),
+        ((1, 9, 9, 3), 3, 2, "SAME", 5, "im2col_t", True),  # short window rows: [K, pixels] im2col
+        ((1, 8, 8, 3), 3, 2, "SAME", 5, "im2col_t", True),  # padding after the input only
+        ((1, 8, 7, 24), 3, 1, "SAME", 5, "im2col", True),
+        ((1, 4, 4, 8), 4, 1, "VALID", 5, "im2col", False),  # one window covers the input
+        ((1, 4, 5, 3), 4, 1, "VALID", 5, "im2col_t", False),
+        ((1, 8, 10, 4), 3, 2, "VALID", 5, "im2col_t", False),  # the last row and column go unread
+        # 1x1, with many more outputs than inputs: copied to im2col to fold the bias into the product
+        ((1, 48, 48, 2), 1, 1, "SAME", 24, "im2col_t", False),
+        ((1, 40, 40, 16), 1, 1, "VALID", 48, "im2col", False),
     ],
 )
-def test_conv2d_paths(shape, kernel, stride, padding, mode):
+def test_conv2d_paths(shape, kernel, stride, padding, out_channels, mode, staged):
     rng = np.random.default_rng(1)
     x = rng.standard_normal(shape).astype(np.float32)
-    w = rng.standard_normal([5, kernel, kernel, shape[3]]).astype(np.float32)
-    b = rng.standard_normal([5]).astype(np.float32)
+    w = rng.standard_normal([out_channels, kernel, kernel, shape[3]]).astype(np.float32)
+    b = rng.standard_normal([out_channels]).astype(np.float32)
     options = {
         "padding": padding,
         "stride_h": stride,
@@ -118,47 +124,65 @@ def test_conv2d_paths(shape, kernel, stride, padding, mode):
         Op.CONV_2D, [Operand(x), Operand(w, constant=True), Operand(b, constant=True)], [T.FLOAT32], options
     )
     model.check()
-    assert _kernel_mode(model.build()[0]) == mode
+    state = _kernel_state(model.build()[0])
+    assert (state.mode, state.staging is not None) == (mode, staged)
+    assert state.folded == (mode != "direct")  # a constant bias with a constant filter rides in the product
 
 
-def test_conv2d_runtime_bias_and_grouped_1x1():
-    rng = np.random.default_rng(2)
-    x = rng.standard_normal([2, 3, 4, 6]).astype(np.float32)
-    w = rng.standard_normal([4, 1, 1, 3]).astype(np.float32)  # 2 groups of 3 input channels
-    b = rng.standard_normal([4]).astype(np.float32)
-    SingleOpModel(
+def test_conv2d_runtime_bias_is_added_after_the_product():
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal([1, 48, 48, 2]).astype(np.float32)
+    w = rng.standard_normal([24, 1, 1, 2]).astype(np.float32)
+    b = rng.standard_normal([24]).astype(np.float32)
+    model = SingleOpModel(
         Op.CONV_2D,
         [Operand(x), Operand(w, constant=True), Operand(b)],
         [T.FLOAT32],
-        {"stride_h": 1, "stride_w": 1},
-    ).check()
+        {"stride_h": 1, "stride_w": 1, "fused_activation_function": "RELU6"},
+    )
+    model.check()
+    state = _kernel_state(model.build()[0])
+    assert (state.mode, state.folded) == ("direct", False)
 
 
-def test_bias_is_required_as_in_tflite():
-    x, w = np.zeros([1, 3, 3, 1], np.float32), np.zeros([1, 1, 1, 1], np.float32)
-    model, _ = SingleOpModel(
-        Op.CONV_2D, [Operand(x), Operand(w, constant=True), None], [T.FLOAT32], {"stride_h": 1, "stride_w": 1}
-    ).build()
-    with pytest.raises(RuntimeError, match="Tensor at index 2 was optional but was expected"):
-        pytflite.Interpreter(model_content=model).allocate_tensors()
+@settings(max_examples=100, deadline=None)
+@given(data=st.data(), rank=st.integers(1, 3), batch=st.integers(1, 2), channels=st.integers(1, 4))
+def test_staging_writes_every_element(data, rank, batch, channels):
+    """A staged scratch is the input padded with the pad value (and cropped), whatever it held before;
+    its borders are a few strided views, not one per row."""
+    from pytflite.ops.windows import make_staging, padded_copies
 
-
-def test_conv2d_hybrid_filter_is_reported_as_unsupported():
-    x = np.zeros([1, 3, 3, 2], np.float32)
-    w = Operand(np.zeros([1, 1, 1, 2], np.int8), constant=True)
-    from pytflite.core.quantization import AffineQuantization
-
-    w.quantization = AffineQuantization(np.array([0.1], np.float32), np.array([0]))
-    model, _ = SingleOpModel(
-        Op.CONV_2D,
-        [Operand(x), w, Operand(np.zeros([1], np.float32), constant=True)],
-        [T.FLOAT32],
-        {"stride_h": 1, "stride_w": 1},
-    ).build()
-    _fails_to_prepare(model, "CONV_2D", "hybrid quantization\\) is not supported yet")
+    sizes = data.draw(st.tuples(*[st.integers(1, 6)] * rank))
+    extents = data.draw(st.tuples(*[st.integers(1, 9)] * rank))
+    pads = data.draw(st.tuples(*[st.integers(0, 3)] * rank))
+    repeat = data.draw(st.integers(1, 3))
+    shape = (batch, *sizes, channels)
+    x = np.arange(1, np.prod(shape) + 1, dtype=np.float32).reshape(shape)
+    staged = (batch, *extents, channels * repeat)
+    staging = make_staging(staged, padded_copies(shape, extents, pads), 4, repeat)
+    scratch = np.full(staged, np.nan, np.float32)
+    staging.fill(x, scratch, -7.0)
+    inner = np.repeat(x, repeat, axis=-1)
+    inner = inner[(slice(None), *(slice(0, max(e - p, 0)) for e, p in zip(extents, pads)))]
+    expected = np.full(staged, -7.0, np.float32)
+    expected[(slice(None), *(slice(p, p + n) for p, n in zip(pads, inner.shape[1:-1])))] = inner
+    np.testing.assert_array_equal(scratch, expected)
+    assert len(staging.borders) <= 2 * rank
 
 
 # --- DEPTHWISE_CONV_2D --------------------------------------------------------------------------------
+
+
+def _depthwise_options(padding, strides, dilation, multiplier, activation) -> dict:
+    return {
+        "padding": padding,
+        "stride_h": strides[0],
+        "stride_w": strides[1],
+        "dilation_h_factor": dilation[0],
+        "dilation_w_factor": dilation[1],
+        "depth_multiplier": multiplier,
+        "fused_activation_function": activation,
+    }
 
 
 @settings(max_examples=150, deadline=None)
@@ -194,15 +218,7 @@ def test_depthwise_conv2d(
     x = rng.standard_normal([batch, *size, channels]).astype(np.float32)
     w = rng.standard_normal([1, *kernel, channels * multiplier]).astype(np.float32)
     b = rng.standard_normal([channels * multiplier]).astype(np.float32)
-    options = {
-        "padding": padding,
-        "stride_h": strides[0],
-        "stride_w": strides[1],
-        "dilation_h_factor": dilation[0],
-        "dilation_w_factor": dilation[1],
-        "depth_multiplier": multiplier,
-        "fused_activation_function": activation,
-    }
+    options = _depthwise_options(padding, strides, dilation, multiplier, activation)
     operands = [Operand(x), Operand(w, constant=constant_filter), Operand(b, constant=constant_bias)]
     model = SingleOpModel(Op.DEPTHWISE_CONV_2D, operands, [T.FLOAT32], options, version=2)
     if padding == "VALID" and any(
@@ -231,6 +247,35 @@ def test_depthwise_conv2d_larger_image():
             [T.FLOAT32],
             options,
         ).check()
+
+
+@pytest.mark.parametrize(
+    "shape, kernel, strides, dilation, padding, multiplier, staged",
+    [
+        ((1, 9, 10, 4), (3, 3), (1, 1), (1, 1), "VALID", 1, None),  # the input itself is the padded layout
+        ((2, 9, 10, 4), (3, 2), (2, 1), (2, 1), "SAME", 1, (2, 13, 11, 4)),  # padded, cropped
+        ((1, 9, 10, 4), (3, 3), (1, 1), (1, 1), "VALID", 3, (1, 9, 10, 12)),  # channels repeated
+        ((2, 11, 12, 5), (3, 3), (2, 2), (1, 1), "SAME", 1, (2, 13, 3, 6, 5)),  # columns gathered per tap
+        ((1, 11, 12, 5), (2, 3), (1, 3), (2, 2), "SAME", 2, (1, 13, 3, 4, 10)),
+        ((1, 11, 12, 5), (2, 3), (3, 2), (1, 2), "VALID", 1, (1, 11, 3, 4, 5)),
+    ],
+)
+def test_depthwise_conv2d_layouts(shape, kernel, strides, dilation, padding, multiplier, staged):
+    rng = np.random.default_rng(8)
+    channels = shape[3] * multiplier
+    x = rng.standard_normal(shape).astype(np.float32)
+    w = rng.standard_normal([1, *kernel, channels]).astype(np.float32)
+    b = rng.standard_normal([channels]).astype(np.float32)
+    options = _depthwise_options(padding, strides, dilation, multiplier, "RELU6")
+    model = SingleOpModel(
+        Op.DEPTHWISE_CONV_2D,
+        [Operand(x), Operand(w, constant=True), Operand(b, constant=True)],
+        [T.FLOAT32],
+        options,
+    )
+    model.check()
+    staging = _kernel_state(model.build()[0]).staging
+    assert (staging and staging.shape) == staged
 
 
 def test_depthwise_conv2d_without_bias_adds_nothing():
@@ -335,6 +380,28 @@ def test_transpose_conv(
     assert out.shape == tuple(shape)
 
 
+@pytest.mark.parametrize(
+    "in_size, out_size, channels, bias, mode",
+    [
+        ((16, 16), (32, 32), (96, 8), True, "gather"),  # each output sums its rows: two NumPy calls
+        ((7, 6), (14, 12), (3, 5), False, "gather"),
+        ((64, 64), (128, 128), (4, 8), True, "scatter"),  # too many gathered rows: a slice add per tap
+    ],
+)
+def test_transpose_conv_paths(in_size, out_size, channels, bias, mode):
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal([1, *in_size, channels[0]]).astype(np.float32)
+    w = rng.standard_normal([channels[1], 3, 3, channels[0]]).astype(np.float32)
+    shape = np.array([1, *out_size, channels[1]], np.int32)
+    operands = [Operand(shape, constant=True), Operand(w, constant=True), Operand(x)]
+    if bias:
+        operands.append(Operand(rng.standard_normal([channels[1]]).astype(np.float32), constant=True))
+    options = {"padding": "SAME", "stride_h": 2, "stride_w": 2, "fused_activation_function": "RELU"}
+    model = SingleOpModel(Op.TRANSPOSE_CONV, operands, [T.FLOAT32], options, version=4)
+    model.check()
+    assert _kernel_state(model.build()[0]).mode == mode
+
+
 def test_transpose_conv_runtime_shape_follows_each_invoke():
     rng = np.random.default_rng(5)
     builder = ModelBuilder()
@@ -353,6 +420,7 @@ def test_transpose_conv_runtime_shape_follows_each_invoke():
     for height, width in ((6, 6), (5, 6), (6, 5)):  # SAME with stride 2: 5 and 6 both give 3
         (result,) = compare_with_litert(model, [np.array([1, height, width, 4], np.int32), x])
         assert result.shape == (1, height, width, 4)
+    assert _kernel_state(model).mode == "scatter"  # a runtime shape: no gather indices planned ahead
 
 
 @pytest.mark.parametrize(

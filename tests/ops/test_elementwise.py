@@ -4,6 +4,8 @@ and logical ops: broadcasting, fused activations, every supported type, constant
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -232,6 +234,99 @@ def test_per_channel_broadcast_of_large_tensors(op, dtype, small, constant):
     check(op, big, other, out=out, constant=constant)
     if op not in (Op.DIV, Op.FLOOR_MOD):
         check(op, other, big, out=out, constant=tuple(1 - c for c in constant))
+
+
+SMALL_BROADCASTS = [
+    ((2, 3, 4), (3, 4)),
+    ((3, 4), (2, 3, 4)),
+    ((2, 1, 3, 4), (1, 3, 1, 4)),
+    ((1, 16, 1), (1, 1, 32)),
+    ((5,), ()),
+    ((1, 1), (1,)),
+    ((130, 130), (130,)),  # past the size up to which broadcasting inputs are expanded
+]
+EXPANDED_CASES = [
+    (Op.ADD, np.float32, "RELU6"),
+    (Op.SUB, np.float32, "NONE"),
+    (Op.MUL, np.int32, "NONE"),
+    (Op.DIV, np.int32, "RELU"),
+    (Op.MAXIMUM, np.float32, None),
+    (Op.SQUARED_DIFFERENCE, np.float32, None),
+    (Op.FLOOR_DIV, np.float32, None),
+    (Op.FLOOR_DIV, np.int32, None),
+    (Op.FLOOR_MOD, np.int32, None),
+    (Op.LESS_EQUAL, np.float32, None),
+]
+
+
+@pytest.mark.parametrize(
+    ("op", "dtype", "activation"),
+    EXPANDED_CASES,
+    ids=[f"{o.name}-{np.dtype(d).name}" for o, d, _ in EXPANDED_CASES],
+)
+@pytest.mark.parametrize("shapes", SMALL_BROADCASTS, ids=str)
+@pytest.mark.parametrize("constant", [(), (0,), (1,)])
+def test_broadcasting_inputs_of_small_outputs(op, dtype, activation, shapes, constant):
+    """Small outputs expand a broadcasting input first (a constant once, a computed one per call)."""
+    rng = np.random.default_rng(sum(map(len, shapes)))
+    a, b = ((rng.normal(size=shape) * 20).astype(dtype) for shape in shapes)
+    if op in (Op.DIV, Op.FLOOR_DIV, Op.FLOOR_MOD):
+        b = np.where(np.abs(b) < 1, 3, b).astype(dtype)
+    if dtype == np.float32 and op == Op.MAXIMUM:
+        a.reshape(-1)[::5], b.reshape(-1)[::3] = np.nan, np.nan
+    options = None if activation is None else {"fused_activation_function": activation}
+    check(op, a, b, out=T.BOOL if op == Op.LESS_EQUAL else None, options=options, constant=constant)
+
+
+@pytest.mark.parametrize("activation", ACTIVATIONS)
+@pytest.mark.parametrize("shapes", [((1,), (1,)), ((), ()), ((1, 1), ()), ((), (1,))], ids=str)
+def test_one_element_outputs_clamp(activation, shapes):
+    """A one-element float result is clamped like any other (it is computed out of place)."""
+    options = {"fused_activation_function": activation}
+    for x, y in [(3e38, 3e38), (-np.inf, 1), (np.nan, 2), (-5, 2.5), (0.25, 0.5)]:
+        a, b = np.full(shapes[0], x, np.float32), np.full(shapes[1], y, np.float32)
+        for op in (Op.ADD, Op.SUB, Op.MUL, Op.DIV):
+            check(op, a, b, options=options)
+
+
+def test_resized_inputs_get_new_scratch_arrays():
+    model, _ = SingleOpModel(
+        Op.ADD,
+        [Operand(np.zeros([2, 3], np.float32)), Operand(np.zeros([3], np.float32))],
+        [T.FLOAT32],
+        {"fused_activation_function": "RELU"},
+    ).build()
+    interpreter = pytflite.Interpreter(model_content=model)
+    first, second = (d["index"] for d in interpreter.get_input_details())
+    rng = np.random.default_rng(5)
+    for rows, width in [(2, 3), (4, 5), (1, 1), (7, 2)]:
+        interpreter.resize_tensor_input(first, [rows, width])
+        interpreter.resize_tensor_input(second, [width])
+        interpreter.allocate_tensors()
+        a, b = rng.normal(size=(rows, width)).astype(np.float32), rng.normal(size=width).astype(np.float32)
+        interpreter.set_tensor(first, a)
+        interpreter.set_tensor(second, b)
+        interpreter.invoke()
+        output = interpreter.get_tensor(interpreter.get_output_details()[0]["index"])
+        np.testing.assert_array_equal(output, np.maximum(a + b, 0))
+
+
+def test_constant_inputs_are_folded_without_warnings():
+    """Overflow while computing a node of constants in prepare is a result, as at invoke: no warning."""
+    a, b = np.array([3e38, 1.0], np.float32), np.array([3e38, 0.0], np.float32)
+    for op, expected in [(Op.ADD, [F32_MAX, 1.0]), (Op.DIV, [1.0, F32_MAX]), (Op.FLOOR_DIV, [1.0, np.inf])]:
+        if op == Op.FLOOR_DIV:
+            b = np.array([3e38, 1e-45], np.float32)
+        model, _ = SingleOpModel(
+            op, [Operand(a, constant=True), Operand(b, constant=True)], [T.FLOAT32]
+        ).build()
+        interpreter = pytflite.Interpreter(model_content=model)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            interpreter.allocate_tensors()
+            interpreter.invoke()
+        output = interpreter.get_tensor(interpreter.get_output_details()[0]["index"])
+        np.testing.assert_array_equal(output, np.array(expected, np.float32))
 
 
 # --- MAXIMUM, MINIMUM ------------------------------------------------------------------------------------

@@ -32,11 +32,11 @@ def _options(filter_hw, strides, padding, activation="NONE"):
     }
 
 
-def _mode(model: bytes) -> str:
+def _state(model: bytes):
     interpreter = pytflite.Interpreter(model_content=model)
     interpreter.allocate_tensors()
     subgraph = interpreter.subgraphs[0]
-    return subgraph.nodes[subgraph.execution_plan[0]][0].user_data.mode
+    return subgraph.nodes[subgraph.execution_plan[0]][0].user_data
 
 
 @settings(max_examples=200, deadline=None)
@@ -60,22 +60,27 @@ def test_pooling(op, batch, size, channels, filter_hw, strides, padding, activat
 
 @pytest.mark.parametrize("op", POOLS)
 @pytest.mark.parametrize(
-    "shape, filter_hw, strides, padding, mode",
+    "shape, filter_hw, strides, padding, mode, staged",
     [
-        ((1, 48, 50, 16), (2, 2), (2, 2), "VALID", "taps"),
-        ((2, 47, 49, 16), (3, 3), (2, 2), "SAME", "taps"),  # overlapping: column phases staged
-        ((1, 40, 40, 8), (3, 2), (1, 1), "SAME", "taps"),
-        ((1, 9, 9, 64), (5, 5), (2, 2), "SAME", "windows"),
-        ((1, 6, 7, 32), (6, 7), (1, 1), "VALID", "global"),
-        ((2, 5, 5, 3), (5, 5), (2, 2), "SAME", "windows"),
+        ((1, 48, 50, 16), (2, 2), (2, 2), "VALID", "separable", False),
+        ((2, 47, 49, 16), (3, 3), (2, 2), "SAME", "separable", True),  # overlapping windows
+        ((1, 40, 40, 8), (3, 2), (1, 1), "SAME", "separable", True),
+        ((1, 9, 9, 64), (5, 5), (2, 2), "SAME", "separable", True),
+        ((1, 9, 11, 3), (1, 4), (2, 3), "VALID", "separable", False),  # one window row: no row fold
+        ((1, 9, 11, 3), (4, 1), (3, 2), "SAME", "separable", True),  # one window column
+        ((1, 9, 11, 3), (1, 1), (2, 2), "SAME", "separable", False),  # a strided copy
+        ((1, 6, 7, 32), (6, 7), (1, 1), "VALID", "global", False),
+        ((2, 5, 5, 3), (5, 5), (2, 2), "SAME", "separable", True),
+        ((1, 3, 3, 2), (5, 5), (1, 1), "VALID", "empty", False),  # a window larger than the input
     ],
 )
-def test_pooling_paths(op, shape, filter_hw, strides, padding, mode):
+def test_pooling_paths(op, shape, filter_hw, strides, padding, mode, staged):
     rng = np.random.default_rng(1)
     x = rng.standard_normal(shape).astype(np.float32)
     model = SingleOpModel(op, [Operand(x)], [T.FLOAT32], _options(filter_hw, strides, padding, "RELU6"))
     model.check()
-    assert _mode(model.build()[0]) == mode
+    state = _state(model.build()[0])
+    assert (state.mode, state.staging is not None) == (mode, staged)
 
 
 @pytest.mark.parametrize(
@@ -138,16 +143,19 @@ def test_resizing_switches_paths(op):
     from tests.oracle import assert_matches, litert_interpreter, run
 
     rng = np.random.default_rng(3)
-    x = rng.standard_normal([1, 15, 15, 8]).astype(np.float32)
+    x = rng.standard_normal([1, 8, 8, 4]).astype(np.float32)
     model, _ = SingleOpModel(
-        op, [Operand(x, shape_signature=[-1, 15, 15, 8])], [T.FLOAT32], _options((3, 3), (2, 2), "SAME")
+        op, [Operand(x, shape_signature=[-1, -1, -1, 4])], [T.FLOAT32], _options((8, 8), (1, 1), "VALID")
     ).build()
     ours, theirs = pytflite.Interpreter(model_content=model), litert_interpreter(model)
-    for batch in (1, 32, 1):  # a small output reduces a windows view, a large one goes tap by tap
-        feed = rng.standard_normal([batch, 15, 15, 8]).astype(np.float32)
+    for shape, mode in (((1, 8, 8, 4), "global"), ((2, 10, 11, 4), "separable"), ((1, 8, 8, 4), "global")):
+        feed = rng.standard_normal(shape).astype(np.float32)
         for interpreter in (ours, theirs):
             interpreter.resize_tensor_input(interpreter.get_input_details()[0]["index"], feed.shape)
         assert_matches(run(ours, [feed])[0], run(theirs, [feed])[0])
         subgraph = ours.subgraphs[0]
-        mode = subgraph.nodes[subgraph.execution_plan[0]][0].user_data.mode
-        assert mode == ("taps" if batch == 32 else "windows")
+        node = subgraph.nodes[subgraph.execution_plan[0]][0]
+        assert node.user_data.mode == mode
+        if mode == "global":  # the row fold's temporary of the previous shape is released
+            assert node.user_data.rows not in node.temporaries
+            assert subgraph.tensors[node.user_data.rows].bytes in (0, None)

@@ -209,6 +209,20 @@ def test_cumsum(dtype, data):
     ).check()
 
 
+@pytest.mark.parametrize("length", [1, 2, 3])
+@pytest.mark.parametrize("axis", [0, 1])
+@pytest.mark.parametrize(("exclusive", "reverse"), [(False, True), (True, False), (True, True)])
+def test_cumsum_exclusive_and_reverse_of_short_axes(length, axis, exclusive, reverse):
+    shape = [length, 4] if axis == 0 else [4, length]
+    x = np.random.default_rng(length).standard_normal(shape).astype(np.float32)
+    SingleOpModel(
+        Op.CUMSUM,
+        [Operand(x), Operand(np.array(axis, np.int32), constant=True)],
+        [pytflite.TensorType.FLOAT32],
+        {"exclusive": exclusive, "reverse": reverse},
+    ).check()
+
+
 def test_cumsum_int32_wraps():
     x = np.array([2**31 - 1, 1, 5], np.int32)
     SingleOpModel(

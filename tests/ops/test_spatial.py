@@ -114,6 +114,20 @@ def test_resize_bilinear_2x_and_8x_upsampling(tensor_type):
     resize_model(Op.RESIZE_BILINEAR, x, [2, 3], tensor_type, half=True).check()  # downsampling
 
 
+@pytest.mark.parametrize(
+    "shape, size",
+    [
+        ((1, 8, 8, 48), [16, 16]),  # taller: columns interpolated first
+        ((2, 9, 5, 3), [4, 11]),  # shorter: rows first
+        ((1, 6, 7, 5), [6, 3]),  # same height: rows first
+    ],
+)
+@pytest.mark.parametrize("flag", [(False, False), (True, False), (False, True)])
+def test_resize_bilinear_float32_in_both_interpolation_orders(shape, size, flag):
+    x = random_array(np.random.default_rng(13), T.FLOAT32, shape)
+    resize_model(Op.RESIZE_BILINEAR, x, size, T.FLOAT32, *flag).check()
+
+
 @pytest.mark.parametrize("tensor_type", BILINEAR_TYPES, ids=lambda t: t.name)
 def test_resize_bilinear_reference_kernel(tensor_type):
     # The reference kernel sums (in * wy) * wx in another corner order: uint8 rounds differently in ties.

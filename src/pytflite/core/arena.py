@@ -4,9 +4,10 @@ A tensor lives from the plan step that first writes it (`first`) to the step tha
 Tensors whose lifetimes do not overlap may share bytes, so a whole graph runs in a buffer much smaller
 than the sum of its intermediates. Placement follows TFLite: tensors alive for the whole run first, then
 by size (largest first), each in the best-fitting gap among the allocations it overlaps. TFLite aligns
-every tensor to 64 bytes (a cache line); here a tensor smaller than that is aligned to its size rounded
-up to a power of two instead, which equally keeps it inside one cache line but lets tiny tensors (the
-scalars and shapes of small graphs) pack instead of each taking a whole line.
+every tensor to 64 bytes (a cache line); here a tensor is aligned to the largest power of two dividing its
+size, at most 64. That is at least its element size (all NumPy needs), still 64 for every tensor whose
+size is a multiple of 64 (large activations in practice), and lets tensors of equal sizes tile the arena
+without gaps: with 64 bytes for all, a small graph's 40- or 96-byte tensors would take 64 or 128 each.
 Variables and persistent temporaries go to a second arena that is never reused.
 
 `Tensor.data` of an arena tensor is a NumPy view into the buffer. When the buffer grows it moves (its
@@ -25,13 +26,13 @@ from .node import OPTIONAL_TENSOR, Node
 from .tensor import Tensor
 from .types import AllocationType, storage_dtype, stored_shape
 
-ALIGNMENT = 64  # kDefaultTensorAlignment: the buffer's alignment, and that of every tensor this big
+ALIGNMENT = 64  # kDefaultTensorAlignment: the buffer's, and the most any tensor gets
 UNASSIGNED = 2**31 - 1  # kNodeNotAssigned: "never" for first, "until the end" for last
 
 
 def alignment_for(size: int) -> int:
-    """A tensor's alignment: 64 bytes, or its size rounded up to a power of two when that is less."""
-    return min(ALIGNMENT, 1 << max(size - 1, 0).bit_length())
+    """A tensor's alignment: the largest power of two dividing its size, at most 64 bytes."""
+    return ALIGNMENT if size == 0 else min(ALIGNMENT, size & -size)
 
 
 def _align(offset: int, alignment: int) -> int:

@@ -319,14 +319,15 @@ class Subgraph:
         if first == 0:
             self.has_dynamic_tensors = self._has_dynamic(self.outputs)
         last = first
-        for position in range(first, len(plan)):
-            node, registration = self.nodes[plan[position]]
-            status = self._prepare_node(node, registration)
-            last = position
-            if status == Status.OUTPUT_SHAPE_NOT_KNOWN or self._has_dynamic(node.outputs):
-                self.has_dynamic_tensors = True
-                break
-            self._fold_if_constant(node, registration)
+        with np.errstate(all="ignore"):  # as in invoke: kernels computing in prepare (folding) give inf/NaN
+            for position in range(first, len(plan)):
+                node, registration = self.nodes[plan[position]]
+                status = self._prepare_node(node, registration)
+                last = position
+                if status == Status.OUTPUT_SHAPE_NOT_KNOWN or self._has_dynamic(node.outputs):
+                    self.has_dynamic_tensors = True
+                    break
+                self._fold_if_constant(node, registration)
         return last
 
     def _fold_if_constant(self, node: Node, registration: Registration) -> None:

@@ -5,7 +5,9 @@ LOG_SOFTMAX, L2_NORMALIZATION, LOCAL_RESPONSE_NORMALIZATION.
 
 Every kernel is a short chain of ufuncs writing into the output (or into a few scratch arrays when the
 chain needs them), with constants held as 0-d float32 arrays (the cheapest scalar operand for a ufunc).
-Long chains run block by block (_blockwise) so their scratch arrays stay in the CPU cache.
+Long chains run block by block (_blockwise) so their scratch arrays stay in the CPU cache. Overflow and
+invalid operations give inf/NaN as in TFLite: the interpreter runs kernels with NumPy's floating-point
+warnings off (a per-call np.errstate would cost about 1 us).
 The arithmetic follows TFLite's float kernels wherever their result can differ from the exact function
 by more than float32 rounding:
 - GELU(approximate) is 0.5*x*(1 + tanh(...)), which cancels for negative x; its tanh is Eigen's clamped
@@ -28,6 +30,7 @@ integer types TFLite's float kernels do not take.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -39,6 +42,7 @@ from ..model.options import ActivationFunctionType
 from .common import (
     broadcast_shape,
     check_arity,
+    clip,
     input_tensor,
     is_constant,
     output_tensor,
@@ -47,11 +51,6 @@ from .common import (
 from .registry import register_builtin
 
 _FLOAT = (TensorType.FLOAT32,)
-
-try:  # the clip ufunc itself: np.clip's Python wrapper costs more than the work on small tensors
-    from numpy._core.umath import clip as _clip
-except ImportError:  # NumPy 1.x
-    from numpy.core.umath import clip as _clip
 
 
 def _f32(value: float) -> np.ndarray:
@@ -100,16 +99,6 @@ def _same_shape_prepare(op_name: str) -> Callable:
     return prepare
 
 
-def _quiet(compute: Callable) -> Callable:
-    """`compute` without NumPy's RuntimeWarnings: infinities and overflow give inf/NaN, as in TFLite."""
-
-    def run(*args):
-        with np.errstate(all="ignore"):
-            compute(*args)
-
-    return run
-
-
 def _unary_kernel(op: BuiltinOperator, versions: tuple[int, int], compute: Callable) -> None:
     """Register a one-input float32 op whose output is `compute(x, out)`."""
 
@@ -125,19 +114,19 @@ def _unary_kernel(op: BuiltinOperator, versions: tuple[int, int], compute: Calla
 
 
 def _relu(x, out):
-    _clip(x, _ZERO, _INF, out=out)
+    clip(x, _ZERO, _INF, out=out)
 
 
 def _relu6(x, out):
-    _clip(x, _ZERO, _SIX, out=out)
+    clip(x, _ZERO, _SIX, out=out)
 
 
 def _relu_n1_to_1(x, out):
-    _clip(x, _MINUS_ONE, _ONE, out=out)
+    clip(x, _MINUS_ONE, _ONE, out=out)
 
 
 def _relu_0_to_1(x, out):
-    _clip(x, _ZERO, _ONE, out=out)
+    clip(x, _ZERO, _ONE, out=out)
 
 
 _ONE_SIXTH = _f32(1.0 / 6.0)
@@ -149,7 +138,7 @@ def _hard_swish_block(x, out):
     # computing (x * clamp) * (1/6): the two round differently and overflow differently near the top of
     # the float range, so both are reproduced.
     np.add(x, _THREE, out=out)
-    _clip(out, _ZERO, _SIX, out=out)
+    clip(out, _ZERO, _SIX, out=out)
     size = out.size
     tail = size % 4
     if tail:
@@ -160,12 +149,12 @@ def _hard_swish_block(x, out):
         out.flat[size - tail :] = tail_values
 
 
-_hard_swish = _quiet(_blockwise(_hard_swish_block))
+_hard_swish = _blockwise(_hard_swish_block)
 
 
 def _elu(x, out):
     # x for x >= 0, expm1(x) below: expm1(min(x, 0)) is 0 where x >= 0 and exceeds x where x < 0
-    _clip(x, _MINUS_INF, _ZERO, out=out)
+    clip(x, _MINUS_INF, _ZERO, out=out)
     np.expm1(out, out=out)
     np.maximum(out, x, out=out)
 
@@ -180,7 +169,7 @@ _LOGISTIC_HIGHEST = _f32(16.6355324)
 
 def _logistic_block(x, out):
     # e / (1 + e) with e = exp(x): accurate for negative x down to the denormals, 1 above the clamp
-    _clip(x, _MINUS_INF, _LOGISTIC_HIGHEST, out=out)
+    clip(x, _MINUS_INF, _LOGISTIC_HIGHEST, out=out)
     np.exp(out, out=out)
     np.divide(out, out + _ONE, out=out)
 
@@ -199,23 +188,20 @@ def _scaled_pick(pick: np.ufunc) -> Callable:
         np.multiply(x, alpha, out=out)
         pick(out, x, out=out)
 
-    return _quiet(compute)
+    return compute
 
 
-@_quiet
 def _split_scale(x, alpha, out):
-    _clip(x, _MINUS_INF, _ZERO, out=out)
+    clip(x, _MINUS_INF, _ZERO, out=out)
     out *= alpha
-    out += _clip(x, _ZERO, _INF)
+    out += clip(x, _ZERO, _INF)
 
 
-@_quiet
 def _select_above(x, alpha, out):
     np.multiply(x, alpha, out=out)
     np.copyto(out, x, where=x > _ZERO)
 
 
-@_quiet
 def _select_at_or_above(x, alpha, out):
     np.multiply(x, alpha, out=out)
     np.copyto(out, x, where=x >= _ZERO)
@@ -234,20 +220,19 @@ def _alpha_compute(alpha: np.ndarray | None, select: Callable) -> Callable:
 
 @dataclass(frozen=True)
 class AlphaData:
-    alpha: np.ndarray | None  # LEAKY_RELU: its 0-d float32 alpha; PRELU: None (alpha is input 1)
+    alpha: np.ndarray | None  # the alpha operand, when known in prepare; None: PRELU's input 1 at invoke
     compute: Callable[[np.ndarray, np.ndarray, np.ndarray], None]
+
+
+# Up to this many elements, a constant PRELU alpha is expanded to the input's shape in prepare: a
+# same-shape multiply runs several times faster than one broadcasting a few channels.
+_EXPANDED_LIMIT = 65536
 
 
 def leaky_relu_prepare(context, node):
     _same_shape_prepare("LEAKY_RELU")(context, node)
     alpha = _f32(node.builtin_data.alpha)
     node.user_data = AlphaData(alpha, _alpha_compute(alpha, _select_above))
-
-
-def leaky_relu_invoke(context, node):
-    tensors = context.tensors
-    data = node.user_data
-    data.compute(tensors[node.inputs[0]].data, data.alpha, tensors[node.outputs[0]].data)
 
 
 def prelu_prepare(context, node):
@@ -264,18 +249,43 @@ def prelu_prepare(context, node):
         f"{list(source.shape)}",
     )
     known = alpha.data if is_constant(alpha) else None
-    node.user_data = AlphaData(None, _alpha_compute(known, _select_at_or_above))
+    expanded = None
+    if known is not None and math.prod(shape) <= _EXPANDED_LIMIT:
+        expanded = np.broadcast_to(known, shape).copy()
+    node.user_data = AlphaData(expanded, _alpha_compute(known, _select_at_or_above))
     context.resize_tensor(output, shape)
 
 
-def prelu_invoke(context, node):
+def alpha_invoke(context, node):
+    """LEAKY_RELU and PRELU."""
     tensors = context.tensors
-    node.user_data.compute(
-        tensors[node.inputs[0]].data, tensors[node.inputs[1]].data, tensors[node.outputs[0]].data
-    )
+    data = node.user_data
+    alpha = data.alpha
+    if alpha is None:
+        alpha = tensors[node.inputs[1]].data
+    data.compute(tensors[node.inputs[0]].data, alpha, tensors[node.outputs[0]].data)
 
 
 # ---- GELU --------------------------------------------------------------------------------------------
+
+
+class _WorkRows:
+    """`count` float32 scratch rows of a block computation. For a tensor of one block they are made once,
+    with their views: on small tensors a fresh temporary or view costs about as much as the arithmetic.
+    Larger tensors get fresh rows per block (kept, they would hold memory for little gain)."""
+
+    def __init__(self, count: int, size: int, block: int):
+        self.count = count
+        self.kept = np.empty((count, size), np.float32) if size <= block else None
+        self.kept_rows = None if self.kept is None else tuple(self.kept)
+
+    def get(self, n: int) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+        """[count, n] rows for a block of n elements, as one array and as its rows."""
+        if self.kept is not None:
+            return self.kept, self.kept_rows
+        table = np.empty((self.count, n), np.float32)
+        return table, tuple(table)
+
 
 _GELU_CUBE = _f32(0.044715)
 _GELU_SQRT_2_OVER_PI = _f32(np.sqrt(2.0 / np.pi))
@@ -284,31 +294,33 @@ _HALF = _f32(0.5)
 # approximation is exactly 1 when multiply-adds are not fused), then (x + x^3 P(x^2)) / Q(x^2), P and Q
 # by Horner, highest power first.
 _TANH_CLAMP = _f32(7.90738964080810547)
+_MINUS_TANH_CLAMP = -_TANH_CLAMP
 _TANH_P = tuple(map(_f32, (1.394553628e-8, 2.102733560e-5, 3.520756727e-3, 1.340216100e-1)))
 _TANH_Q = tuple(map(_f32, (8.015776984e-7, 3.326951409e-4, 2.597254514e-2, 4.673548340e-1, 1.0)))
 
 
-def _horner(coefficients: tuple[np.ndarray, ...], x: np.ndarray) -> np.ndarray:
-    """sum c_k x^(n-k), highest power first, by unfused multiply-adds in x's type."""
-    result = np.multiply(x, coefficients[0])
+def _horner(coefficients: tuple[np.ndarray, ...], x: np.ndarray, out: np.ndarray) -> None:
+    """out = sum c_k x^(n-k), highest power first, by unfused multiply-adds in x's type."""
+    np.multiply(x, coefficients[0], out)
     for coefficient in coefficients[1:-1]:
-        result += coefficient
-        result *= x
-    result += coefficients[-1]
-    return result
+        out += coefficient
+        out *= x
+    out += coefficients[-1]
 
 
-def _gelu_tanh_block(x, out):
+def _gelu_tanh_block(x, out, work: _WorkRows):
     """0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))) in TFLite's float32 operation order."""
+    _, (z, z2, p, q) = work.get(x.size)
     flat = x.reshape(-1)  # (a 0-d x would give NumPy scalars, which cannot be updated in place)
-    z = np.multiply(flat, flat)
+    np.multiply(flat, flat, z)
     z *= flat
     z *= _GELU_CUBE
     z += flat
     z *= _GELU_SQRT_2_OVER_PI
-    _clip(z, -_TANH_CLAMP, _TANH_CLAMP, out=z)
-    z2 = np.multiply(z, z)
-    p, q = _horner(_TANH_P, z2), _horner(_TANH_Q, z2)
+    clip(z, _MINUS_TANH_CLAMP, _TANH_CLAMP, z)
+    np.multiply(z, z, z2)
+    _horner(_TANH_P, z2, p)
+    _horner(_TANH_Q, z2, q)
     z2 *= z  # z^3
     p *= z2
     p += z
@@ -337,44 +349,50 @@ _GELU_Q = np.array(
     np.float32,
 )
 _GELU_A_MAX = _f32(40)  # exp(-x^2/2) is 0 beyond; keeps inf inputs from making inf*0
+_MINUS_HALF = np.array(-0.5)  # float64
 
 
-def _gelu_erf_block(x, out):
+def _gelu_erf_block(x, out, work: _WorkRows):
     """x * Phi(x) = 0.5 * x * erfc(-x / sqrt(2)), computed as relu(x) - |x| Q(|x|)."""
-    a = np.abs(x.reshape(-1))
-    _clip(a, _ZERO, _GELU_A_MAX, out=a)
-    powers = np.empty((9, a.size), np.float32)
-    t = powers[0]
-    np.add(a, _GELU_T_SCALE, out=t)
-    np.divide(_GELU_T_SCALE, t, out=t)
-    np.multiply(t, t, out=powers[1])
-    for k in range(2, 9):
-        np.multiply(powers[k - 1], t, out=powers[k])
-    tail = _GELU_Q.dot(powers)  # Q(a) exp(a^2/2)
-    gauss = np.multiply(a, a, dtype=np.float64)  # exact a^2: a rounded one errs by a^2/2 ulps after exp
-    gauss *= -0.5
+    table, (a, t, *higher) = work.get(x.size)  # |x|, then the powers of t
+    np.absolute(x.reshape(-1), a)
+    clip(a, _ZERO, _GELU_A_MAX, a)
+    np.add(a, _GELU_T_SCALE, t)
+    np.divide(_GELU_T_SCALE, t, t)
+    previous = t
+    for power in higher:
+        previous = np.multiply(previous, t, power)
+    tail = _GELU_Q.dot(table[1:])  # Q(a) exp(a^2/2)
+    gauss = a.astype(np.float64)
+    gauss *= gauss  # exact a^2: a rounded one errs by a^2/2 ulps after exp
+    gauss *= _MINUS_HALF
     np.exp(gauss, out=gauss)
     np.multiply(tail, gauss, out=tail)
     tail *= a
     # relu(x) as x - min(x, 0), so that -inf gives NaN as TFLite's 0.5*x*erfc(...) does
-    _clip(x, _MINUS_INF, _ZERO, out=out)
+    clip(x, _MINUS_INF, _ZERO, out=out)
     np.subtract(x, out, out=out)
     out -= tail.reshape(out.shape)
 
 
-_gelu_tanh = _blockwise(_gelu_tanh_block)
-_gelu_erf = _blockwise(_gelu_erf_block, 16384)
+def _gelu(approximate: bool, size: int) -> Callable:
+    """GELU of inputs of `size` elements."""
+    compute, rows, block = (
+        (_gelu_tanh_block, 4, _BLOCK) if approximate else (_gelu_erf_block, 10, _BLOCK // 2)
+    )
+    work = _WorkRows(rows, size, block)
+    return _blockwise(lambda x, out: compute(x, out, work), block)
 
 
 def gelu_prepare(context, node):
     _same_shape_prepare("GELU")(context, node)
-    node.user_data = _gelu_tanh if node.builtin_data.approximate else _gelu_erf
+    size = math.prod(input_tensor(context, node, 0).shape)
+    node.user_data = _gelu(node.builtin_data.approximate, size)
 
 
 def gelu_invoke(context, node):
     tensors = context.tensors
-    with np.errstate(all="ignore"):  # huge inputs overflow x^3; the results stay as TFLite's
-        node.user_data(tensors[node.inputs[0]].data, tensors[node.outputs[0]].data)
+    node.user_data(tensors[node.inputs[0]].data, tensors[node.outputs[0]].data)
 
 
 # ---- SOFTMAX, LOG_SOFTMAX ----------------------------------------------------------------------------
@@ -392,7 +410,6 @@ def softmax_prepare(context, node):
     node.user_data = SoftmaxData(None if beta == 1 else _f32(beta))
 
 
-@_quiet
 def _softmax(x, out, beta):
     # exp((x - max) * beta), then scaled by the reciprocal of the row sum, as TFLite's kernel does
     np.subtract(x, np.maximum.reduce(x, axis=-1, keepdims=True), out=out)
@@ -410,7 +427,6 @@ def softmax_invoke(context, node):
         _softmax(tensors[node.inputs[0]].data, out, node.user_data.beta)
 
 
-@_quiet
 def _log_softmax(x, out):
     if x.ndim == 0:  # one logit: log(1) (TFLite reads past the shape here)
         np.subtract(x, x, out=out)
@@ -452,13 +468,12 @@ def l2_normalization_invoke(context, node):
     x, out = tensors[node.inputs[0]].data, tensors[node.outputs[0]].data
     if out.size == 0:
         return
-    with np.errstate(all="ignore"):  # huge inputs overflow the sum of squares to inf, as in TFLite
-        squares = np.multiply(x, x)
-        # the squares added one after another in float32, as TFLite's loop does
-        norm = np.add.accumulate(squares, axis=-1, out=squares)[..., -1:]
-        np.sqrt(norm, out=norm)
-        np.maximum(norm, _L2_EPSILON, out=norm)
-        np.divide(x, norm, out=out)
+    squares = np.multiply(x, x)
+    # the squares added one after another in float32, as TFLite's loop does (huge ones overflow to inf)
+    np.add.accumulate(squares, axis=-1, out=squares)
+    norm = np.sqrt(squares[..., -1:])
+    np.maximum(norm, _L2_EPSILON, out=norm)
+    np.divide(x, norm, out=out)
 
 
 # ---- LOCAL_RESPONSE_NORMALIZATION --------------------------------------------------------------------
@@ -466,11 +481,34 @@ def l2_normalization_invoke(context, node):
 
 @dataclass(frozen=True)
 class LocalResponseNormData:
-    radius: int
+    """The scalars, and the scratch arrays made in prepare for the input's shape."""
+
     bias: np.ndarray  # 0-d float32
     alpha: np.ndarray  # 0-d float32
     beta: float
     exponent: np.ndarray  # 0-d float32: -beta
+    terms: np.ndarray  # flat: alpha * x^2, its negation, +0, -0
+    squares: np.ndarray  # input-shaped views of the first two parts of `terms`
+    negated: np.ndarray
+    order: np.ndarray  # [pixels, 2 * (radius + depth)]: the position in `terms` of each running-sum operand
+    sums: np.ndarray  # [pixels, 2 * (radius + depth)]: the running sums
+    reads: np.ndarray  # the input-shaped view of the sums read at each channel
+    scale: np.ndarray  # input-shaped
+
+
+def _running_sum_order(radius: int, depth: int, pixels: int) -> np.ndarray:
+    """TFLite keeps a running float32 window sum over alpha*x^2 padded with `radius` zeros each side: it
+    adds the 2*radius first padded squares, then per channel adds the square entering the window, reads
+    the sum, and subtracts the square leaving it (the same rounding as adding its negation). This lists
+    that sequence of operands, per pixel, as positions in `terms`; one sequential accumulation over them
+    reproduces every rounding."""
+    size = pixels * depth
+    plus_zero, minus_zero = 2 * size, 2 * size + 1
+    channel = np.arange(-radius, depth + radius)  # of each padded position
+    padded = np.where((channel >= 0) & (channel < depth), channel, plus_zero)
+    leaving = np.where(channel[:depth] >= 0, size + channel[:depth], minus_zero)
+    row = np.concatenate([padded[: 2 * radius], np.stack([padded[2 * radius :], leaving], 1).reshape(-1)])
+    return np.where(row < plus_zero, row + np.arange(pixels)[:, None] * depth, row)
 
 
 def local_response_norm_prepare(context, node):
@@ -482,9 +520,26 @@ def local_response_norm_prepare(context, node):
     options = node.builtin_data
     if options.radius < 0:  # TFLite corrupts its heap on this
         raise KernelError(f"LOCAL_RESPONSE_NORMALIZATION radius {options.radius} is negative")
+    shape = tuple(source.shape)
+    pixels, depth = math.prod(shape[:-1]), shape[-1]
+    size, radius = pixels * depth, int(options.radius)
+    order = _running_sum_order(radius, depth, pixels)
+    sums = np.empty(order.shape, np.float32)
+    terms = np.zeros(2 * size + 2, np.float32)
+    terms[-1] = -0.0
     beta = float(np.float32(options.beta))
     node.user_data = LocalResponseNormData(
-        int(options.radius), _f32(options.bias), _f32(options.alpha), beta, _f32(-beta)
+        _f32(options.bias),
+        _f32(options.alpha),
+        beta,
+        _f32(-beta),
+        terms,
+        terms[:size].reshape(shape),
+        terms[size : 2 * size].reshape(shape),
+        order,
+        sums,
+        sums[:, 2 * radius :: 2].reshape(shape),
+        np.empty(shape, np.float32),
     )
     context.resize_tensor(output, source.shape)
 
@@ -495,32 +550,21 @@ def local_response_norm_invoke(context, node):
     if out.size == 0:
         return
     data = node.user_data
-    radius, depth = data.radius, x.shape[-1]
-    rows = x.reshape(-1, depth)
-    with np.errstate(all="ignore"):
-        # TFLite keeps a running float32 window sum over alpha*x^2 padded with `radius` zeros each side:
-        # it adds the 2*radius first padded squares, then per channel adds the square entering the window,
-        # reads the sum, and subtracts the square leaving it. One sequential accumulation over that exact
-        # sequence of operands reproduces every rounding.
-        padded = np.zeros((rows.shape[0], depth + 2 * radius), np.float32)
-        inner = padded[:, radius : radius + depth]
-        np.multiply(rows, rows, out=inner)
-        inner *= data.alpha
-        sequence = np.empty((rows.shape[0], 2 * radius + 2 * depth), np.float32)
-        sequence[:, : 2 * radius] = padded[:, : 2 * radius]
-        sequence[:, 2 * radius :: 2] = padded[:, 2 * radius :]
-        np.negative(padded[:, :depth], out=sequence[:, 2 * radius + 1 :: 2])
-        np.add.accumulate(sequence, axis=-1, out=sequence)
-        scale = sequence[:, 2 * radius :: 2].reshape(x.shape)
-        scale += data.bias
-        if data.beta == 1:
-            np.reciprocal(scale, out=scale)
-        elif data.beta == 0.5:
-            np.sqrt(scale, out=scale)
-            np.reciprocal(scale, out=scale)
-        else:
-            np.power(scale, data.exponent, out=scale)
-        np.multiply(x, scale, out=out)
+    squares, sums, scale = data.squares, data.sums, data.scale
+    np.multiply(x, x, out=squares)
+    squares *= data.alpha
+    np.negative(squares, out=data.negated)
+    data.terms.take(data.order, out=sums)
+    np.add.accumulate(sums, axis=-1, out=sums)
+    np.add(data.reads, data.bias, out=scale)
+    if data.beta == 1:
+        np.reciprocal(scale, out=scale)
+    elif data.beta == 0.5:
+        np.sqrt(scale, out=scale)
+        np.reciprocal(scale, out=scale)
+    else:
+        np.power(scale, data.exponent, out=scale)
+    np.multiply(x, scale, out=out)
 
 
 # ---- registration ------------------------------------------------------------------------------------
@@ -538,9 +582,9 @@ for _op, _versions, _compute in (
     _unary_kernel(_op, _versions, _compute)
 
 register_builtin(
-    BuiltinOperator.LEAKY_RELU, (1, 2), types=_FLOAT, prepare=leaky_relu_prepare, invoke=leaky_relu_invoke
+    BuiltinOperator.LEAKY_RELU, (1, 2), types=_FLOAT, prepare=leaky_relu_prepare, invoke=alpha_invoke
 )
-register_builtin(BuiltinOperator.PRELU, (1, 1), types=_FLOAT, prepare=prelu_prepare, invoke=prelu_invoke)
+register_builtin(BuiltinOperator.PRELU, (1, 1), types=_FLOAT, prepare=prelu_prepare, invoke=alpha_invoke)
 register_builtin(BuiltinOperator.GELU, (1, 3), types=_FLOAT, prepare=gelu_prepare, invoke=gelu_invoke)
 register_builtin(
     BuiltinOperator.SOFTMAX, (1, 4), types=_FLOAT, prepare=softmax_prepare, invoke=softmax_invoke

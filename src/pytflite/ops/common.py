@@ -1,4 +1,5 @@
-"""Helpers every kernel family uses: input/output access with arity checks, broadcasting, fused activations."""
+"""Helpers every kernel family uses: input/output access with arity checks, broadcasting, fused activations,
+temporaries."""
 
 from __future__ import annotations
 
@@ -12,6 +13,12 @@ from ..core.tensor import Tensor
 from ..core.types import AllocationType, TensorType
 from ..errors import KernelError, ensure, ensure_type, ensure_types_eq
 from ..model.options import ActivationFunctionType
+
+# NumPy's clip ufunc itself: np.clip's Python layer costs more than clamping a small tensor (~1 us a call).
+try:
+    from numpy._core.umath import clip
+except ImportError:  # NumPy 1.x
+    from numpy.core.umath import clip
 
 # Every element type a pure data-movement kernel (reshape, gather, concat, ...) can copy.
 ANY_TYPE = tuple(t for t in TensorType if t not in (TensorType.RESOURCE, TensorType.VARIANT))
@@ -60,13 +67,34 @@ def activation_clamp(activation: ActivationFunctionType) -> Callable[[np.ndarray
     TFLite's CalculateActivationRange knows only the three ReLU variants; any other fused activation
     (TANH, SIGN_BIT) leaves the output unclamped in the elementwise kernels, and so it does here.
     """
-    if activation == ActivationFunctionType.RELU:
-        return lambda out: np.maximum(out, 0, out=out)
-    if activation == ActivationFunctionType.RELU6:
-        return lambda out: np.clip(out, 0, 6, out=out)
-    if activation == ActivationFunctionType.RELU_N1_TO_1:
-        return lambda out: np.clip(out, -1, 1, out=out)
-    return None
+    if activation not in _CLAMP_RANGES:
+        return None
+    low, high = (np.array(v, np.float32) for v in _CLAMP_RANGES[activation])
+    return lambda out: clip(out, low, high, out=out)
+
+
+_CLAMP_RANGES = {
+    ActivationFunctionType.RELU: (0.0, np.inf),
+    ActivationFunctionType.RELU6: (0.0, 6.0),
+    ActivationFunctionType.RELU_N1_TO_1: (-1.0, 1.0),
+}
+
+
+def scratch_tensor(context: Context, index: int, tensor_type: TensorType, shape: Sequence[int]) -> None:
+    """Type and size an arena temporary a kernel's init added (context.add_tensors)."""
+    scratch = context.tensors[index]
+    scratch.type = tensor_type
+    scratch.allocation_type = AllocationType.ARENA_RW
+    context.resize_tensor(scratch, tuple(shape))
+
+
+def set_temporaries(context: Context, node: Node, owned: Sequence[int], used: Sequence[int]) -> None:
+    """node.temporaries = `used`. A temporary of `owned` that an earlier prepare (another input shape)
+    sized and this plan leaves unused is emptied: the arena would go on placing its bytes."""
+    for index in owned:
+        if index not in used and context.tensors[index].type is not None:
+            context.resize_tensor(context.tensors[index], (0,))
+    node.temporaries = tuple(used)
 
 
 # Element types that carry affine quantization: their arithmetic needs requantization.

@@ -1,27 +1,26 @@
 """Convolutions (float32): CONV_2D, DEPTHWISE_CONV_2D, TRANSPOSE_CONV, CONV_3D and CONV_3D_TRANSPOSE.
 
-They share one geometry: TFLite's output size and leading padding per spatial dimension, and a *tap
-plan* made in prepare. For each kernel tap the plan holds the output positions whose input position
-falls inside the input, as a slice of the output and a strided slice of the input (padding is never
-materialised). With it:
-- CONV_2D / CONV_3D copy each tap's input slice into an im2col scratch buffer (a node temporary that
-  lives in the arena; the parts a tap does not reach are zeroed) and do one matrix product per group.
-  A 1x1, stride-1 convolution skips im2col: the [N*H*W, C] view of the input is the left operand.
-- DEPTHWISE_CONV_2D accumulates, tap by tap, the tap's input slice times its per-channel weights.
-- TRANSPOSE_CONV / CONV_3D_TRANSPOSE multiply every input pixel by the whole filter matrix at once,
-  then scatter-add each tap's columns into a strided slice of the output (the tap plan read backwards).
-Constant filters are laid out for the matrix product once, in prepare (constants never change).
+They share one geometry: TFLite's output size and leading padding per spatial dimension. Everything
+derivable from shapes is planned in prepare; invoke makes a handful of NumPy calls whatever the size:
+- CONV_2D / CONV_3D: the input is copied into a zero-bordered scratch when the windows reach padding
+  (Staging), then a single copy moves every window (a strided view of it) into an im2col scratch, and
+  one matrix product per group does the rest; a constant bias rides in the product as a column of ones.
+  A 1x1, stride-1 convolution usually skips im2col: the [N*H*W, C] view of the input is the left operand.
+- DEPTHWISE_CONV_2D: one np.einsum over a strided view of every tap of a padded copy of the input.
+- TRANSPOSE_CONV / CONV_3D_TRANSPOSE multiply every input pixel by the whole filter matrix at once, then
+  sum the products landing on each output: gathered with precomputed row indices, or scatter-added per
+  tap (a *tap plan*: per kernel tap, the output positions it reaches and the inputs they read).
+Constant filters are laid out for the matrix product once, in prepare (constants never change). The
+temporaries are arena tensors, shared with other nodes: every invoke writes what it reads of them.
 """
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from ..core.types import AllocationType, BuiltinOperator, TensorType
 from ..errors import KernelError, ensure, ensure_eq, ensure_type
@@ -34,181 +33,31 @@ from .common import (
     optional_input_tensor,
     output_tensor,
     reject_quantized_or_hybrid,
+    scratch_tensor,
+    set_temporaries,
 )
 from .registry import register_builtin
+from .windows import (
+    Staging,
+    Window,
+    byte_strides,
+    make_staging,
+    output_size,
+    padded_copies,
+    padding_before_after,
+    plan_window,
+    staged_input,
+    tap_plan,
+)
+
+# einsum's C function itself: np.einsum's Python layer costs more than a small depthwise layer (~1 us).
+try:
+    from numpy._core.multiarray import c_einsum as _einsum
+except ImportError:  # NumPy 1.x
+    from numpy.core.multiarray import c_einsum as _einsum
 
 _FLOAT = (TensorType.FLOAT32,)
 _ALL = slice(None)
-
-
-# --- geometry ---------------------------------------------------------------------------------------
-
-
-def _trunc_div(a: int, b: int) -> int:
-    """C++ integer division (rounds toward zero)."""
-    return -((-a) // b) if a < 0 else a // b
-
-
-def output_size(
-    padding: Padding, size: int, filter_size: int, stride: int, dilation: int, checked: bool = False
-) -> int:
-    """Output extent of one spatial dimension (TFLite's ComputeOutSize, with C++'s truncating division).
-
-    A negative size is an error in the checked variant (the convolutions) and 0 in the unchecked one
-    (pooling), as LiteRT behaves; a VALID window larger than the input may still give 0.
-    """
-    effective = (filter_size - 1) * dilation + 1
-    if filter_size <= 0 or stride <= 0 or dilation <= 0 or size < 0:
-        value = -1
-    elif padding == Padding.SAME:
-        value = (size + stride - 1) // stride
-    else:
-        value = _trunc_div(size + stride - effective, stride)
-    if value < 0:
-        if checked:
-            raise KernelError(
-                f"input size {size} is too small for a filter of {filter_size} (dilation {dilation}, "
-                f"stride {stride}) with {Padding(padding).name} padding"
-            )
-        return 0
-    return value
-
-
-def padding_before_after(
-    size: int, filter_size: int, stride: int, dilation: int, out: int
-) -> tuple[int, int]:
-    """Zeros before and after one spatial dimension (ComputePaddingWithOffset): the odd one goes after."""
-    effective = (filter_size - 1) * dilation + 1
-    total = max((out - 1) * stride + effective - size, 0)
-    return total // 2, total - total // 2
-
-
-@dataclass(frozen=True)
-class Window:
-    """A 2-D sliding window: filter size, strides, dilation and the zero padding it needs."""
-
-    kernel: tuple[int, int]
-    strides: tuple[int, int]
-    dilation: tuple[int, int]
-    pads: tuple[tuple[int, int], tuple[int, int]]
-    out: tuple[int, int]
-
-
-def plan_window(options, input_hw, kernel_hw, dilation=(1, 1), checked: bool = False) -> Window:
-    """The window of a 2-D op whose options carry padding, stride_h and stride_w."""
-    strides = (options.stride_h, options.stride_w)
-    ensure(strides[0] > 0 and strides[1] > 0, f"strides must be positive, got {list(strides)}")
-    ensure(dilation[0] > 0 and dilation[1] > 0, f"dilation must be positive, got {list(dilation)}")
-    out = tuple(
-        output_size(options.padding, input_hw[i], kernel_hw[i], strides[i], dilation[i], checked)
-        for i in range(2)
-    )
-    pads = tuple(
-        padding_before_after(input_hw[i], kernel_hw[i], strides[i], dilation[i], out[i]) for i in range(2)
-    )
-    return Window(tuple(kernel_hw), strides, tuple(dilation), pads, out)
-
-
-def windows(x: np.ndarray, window: Window, pad_value=0) -> np.ndarray:
-    """A read-only [N, OH, OW, KH, KW, C] view of every window of an NHWC array (after padding)."""
-    (top, bottom), (left, right) = window.pads
-    if top or bottom or left or right:
-        x = np.pad(x, ((0, 0), (top, bottom), (left, right), (0, 0)), constant_values=pad_value)
-    n, _, _, c = x.shape
-    sn, sh, sw, sc = x.strides
-    oh, ow = window.out
-    kh, kw = window.kernel
-    shape = (n, oh, ow, kh, kw, c)
-    strides = (
-        sn,
-        sh * window.strides[0],
-        sw * window.strides[1],
-        sh * window.dilation[0],
-        sw * window.dilation[1],
-        sc,
-    )
-    return as_strided(x, shape, strides, writeable=False)
-
-
-@dataclass(frozen=True)
-class Tap:
-    """One kernel position: the output positions it reaches and the input positions they read.
-
-    `out` and `source` are per-spatial-dimension slices (the source one strided), `gaps` the output
-    regions the tap does not reach (disjoint slice tuples), `full` whether it reaches every output.
-    """
-
-    index: tuple[int, ...]
-    out: tuple[slice, ...]
-    source: tuple[slice, ...]
-    gaps: tuple[tuple[slice, ...], ...]
-    empty: bool
-
-    @property
-    def full(self) -> bool:
-        return not self.empty and not self.gaps
-
-
-def tap_plan(
-    in_sizes: Sequence[int],
-    out_sizes: Sequence[int],
-    kernel: Sequence[int],
-    strides: Sequence[int],
-    dilation: Sequence[int],
-    pads: Sequence[int],
-) -> list[Tap]:
-    """Every tap of a window over `in_sizes`: output o of tap k reads input o*stride + k*dilation - pad."""
-    taps = []
-    for index in itertools.product(*(range(k) for k in kernel)):
-        ranges, sources = [], []
-        for size, out, k, s, d, p in zip(in_sizes, out_sizes, index, strides, dilation, pads):
-            offset = k * d - p  # the input position output 0 reads
-            lo = max(0, -((offset) // s)) if offset < 0 else 0
-            hi = min(out, (size - 1 - offset) // s + 1) if size - 1 - offset >= 0 else 0
-            hi = max(hi, lo)
-            ranges.append((lo, hi, out))
-            start = lo * s + offset
-            sources.append(slice(start, start + (hi - lo - 1) * s + 1, s) if hi > lo else slice(0, 0))
-        empty = any(hi <= lo for lo, hi, _ in ranges)
-        gaps = []
-        if empty:
-            if all(out > 0 for _, _, out in ranges):
-                gaps.append(tuple(_ALL for _ in ranges))
-        else:
-            for i, (lo, hi, out) in enumerate(ranges):
-                before = tuple(slice(a, b) for a, b, _ in ranges[:i])
-                after = tuple(_ALL for _ in ranges[i + 1 :])
-                if lo > 0:
-                    gaps.append((*before, slice(0, lo), *after))
-                if hi < out:
-                    gaps.append((*before, slice(hi, out), *after))
-        taps.append(
-            Tap(
-                tuple(index),
-                tuple(slice(lo, hi) for lo, hi, _ in ranges),
-                tuple(sources),
-                tuple(gaps),
-                empty,
-            )
-        )
-    return taps
-
-
-def _ordered(taps: list[Tap]) -> list[Tap]:
-    """The taps that reach something, one reaching every output first when there is one."""
-    live = [t for t in taps if not t.empty]
-    full = [i for i, t in enumerate(live) if t.full]
-    if full:
-        live.insert(0, live.pop(full[0]))
-    return live
-
-
-def _set_scratch(context, index: int, shape: Sequence[int]) -> None:
-    """Type and size a float32 arena temporary made by init."""
-    scratch = context.tensors[index]
-    scratch.type = TensorType.FLOAT32
-    scratch.allocation_type = AllocationType.ARENA_RW
-    context.resize_tensor(scratch, tuple(shape))
 
 
 def _check_float(tensors, roles, op: str) -> None:
@@ -233,32 +82,37 @@ def _positive(values: Sequence[int], what: str) -> None:
 
 @dataclass
 class ConvState:
-    """Per-node state: the im2col temporary made in init, and what prepare derived."""
+    """Per-node state: the im2col and padded-input temporaries made in init, and what prepare derived."""
 
-    scratch: int
-    # "direct": the input is the left operand (1x1, stride 1); "im2col": taps copied into [pixels, K];
-    # "im2col_t": into [K, pixels], for few input channels, where the [pixels, K] copy has short rows
+    scratch: int  # im2col
+    stage: int  # the padded input
+    # "direct": the input is the left operand (1x1, stride 1); "im2col": windows copied into
+    # [pixels, G, K/G]; "im2col_t": into [K, pixels], for short window rows, where [pixels, K] copies
+    # would run in short pieces
     mode: str = "im2col"
     groups: int = 1
-    batch: int = 0
-    out_spatial: tuple[int, ...] = ()
-    kernel: tuple[int, ...] = ()
-    group_channels: int = 0
-    copies: list[tuple[tuple, tuple]] = field(default_factory=list)
-    zeros: list[tuple] = field(default_factory=list)
-    weights: np.ndarray | None = None  # [G, K/G, O/G] for a constant filter
+    staging: Staging | None = None  # None: the input itself is read (no padding)
+    # the windows: their shape, their byte strides in the staged input and in the im2col scratch
+    windows: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]] = ((), (), ())
+    depth: int = 0  # im2col columns per group (a last column of ones when the bias is folded in)
+    folded: bool = False  # the weights carry the bias as their last row
+    weights: np.ndarray | None = None  # [G, K/G (+1), O/G] for a constant filter
     layout: Callable[[np.ndarray], np.ndarray] | None = None
     bias: int = -1  # the bias tensor, or -1
     bias_row: np.ndarray | None = None  # a constant bias tiled over the output's last spatial dimension
     clamp: Callable[[np.ndarray], None] | None = None
 
 
-# Up to this many input channels, im2col is laid out [K, pixels]: copies then run along pixels.
-_TRANSPOSED_IM2COL_CHANNELS = 8
+# im2col goes [K, pixels] when the contiguous run of a window row (kernel width x channels) is shorter.
+_TRANSPOSED_IM2COL_RUN = 16
+# A 1x1 convolution copies its input into im2col, to fold the bias in, when the output has this many more
+# elements than the input: adding the bias to them costs more than the copy.
+_FOLD_GAIN = 32768
 
 
 def _conv_init(context, buffer, length):
-    return ConvState(scratch=context.add_tensors(1)[0])
+    first, second = context.add_tensors(2)
+    return ConvState(scratch=first, stage=second)
 
 
 def _bias_row(bias: np.ndarray, width: int) -> np.ndarray:
@@ -281,40 +135,66 @@ def _plan_conv(
     groups: int,
     layout: Callable[[np.ndarray], np.ndarray],
 ) -> None:
-    """The im2col plan of an N-d convolution, its scratch temporary and the constant weight matrix."""
+    """The im2col plan of an N-d convolution, its temporaries and the constant weight matrix.
+
+    The input is copied into a zero-bordered scratch when the windows reach padding; then one copy
+    moves every window, a strided view of it, into the im2col scratch. A constant bias with a constant
+    filter is folded into the product: a column of ones in im2col, a row of biases in the weights.
+    """
     n, *in_spatial, channels = source.shape
     group_channels = channels // groups
-    state.groups, state.batch, state.out_spatial = groups, n, out_spatial
-    state.kernel, state.group_channels, state.layout = kernel, group_channels, layout
-    state.copies, state.zeros = [], []
-    if all(k == 1 for k in kernel) and all(s == 1 for s in strides) and not any(pads):
-        state.mode = "direct"
-        node.temporaries = ()
+    out_channels = weights.shape[0] if len(kernel) == 2 else weights.shape[-1]
+    state.groups, state.layout, state.staging = groups, layout, None
+    constant_weights = is_constant(weights) and weights.data is not None
+    constant_bias = bias is not None and is_constant(bias) and bias.data is not None
+    state.folded = constant_weights and constant_bias
+    pixels = n * int(np.prod(out_spatial, dtype=np.int64))
+    pointwise = all(k == 1 for k in kernel) and all(s == 1 for s in strides) and not any(pads)
+    temporaries = []
+    if pixels == 0 or (pointwise and not (state.folded and pixels * (out_channels - channels) > _FOLD_GAIN)):
+        state.mode, state.folded = "direct", False
     else:
-        transposed = groups == 1 and channels <= _TRANSPOSED_IM2COL_CHANNELS
+        run = group_channels * (kernel[-1] if dilation[-1] == 1 else 1)
+        transposed = groups == 1 and run < _TRANSPOSED_IM2COL_RUN
         state.mode = "im2col_t" if transposed else "im2col"
-        for tap in tap_plan(in_spatial, out_spatial, kernel, strides, dilation, pads):
-            if transposed:  # view [*kernel, C, N, *out]; source: the input as [C, N, *in]
-                if not tap.empty:
-                    state.copies.append(((*tap.index, _ALL, _ALL, *tap.out), (_ALL, _ALL, *tap.source)))
-                state.zeros.extend((*tap.index, _ALL, _ALL, *gap) for gap in tap.gaps)
-            else:  # view [N, *out, G, *kernel, C/G]; source: the input as [N, *in, G, C/G]
-                if not tap.empty:
-                    state.copies.append(
-                        ((_ALL, *tap.out, _ALL, *tap.index, _ALL), (_ALL, *tap.source, _ALL, _ALL))
-                    )
-                state.zeros.extend((_ALL, *gap, _ALL, *tap.index, _ALL) for gap in tap.gaps)
-        pixels = n * int(np.prod(out_spatial, dtype=np.int64))
-        depth = channels * int(np.prod(kernel, dtype=np.int64))
-        _set_scratch(context, state.scratch, (depth, pixels) if transposed else (pixels, depth))
-        node.temporaries = (state.scratch,)
+        extents = tuple(
+            (o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip(out_spatial, strides, kernel, dilation)
+        )
+        staged = tuple(source.shape)
+        if any(pads) or any(e > size for e, size in zip(extents, in_spatial)):
+            staged = (n, *extents, channels)
+            state.staging = make_staging(staged, padded_copies(source.shape, extents, pads), 4)
+            scratch_tensor(context, state.stage, TensorType.FLOAT32, staged)
+            temporaries.append(state.stage)
+        batch, *steps, _ = byte_strides(staged, 4)
+        # the windows, [N, *out, G, *kernel, C/G], and where im2col keeps them
+        shape = (n, *out_spatial, groups, *kernel, group_channels)
+        view = (batch, *(s * t for s, t in zip(strides, steps)), group_channels * 4)
+        view += (*(d * t for d, t in zip(dilation, steps)), 4)
+        kernel_size = int(np.prod(kernel, dtype=np.int64)) * group_channels
+        state.depth = kernel_size + state.folded
+        if transposed:  # [*kernel, C, N, *out] into [K (+1), pixels]
+            order = (*range(len(kernel) + 2, len(shape)), *range(len(kernel) + 1))
+            shape, view = tuple(shape[i] for i in order), tuple(view[i] for i in order)
+            columns = byte_strides(shape, 4)
+            scratch_tensor(context, state.scratch, TensorType.FLOAT32, (state.depth, pixels))
+        else:  # into [pixels, G, K/G (+1)]
+            columns = byte_strides((n, *out_spatial), 4 * state.depth * groups)
+            columns += (state.depth * 4, *byte_strides((*kernel, group_channels), 4))
+            scratch_tensor(context, state.scratch, TensorType.FLOAT32, (pixels, groups * state.depth))
+        state.windows = (shape, view, columns)
+        temporaries.append(state.scratch)
+    set_temporaries(context, node, (state.stage, state.scratch), temporaries)
     state.weights = None
-    if is_constant(weights) and weights.data is not None:
-        state.weights = np.ascontiguousarray(layout(weights.data))
+    if constant_weights:
+        w = layout(weights.data)
+        if state.folded:
+            w = np.concatenate((w, bias.data.reshape(groups, 1, -1).astype(np.float32)), axis=1)
+        state.weights = np.ascontiguousarray(w)
     state.bias, state.bias_row = -1, None
-    if bias is not None:
+    if bias is not None and not state.folded:
         state.bias = bias.index
-        if is_constant(bias) and bias.data is not None and out_spatial:
+        if constant_bias and out_spatial:
             state.bias_row = _bias_row(bias.data, out_spatial[-1])
 
 
@@ -324,38 +204,30 @@ def _conv_compute(context, node, state: ConvState) -> None:
     if out.size == 0:
         return
     x = tensors[node.inputs[0]].data
-    groups, kernel_channels = state.groups, state.group_channels
+    groups = state.groups
     pixels = out.size // out.shape[-1]
     rows = out.reshape(pixels, -1)
     w = state.weights if state.weights is not None else state.layout(tensors[node.inputs[1]].data)
-    if state.mode == "im2col_t":
-        col = tensors[node.temporaries[0]].data
-        view = col.reshape(*state.kernel, kernel_channels, state.batch, *state.out_spatial)
-        xt = np.moveaxis(x, -1, 0)
-        for dst, src in state.copies:
-            view[dst] = xt[src]
-        for dst in state.zeros:
-            view[dst] = 0
-        np.matmul(col.T, w[0], out=rows)
+    if state.mode == "direct":
+        lhs = x.reshape(pixels, -1)
     else:
-        if state.mode == "direct":
-            lhs = x.reshape(pixels, groups, kernel_channels)
+        x = staged_input(state.staging, x, tensors, state.stage)
+        col = tensors[state.scratch].data
+        shape, view, columns = state.windows
+        np.copyto(np.ndarray(shape, np.float32, col, 0, columns), np.ndarray(shape, np.float32, x, 0, view))
+        if state.mode == "im2col_t":
+            if state.folded:
+                col[-1] = 1
+            lhs = col.T
         else:
-            col = tensors[node.temporaries[0]].data
-            view = col.reshape(state.batch, *state.out_spatial, groups, *state.kernel, kernel_channels)
-            xg = x.reshape(*x.shape[:-1], groups, kernel_channels)
-            for dst, src in state.copies:
-                view[dst] = xg[src]
-            for dst in state.zeros:
-                view[dst] = 0
-            lhs = col.reshape(pixels, groups, -1)
-        if groups == 1:
-            np.matmul(lhs[:, 0, :], w[0], out=rows)
-        else:
-            per_group = rows.shape[1] // groups
-            np.matmul(
-                lhs.transpose(1, 0, 2), w, out=rows.reshape(pixels, groups, per_group).transpose(1, 0, 2)
-            )
+            if state.folded:
+                col.reshape(pixels, groups, state.depth)[:, :, -1] = 1
+            lhs = col
+    if groups == 1:
+        np.matmul(lhs, w[0], out=rows)
+    else:
+        lhs = lhs.reshape(pixels, groups, -1).transpose(1, 0, 2)
+        np.matmul(lhs, w, out=rows.reshape(pixels, groups, -1).transpose(1, 0, 2))
     if state.bias >= 0:
         bias_row = state.bias_row
         if bias_row is None:
@@ -459,88 +331,68 @@ def conv3d_invoke(context, node):
     _conv_compute(context, node, node.user_data)
 
 
-# --- DEPTHWISE_CONV_2D: a sum over kernel taps of input slice x per-channel weights ------------------------
+# --- DEPTHWISE_CONV_2D: one einsum over the taps of a padded copy of the input ------------------------------
 #
-# NumPy is fast when the innermost loop is long: a tap's input slice [N, rows, cols, C] multiplied by
-# weights broadcast from [cols, C] (tiled once) runs as one loop over cols*C per row, if the slice's
-# columns are adjacent. With a column stride > 1 they are not, so the input is first split into
-# `stride_w` column phases (input column c goes to phase c % stride_w, position c // stride_w), where
-# every tap reads adjacent columns of one phase. A depth multiplier > 1 repeats each input channel in
-# that staging copy, so that the sum runs over output channels directly.
-
-
-@dataclass(frozen=True)
-class ColumnSteps:
-    """Per-tap (output region, input region, tap index, width) of a 2-D window over NHWC data.
-
-    With `phases` > 1 (or `repeat` > 1) input regions index a staging array
-    [phases, N, H, ceil(W / phases), C * repeat] filled by `stage_columns`; otherwise the input itself.
-    """
-
-    steps: tuple[tuple[tuple, tuple, tuple[int, int], int], ...]
-    direct: bool  # the first step reaches every output position
-    phases: int
-    repeat: int
-    stage_shape: tuple[int, ...] | None
-
-
-def column_steps(
-    shape: tuple[int, ...], window: Window, repeat: int = 1, staged: bool | None = None
-) -> ColumnSteps:
-    """The tap steps of `window` over an NHWC input of `shape` (see ColumnSteps)."""
-    n, h, w, c = shape
-    phases = window.strides[1]
-    if staged is None:
-        staged = phases > 1 or repeat > 1
-    pads = [p[0] for p in window.pads]
-    taps = _ordered(tap_plan((h, w), window.out, window.kernel, window.strides, window.dilation, pads))
-    steps = []
-    for tap in taps:
-        rows, cols = tap.source
-        width = tap.out[1].stop - tap.out[1].start
-        if staged:
-            start = cols.start // phases
-            source = (cols.start % phases, _ALL, rows, slice(start, start + width), _ALL)
-        else:
-            source = (_ALL, rows, cols, _ALL)
-        steps.append(((_ALL, *tap.out, _ALL), source, tap.index, width))
-    stage_shape = (phases, n, h, -(-w // phases), c * repeat) if staged else None
-    return ColumnSteps(tuple(steps), bool(taps) and taps[0].full, phases, repeat, stage_shape)
-
-
-def stage_columns(x: np.ndarray, stage: np.ndarray, plan: ColumnSteps) -> None:
-    """Copy `x` into the staging array: column phases split, channels repeated `plan.repeat` times."""
-    n, h, _, c = x.shape
-    for phase in range(plan.phases):
-        columns = x[:, :, phase :: plan.phases, :]
-        count = columns.shape[2]
-        if plan.repeat == 1:
-            stage[phase, :, :, :count, :] = columns
-        else:
-            target = stage[phase, :, :, :count, :].reshape(n, h, count, c, plan.repeat)
-            for m in range(plan.repeat):
-                target[..., m] = columns
+# Output row h is sum over taps (i, j) of an input row segment times the tap's weights tiled over the
+# row: with the input laid out so that the segment of tap (i, j) for row h starts at a fixed offset
+# i*A + j*B + h*D and is contiguous, the taps form one strided view [N, KH, KW, OH, OW*C] and a single
+# np.einsum sums them, its inner loop running along whole output rows. With a column stride of 1 the
+# layout is the input padded (and cropped) to what the window reads; with a column stride s > 1 it is
+# [N, rows, KW, OW, C], the input columns tap j reads (ow*s + j*dilation) gathered per tap. A depth
+# multiplier > 1 repeats each input channel in that copy, so that the sum runs over output channels.
 
 
 @dataclass
 class DepthwiseState:
-    scratch: int  # the product of one tap, output-sized
-    stage: int  # the column-phase / channel-repeat staging copy of the input
-    plan: ColumnSteps | None = None
-    out_width: int = 0
-    weights: np.ndarray | None = None  # [KH, KW, OW, C*M]: each tap's weights tiled over a row
-    bias: np.ndarray | None = None  # [OW, C*M]
+    scratch: int  # the staged input
+    staging: Staging | None = None  # None: the input itself is the padded layout (VALID, stride-1 cols)
+    view: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())  # the taps' view: shape, byte strides
+    weights: np.ndarray | None = None  # [KH, KW, OW*C*M]: each tap's weights tiled over an output row
+    bias: np.ndarray | None = None  # [OW*C*M]
     clamp: Callable[[np.ndarray], None] | None = None
 
 
 def _depthwise_init(context, buffer, length):
-    first, second = context.add_tensors(2)
-    return DepthwiseState(scratch=first, stage=second)
+    return DepthwiseState(scratch=context.add_tensors(1)[0])
 
 
 def _tile_weights(w: np.ndarray, width: int) -> np.ndarray:
     _, kh, kw, channels = w.shape
-    return np.ascontiguousarray(np.broadcast_to(w.reshape(kh, kw, 1, channels), (kh, kw, width, channels)))
+    return np.tile(w.reshape(kh, kw, channels), (1, 1, width))
+
+
+def _plan_depthwise(state: DepthwiseState, shape, window: Window, channels: int) -> tuple[int, ...] | None:
+    """The staging and taps view of `window` over an input of `shape`; returns the scratch shape."""
+    n, h, w, _ = shape
+    (oh, ow), (kh, kw), (sh, sw), (dh, dw) = window.out, window.kernel, window.strides, window.dilation
+    top, left = window.pads[0][0], window.pads[1][0]
+    rows = (oh - 1) * sh + (kh - 1) * dh + 1
+    repeat = channels // shape[3]
+    if sw == 1:
+        cols = ow + (kw - 1) * dw
+        if top == 0 and left == 0 and rows <= h and cols <= w and repeat == 1:
+            staged, state.staging = tuple(shape), None
+        else:
+            staged = (n, rows, cols, channels)
+            copies = padded_copies(shape, (rows, cols), (top, left))
+            state.staging = make_staging(staged, copies, 4, repeat)
+        row = staged[2] * channels
+        steps = (dh * row, dw * channels, sh * row)
+    else:
+        staged = (n, rows, kw, ow, channels)
+        copies = []
+        for row_copy in padded_copies(shape, (rows, w), (top, 0)):
+            (_, rows_dst, _, _), (_, rows_src, _, _) = row_copy
+            for tap in tap_plan((w,), (ow,), (kw,), (sw,), (dw,), (left,)):
+                if not tap.empty:
+                    j, cols = tap.index[0], tap.source[0]
+                    copies.append(((_ALL, rows_dst, j, tap.out[0], _ALL), (_ALL, rows_src, cols, _ALL)))
+        state.staging = make_staging(staged, copies, 4, repeat)
+        row = kw * ow * channels
+        steps = (dh * row, ow * channels, sh * row)
+    batch = int(np.prod(staged[1:], dtype=np.int64))
+    state.view = ((n, kh, kw, oh, ow * channels), tuple(4 * s for s in (batch, *steps, 1)))
+    return None if state.staging is None else staged
 
 
 def depthwise_prepare(context, node):
@@ -572,68 +424,62 @@ def depthwise_prepare(context, node):
     window = plan_window(options, (h, w), (kh, kw), dilation, checked=True)
     context.resize_tensor(output, (n, *window.out, out_channels))
     state = node.user_data
-    plan = column_steps(source.shape, window, repeat=out_channels // channels)
-    state.plan, state.out_width = plan, window.out[1]
+    state.staging = None
     temporaries = []
-    if len(plan.steps) > 1 or not plan.direct:
-        _set_scratch(context, state.scratch, output.shape)
-        temporaries.append(state.scratch)
-    if plan.stage_shape is not None:
-        _set_scratch(context, state.stage, plan.stage_shape)
-        temporaries.append(state.stage)
-    node.temporaries = tuple(temporaries)
+    if n * window.out[0] * window.out[1]:
+        staged = _plan_depthwise(state, source.shape, window, out_channels)
+        if staged is not None:
+            scratch_tensor(context, state.scratch, TensorType.FLOAT32, staged)
+            temporaries.append(state.scratch)
+    set_temporaries(context, node, (state.scratch,), temporaries)
+    width = window.out[1]
     state.weights = None
     if is_constant(weights) and weights.data is not None:
-        state.weights = _tile_weights(weights.data, window.out[1])
+        state.weights = _tile_weights(weights.data, width)
     state.bias = None
     if bias is not None and is_constant(bias) and bias.data is not None:
-        state.bias = np.ascontiguousarray(np.broadcast_to(bias.data, (window.out[1], out_channels)))
+        state.bias = _bias_row(bias.data, width)
     state.clamp = activation_clamp(options.fused_activation_function)
 
 
 def depthwise_invoke(context, node):
     tensors = context.tensors
     state = node.user_data
-    plan = state.plan
     out = tensors[node.outputs[0]].data
     if out.size == 0:
         return
-    x = tensors[node.inputs[0]].data
-    if plan.stage_shape is not None:
-        stage = tensors[node.temporaries[-1]].data
-        stage_columns(x, stage, plan)
-        x = stage
+    x = staged_input(state.staging, tensors[node.inputs[0]].data, tensors, state.scratch)
     w = state.weights
     if w is None:
-        w = _tile_weights(tensors[node.inputs[1]].data, state.out_width)
-    steps = plan.steps
-    if plan.direct:
-        _, src, (i, j), width = steps[0]
-        np.multiply(x[src], w[i, j], out=out)
-        steps = steps[1:]
-    else:
-        out.fill(0)
-    if steps:
-        tmp = tensors[node.temporaries[0]].data
-        for dst, src, (i, j), width in steps:
-            region, product = out[dst], tmp[dst]
-            np.multiply(x[src], w[i, j, :width], out=product)
-            np.add(region, product, out=region)
+        w = _tile_weights(tensors[node.inputs[1]].data, out.shape[2])
+    rows = out.reshape(out.shape[0], out.shape[1], -1)
+    shape, strides = state.view
+    _einsum("nijhq,ijq->nhq", np.ndarray(shape, np.float32, x, 0, strides), w, out=rows)
     if len(node.inputs) == 3:
         bias = state.bias
         if bias is None:
-            bias = tensors[node.inputs[2]].data
-        np.add(out, bias, out=out)
+            bias = _bias_row(tensors[node.inputs[2]].data, out.shape[2])
+        np.add(rows, bias, out=rows)
     if state.clamp is not None:
         state.clamp(out)
 
 
-# --- TRANSPOSE_CONV and CONV_3D_TRANSPOSE: one matrix product, then a scatter-add per tap ----------------
+# --- TRANSPOSE_CONV and CONV_3D_TRANSPOSE: one matrix product, then a sum of its columns per output ---------
+#
+# One matrix product multiplies every input pixel by the whole filter: [pixels, taps*O], which is also
+# [pixels*taps, O], a row per (input pixel, tap). Output o of input i and tap k is o = i*stride +
+# k*dilation - pad. Then, chosen in prepare:
+# - "gather" (a constant output shape, a small output): every output pixel lists the rows that land on
+#   it (padded with a row of zeros, ended with a row holding the bias); one np.take gathers them and one
+#   reduction sums them. Two calls, whatever the kernel;
+# - "scatter": the output starts as the bias and each tap adds its rows into a strided slice of it (the
+#   tap plan read backwards), one call per tap and no index memory.
 
 
 @dataclass
 class TransposeState:
-    scratch: int
+    scratch: int  # the matrix product: [pixels, taps*O], then (gather) a zero row and a bias row
+    gathered: int  # gather: the rows of every output pixel, [R, output pixels, O]
     op: str = ""
     spatial: int = 2
     kernel: tuple[int, ...] = ()
@@ -644,20 +490,30 @@ class TransposeState:
     taps: int = 1
     weights: np.ndarray | None = None  # [I, taps*O] for a constant filter
     layout: Callable[[np.ndarray], np.ndarray] | None = None
-    shape: tuple[int, ...] | None = None  # the output shape the steps were planned for
-    steps: list[tuple[tuple, tuple]] = field(default_factory=list)
+    shape: tuple[int, ...] | None = None  # the output shape the plan was made for
+    mode: str = "scatter"
+    steps: list[tuple[tuple, tuple]] = field(default_factory=list)  # scatter: (output slice, rows)
+    rows: np.ndarray | None = None  # gather: [R, output pixels], indices of product rows
     clamp: Callable[[np.ndarray], None] | None = None
     bias: int = -1
     bias_data: np.ndarray | None = None  # a constant bias
     bias_row: np.ndarray | None = None  # the constant bias tiled over an output row
 
 
+# Gather when the gathered rows, [R, output pixels, O], have at most this many elements.
+_GATHER_ELEMENTS = 1 << 18
+
+
 def _transpose_init(context, buffer, length):
-    return TransposeState(scratch=context.add_tensors(1)[0])
+    first, second = context.add_tensors(2)
+    return TransposeState(scratch=first, gathered=second)
 
 
-def _transpose_plan(state: TransposeState, source_shape: tuple[int, ...], requested: np.ndarray) -> tuple:
-    """Validate the requested output shape against the input; plan the scatter; return the shape."""
+def _transpose_plan(
+    state: TransposeState, source_shape: tuple[int, ...], requested: np.ndarray, gather: bool = False
+) -> tuple:
+    """Validate the requested output shape against the input; plan the sums (gathered if `gather` and
+    small enough); return the shape."""
     op, dims = state.op, state.spatial + 2
     shape = tuple(int(d) for d in np.asarray(requested).reshape(-1))
     ensure_eq(len(shape), dims, f"{op} output shape size")
@@ -681,16 +537,38 @@ def _transpose_plan(state: TransposeState, source_shape: tuple[int, ...], reques
                 out_spatial[i], state.kernel[i], state.strides[i], state.dilation[i], computed
             )[0]
         )
-    # Output o of input i and tap k: o = i*stride + k*dilation - pad, the convolution's relation with
-    # input and output swapped: the tap plan over the output gives, per tap, the inputs that land inside.
-    taps = tap_plan(out_spatial, in_spatial, state.kernel, state.strides, state.dilation, pads)
-    state.steps = []
-    for t, tap in enumerate(taps):
-        if not tap.empty:
-            state.steps.append(((_ALL, *tap.source, _ALL), (_ALL, *tap.out, t, _ALL)))
-    state.shape = shape
-    if state.bias_data is not None:
-        state.bias_row = _bias_row(state.bias_data, shape[-2])
+    # The convolution's relation with input and output swapped: the tap plan over the output gives,
+    # per tap, the inputs that land inside.
+    taps = [
+        (t, tap)
+        for t, tap in enumerate(
+            tap_plan(out_spatial, in_spatial, state.kernel, state.strides, state.dilation, pads)
+        )
+        if not tap.empty
+    ]
+    state.shape, state.mode, state.steps, state.rows = shape, "scatter", [], None
+    if gather:
+        pixels = np.arange(int(np.prod(shape[:-1], dtype=np.int64))).reshape(shape[:-1])
+        sources = np.arange(int(np.prod(source_shape[:-1], dtype=np.int64))).reshape(source_shape[:-1])
+        counts = np.zeros(pixels.shape, np.int64)
+        for _, tap in taps:
+            counts[(_ALL, *tap.source)] += 1
+        depth = int(counts.max(initial=0)) + (state.bias >= 0)
+        if depth * pixels.size * state.out_channels <= _GATHER_ELEMENTS:
+            zero_row = sources.size * state.taps  # then the bias row
+            rows = np.full((depth, pixels.size), zero_row, np.intp)
+            if state.bias >= 0:
+                rows[-1] = zero_row + 1
+            filled = np.zeros(pixels.size, np.intp)
+            for t, tap in taps:
+                targets = pixels[(_ALL, *tap.source)].reshape(-1)
+                rows[filled[targets], targets] = sources[(_ALL, *tap.out)].reshape(-1) * state.taps + t
+                filled[targets] += 1
+            state.mode, state.rows = "gather", rows
+    if state.mode == "scatter":
+        state.steps = [((_ALL, *tap.source, _ALL), (_ALL, *tap.out, t, _ALL)) for t, tap in taps]
+        if state.bias_data is not None:
+            state.bias_row = _bias_row(state.bias_data, shape[-2])
     return shape
 
 
@@ -727,18 +605,24 @@ def _transpose_prepare(context, node, op: str, spatial: int, options, weight_dim
     _positive(state.dilation, f"{op} dilation")
     state.padding = options.padding
     state.taps = int(np.prod(state.kernel, dtype=np.int64))
-    pixels = int(np.prod(source.shape[:-1], dtype=np.int64))
-    _set_scratch(context, state.scratch, (pixels, state.taps * state.out_channels))
-    node.temporaries = (state.scratch,)
     state.weights = None
     if is_constant(weights) and weights.data is not None:
         state.weights = np.ascontiguousarray(state.layout(weights.data))
     state.clamp = activation_clamp(options.fused_activation_function)
     state.shape = None
+    pixels = int(np.prod(source.shape[:-1], dtype=np.int64))
+    rows = pixels * state.taps
+    temporaries = [state.scratch]
     if is_constant(shape_tensor) and shape_tensor.data is not None:
-        context.resize_tensor(output, _transpose_plan(state, source.shape, shape_tensor.data))
+        context.resize_tensor(output, _transpose_plan(state, source.shape, shape_tensor.data, gather=True))
     else:
         context.set_tensor_to_dynamic(output)
+    if state.mode == "gather":
+        rows += 2
+        scratch_tensor(context, state.gathered, TensorType.FLOAT32, (*state.rows.shape, state.out_channels))
+        temporaries.append(state.gathered)
+    scratch_tensor(context, state.scratch, TensorType.FLOAT32, (rows, state.out_channels))
+    set_temporaries(context, node, (state.scratch, state.gathered), temporaries)
 
 
 def _transpose_invoke(context, node):
@@ -755,20 +639,29 @@ def _transpose_invoke(context, node):
     out = output.data
     x = source.data
     w = state.weights if state.weights is not None else state.layout(tensors[node.inputs[1]].data)
-    col = tensors[node.temporaries[0]].data
-    if col.size:
-        np.matmul(x.reshape(-1, x.shape[-1]), w, out=col)
-    cols = col.reshape(*x.shape[:-1], state.taps, state.out_channels)
-    if state.bias >= 0:
-        bias_row = state.bias_row
-        if bias_row is None or bias_row.shape[0] != out.shape[-2] * out.shape[-1]:
-            bias_row = _bias_row(tensors[state.bias].data, out.shape[-2])
-        np.copyto(out.reshape(-1, bias_row.shape[0]), bias_row)
+    col = tensors[state.scratch].data
+    pixels = x.size // x.shape[-1]
+    if pixels:
+        np.matmul(x.reshape(pixels, -1), w, out=col[: pixels * state.taps].reshape(pixels, -1))
+    if state.mode == "gather":
+        col[-2] = 0
+        if state.bias >= 0:
+            col[-1] = tensors[state.bias].data
+        gathered = tensors[state.gathered].data
+        np.take(col, state.rows, axis=0, out=gathered, mode="clip")
+        np.add.reduce(gathered, axis=0, out=out.reshape(-1, state.out_channels))
     else:
-        out.fill(0)
-    for dst, src in state.steps:
-        region = out[dst]
-        np.add(region, cols[src], out=region)
+        cols = col.reshape(*x.shape[:-1], state.taps, state.out_channels)
+        if state.bias >= 0:
+            bias_row = state.bias_row
+            if bias_row is None or bias_row.shape[0] != out.shape[-2] * out.shape[-1]:
+                bias_row = _bias_row(tensors[state.bias].data, out.shape[-2])
+            np.copyto(out.reshape(-1, bias_row.shape[0]), bias_row)
+        else:
+            out.fill(0)
+        for dst, src in state.steps:
+            region = out[dst]
+            np.add(region, cols[src], out=region)
     if state.clamp is not None:
         state.clamp(out)
 

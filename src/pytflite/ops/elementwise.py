@@ -27,13 +27,8 @@ import numpy as np
 from ..core.types import BuiltinOperator, TensorType, type_name
 from ..errors import KernelError, ensure, ensure_type, ensure_types_eq
 from ..model.options import ActivationFunctionType
-from .common import broadcast_shape, check_arity, input_tensor, is_constant, output_tensor
+from .common import broadcast_shape, check_arity, clip, input_tensor, is_constant, output_tensor
 from .registry import register_builtin
-
-try:  # the clip ufunc itself: np.clip adds microseconds of Python dispatch per call
-    from numpy._core.umath import clip as _clip
-except ImportError:  # NumPy 1.x
-    from numpy.core.umath import clip as _clip
 
 T = TensorType
 _NUMERIC = (T.FLOAT32, T.INT32, T.INT64)
@@ -45,24 +40,117 @@ _MAX_BROADCAST_RANK = 8
 
 @dataclass(frozen=True)
 class BinaryOpData:
-    """What invoke runs: ufunc(first, second, out=output), then the clamp to [low, high] if low is set."""
+    """What invoke computes: ufunc(first, second, out=output), then the clamp to [low, high] if low is set.
+
+    Prepare describes the op with this; _finish_prepare then turns it into the runner invoke calls."""
 
     ufunc: Callable[..., Any]
     low: Any = None
     high: Any = None
+    # ufunc is elementwise in its two inputs (as any np.ufunc is): inputs that broadcast may be expanded
+    elementwise: bool = False
 
 
 def binary_invoke(context, node):
     tensors = context.tensors
-    data = node.user_data
-    out = tensors[node.outputs[0]].data
-    data.ufunc(tensors[node.inputs[0]].data, tensors[node.inputs[1]].data, out=out)
-    if data.low is not None:
-        _clip(out, data.low, data.high, out=out)
+    node.user_data(tensors, node.inputs, tensors[node.outputs[0]].data)
 
 
 def _noop(first, second, out):
     """Invoke of a node whose output was computed once in prepare."""
+
+
+def _run_nothing(tensors, inputs, out):
+    """The runner of a node whose output was computed once in prepare."""
+
+
+# Up to this many output elements, an input that broadcasts is first expanded to the output's shape: a
+# constant once in prepare, a computed input by one copy into a scratch array per call. NumPy's broadcasting
+# loop costs 0.3-0.5 us more per call than a same-shape loop (and than the copy).
+_EXPANDED_LIMIT = 16384
+
+
+def _runner(context, node, data: BinaryOpData) -> Callable[[list, tuple, np.ndarray], None]:
+    """The function invoke calls with (tensors, node.inputs, output array) for this BinaryOpData.
+
+    A plain ufunc on a small output gets its broadcasting inputs expanded (see _EXPANDED_LIMIT). A
+    one-element output with a clamp is computed into a scratch element and clamped into the output:
+    NumPy's in-place operations on one-element arrays take a slow path (about 0.5 us more)."""
+    compute, low, high = data.ufunc, data.low, data.high
+    if compute is _noop:
+        return _run_nothing
+    tensors = context.tensors
+    output = tensors[node.outputs[0]]
+    shape = tuple(output.shape)
+    total = math.prod(shape)
+    constants: list[np.ndarray | None] = [None, None]  # an input expanded once, here
+    buffers: list[np.ndarray | None] = [None, None]  # where an input is expanded at each call
+    if (data.elementwise or isinstance(compute, np.ufunc)) and 1 < total <= _EXPANDED_LIMIT:
+        for i in (0, 1):
+            tensor = tensors[node.inputs[i]]
+            if tuple(tensor.shape) == shape:
+                continue
+            if is_constant(tensor) and tensor.data is not None:
+                constants[i] = np.ascontiguousarray(np.broadcast_to(tensor.data, shape))
+            elif math.prod(tensor.shape) > 1:  # (a single value broadcasts at full speed)
+                buffers[i] = np.empty(shape, tensor.dtype)
+    if any(x is not None for x in (*constants, *buffers)):
+        return _expanding_runner(compute, low, high, constants, buffers)
+    if low is None:
+
+        def run(tensors, inputs, out):
+            compute(tensors[inputs[0]].data, tensors[inputs[1]].data, out=out)
+
+        return run
+    if total == 1:
+        scratch = np.empty(shape, output.dtype)
+
+        def run_one(tensors, inputs, out):
+            compute(tensors[inputs[0]].data, tensors[inputs[1]].data, out=scratch)
+            clip(scratch, low, high, out)
+
+        return run_one
+
+    def run_clamped(tensors, inputs, out):
+        compute(tensors[inputs[0]].data, tensors[inputs[1]].data, out=out)
+        clip(out, low, high, out)
+
+    return run_clamped
+
+
+def _expanded(x: np.ndarray, buffer: np.ndarray | None) -> np.ndarray:
+    """`x` copied into its output-shaped buffer, or `x` itself when it has none (it needs no expanding)."""
+    if buffer is None:
+        return x
+    buffer[...] = x
+    return buffer
+
+
+def _expanding_runner(compute, low, high, constants, buffers) -> Callable:
+    first, second = constants
+    first_buffer, second_buffer = buffers
+
+    def run(tensors, inputs, out):
+        a = first if first is not None else _expanded(tensors[inputs[0]].data, first_buffer)
+        b = second if second is not None else _expanded(tensors[inputs[1]].data, second_buffer)
+        compute(a, b, out=out)
+        if low is not None:
+            clip(out, low, high, out)
+
+    return run
+
+
+def _finish_prepare(prepare: Callable) -> Callable:
+    """`prepare`, which leaves a BinaryOpData in node.user_data, followed by building its runner."""
+
+    def run_prepare(context, node):
+        status = prepare(context, node)
+        data = node.user_data
+        if isinstance(data, BinaryOpData):
+            node.user_data = _runner(context, node, data)
+        return status
+
+    return run_prepare
 
 
 # --- shared prepare helpers ----------------------------------------------------------------------------
@@ -111,7 +199,8 @@ def _activation_bounds(activation: ActivationFunctionType, dtype: np.dtype) -> t
     if dtype.kind != "f" and (low, high) == (info.min, info.max):
         return None, None
     # C conversion semantics: -1 as an unsigned type wraps (TFLite's uint32 RELU_N1_TO_1 clamps to 1).
-    return np.array(low).astype(dtype)[()], np.array(high).astype(dtype)[()]
+    # 0-d arrays: a ufunc converts a NumPy scalar operand to an array at every call (~0.3 us).
+    return np.array(low).astype(dtype), np.array(high).astype(dtype)
 
 
 def _quantized_error(tensor, op_name: str) -> KernelError:
@@ -122,8 +211,8 @@ def _fold_constants(context, node, output, shape, data: BinaryOpData) -> BinaryO
     """Both inputs constant: compute once now into a persistent read-only output (TFLite's MUL does)."""
     context.set_tensor_to_persistent_ro(output)
     context.resize_tensor(output, shape)
-    node.user_data = data
-    binary_invoke(context, node)
+    tensors = context.tensors
+    _runner(context, node, data)(tensors, node.inputs, output.data)
     return BinaryOpData(_noop)
 
 
@@ -199,7 +288,7 @@ def _arithmetic_prepare(op_name: str, ufunc: np.ufunc, types: tuple[TensorType, 
         low, high = _activation_bounds(activation, first.dtype)
         data = BinaryOpData(_widened(ufunc, first, second, shape), low, high)
         if op_name == "DIV" and kind == T.INT32:
-            data = BinaryOpData(_int_divide(second, low, high))
+            data = BinaryOpData(_int_divide(second, low, high, shape))
         if op_name == "MUL" and is_constant(first) and is_constant(second):
             data = _fold_constants(context, node, output, shape, data)
         else:
@@ -209,25 +298,50 @@ def _arithmetic_prepare(op_name: str, ufunc: np.ufunc, types: tuple[TensorType, 
     return prepare
 
 
-def _int_divide(divisor, low, high) -> Callable:
+def _int_divide(divisor, low, high, shape: tuple[int, ...]) -> Callable:
     """int32 DIV: C division (truncating), checked for zero divisors, clamped to the activation range.
 
     The quotient of two int32 values is exact in float64, so trunc(a / b) is C's a / b; the clamp to the
     int32 range (in float64, before the cast) turns INT_MIN / -1 into INT_MAX, as LiteRT's build does.
     """
     info = np.iinfo(np.int32)
-    low = float(info.min if low is None else low)
-    high = float(info.max if high is None else high)
+    low = np.array(info.min if low is None else low, np.float64)
+    high = np.array(info.max if high is None else high, np.float64)
     checked = _zero_check(divisor, "data[i] != zero_point was not true.")
+    operands = _float64_operands(shape)
 
     def divide(a, b, out):
         checked(b)
-        quotient = np.true_divide(a, b, out=np.empty(out.shape, np.float64))
+        quotient, divisor = operands(a, b)
+        np.true_divide(quotient, divisor, out=quotient)
         np.trunc(quotient, out=quotient)
-        _clip(quotient, low, high, out=quotient)
-        np.copyto(out, quotient, casting="unsafe")
+        clip(quotient, low, high, quotient)
+        out[...] = quotient
 
     return divide
+
+
+def _float64_operands(shape: tuple[int, ...]) -> Callable:
+    """operands(a, b) -> both inputs converted to float64 arrays of the output's shape (node-owned ones
+    when the output is small). Converting by assignment is cheaper than letting a ufunc cast its inputs,
+    which takes NumPy's buffered casting loop (over a microsecond more per call)."""
+    if math.prod(shape) <= _EXPANDED_LIMIT:
+        first, second = np.empty(shape, np.float64), np.empty(shape, np.float64)
+
+        def kept(a, b):
+            first[...] = a
+            second[...] = b
+            return first, second
+
+        return kept
+
+    def fresh(a, b):
+        wide_a, wide_b = np.empty(shape, np.float64), np.empty(shape, np.float64)
+        wide_a[...] = a
+        wide_b[...] = b
+        return wide_a, wide_b
+
+    return fresh
 
 
 def _zero_check(divisor, message: str) -> Callable[[np.ndarray], None]:
@@ -242,7 +356,7 @@ def _zero_check(divisor, message: str) -> Callable[[np.ndarray], None]:
         return always_fails
 
     def check(b):
-        if not np.all(b != 0):
+        if np.count_nonzero(b) != b.size:
             raise KernelError(message)
 
     return check
@@ -255,7 +369,7 @@ _MIN_MAX_TYPES = (T.FLOAT32, T.FLOAT16, T.UINT8, T.INT8, T.INT16, T.INT32, T.INT
 
 def _min_max_prepare(op_name: str, propagating: np.ufunc, ignoring: np.ufunc):
     """TFLite picks `a > b ? a : b` (MAXIMUM): NaN in a gives b, NaN in b gives NaN. np.fmax gives that
-    when b has no NaN, np.maximum when a has none; otherwise fmax and then copy b's NaNs. Quantized inputs
+    when b has no NaN, np.maximum when a has none; otherwise maximum(fmax(a, b), b). Quantized inputs
     are compared raw, as TFLite does (it never rescales here)."""
 
     def prepare(context, node):
@@ -268,14 +382,15 @@ def _min_max_prepare(op_name: str, propagating: np.ufunc, ignoring: np.ufunc):
             ufunc = ignoring
         elif is_constant(first) and not np.isnan(first.data).any():
             ufunc = propagating
-        else:
+        else:  # NaN in b: the second call makes it NaN again; ties (signed zeros) give b as in TFLite
 
             def ufunc(a, b, out):
                 ignoring(a, b, out=out)
-                np.copyto(out, b, where=np.isnan(b))
+                propagating(out, b, out=out)
 
         node.user_data = BinaryOpData(
-            _widened(ufunc, first, second, output.shape) if isinstance(ufunc, np.ufunc) else ufunc
+            _widened(ufunc, first, second, output.shape) if isinstance(ufunc, np.ufunc) else ufunc,
+            elementwise=True,
         )
 
     return prepare
@@ -342,14 +457,14 @@ def _integer_power(base: np.ndarray, exponent: int, out: np.ndarray, is_int: boo
         np.multiply(current, current, out=view)
         current = view
         if not is_int:
-            _clip(view, _FLOAT_LOWEST, _FLOAT_MAX, out=view)
+            clip(view, _FLOAT_LOWEST, _FLOAT_MAX, out=view)
         if bit == "1":
             np.multiply(base, view, out=view)
             if not is_int:
-                _clip(view, _FLOAT_LOWEST, _FLOAT_MAX, out=view)
+                clip(view, _FLOAT_LOWEST, _FLOAT_MAX, out=view)
 
 
-_FLOAT_MAX = np.finfo(np.float32).max
+_FLOAT_MAX = np.array(np.finfo(np.float32).max)
 _FLOAT_LOWEST = -_FLOAT_MAX
 
 
@@ -378,7 +493,7 @@ def _squared_difference_prepare(context, node):
         raise _quantized_error(first, "SQUARED_DIFFERENCE")
     ensure_type(first, (T.FLOAT32, T.INT32), "input", "SQUARED_DIFFERENCE")
     context.resize_tensor(output, _output_shape(first, second, "SQUARED_DIFFERENCE"))
-    node.user_data = BinaryOpData(_squared_difference)
+    node.user_data = BinaryOpData(_squared_difference, elementwise=True)
 
 
 def _squared_difference(a, b, out):
@@ -396,22 +511,24 @@ def _floor_div_prepare(context, node):
     context.resize_tensor(output, _output_shape(first, second, "FLOOR_DIV"))
     checked = _zero_check(second, "Division by 0")  # float zeros too
     if first.type == T.FLOAT32:
-        # floor(double(a) / double(b)), rounded back to float32.
+        # floor(double(a) / double(b)), rounded back to float32 (overflowing to inf quietly).
+        operands = _float64_operands(tuple(output.shape))
+
         def floor_divide(a, b, out):
             checked(b)
-            quotient = np.true_divide(a, b, out=np.empty(out.shape, np.float64), dtype=np.float64)
+            quotient, divisor = operands(a, b)
+            np.true_divide(quotient, divisor, out=quotient)
             np.floor(quotient, out=quotient)
-            with np.errstate(over="ignore"):
-                np.copyto(out, quotient, casting="same_kind")
+            out[...] = quotient
 
-    else:
+        node.user_data = BinaryOpData(floor_divide)
+        return
 
-        def floor_divide(a, b, out):
-            checked(b)
-            with np.errstate(over="ignore"):  # INT_MIN // -1 wraps, as in TFLite
-                np.floor_divide(a, b, out=out)
+    def floor_divide(a, b, out):  # INT_MIN // -1 wraps, as in TFLite
+        checked(b)
+        np.floor_divide(a, b, out=out)
 
-    node.user_data = BinaryOpData(floor_divide)
+    node.user_data = BinaryOpData(floor_divide, elementwise=True)
 
 
 def _floor_mod_prepare(context, node):
@@ -427,7 +544,7 @@ def _floor_mod_prepare(context, node):
         checked(b)
         np.remainder(a, b, out=out)
 
-    node.user_data = BinaryOpData(floor_mod)
+    node.user_data = BinaryOpData(floor_mod, elementwise=True)
 
 
 # --- ATAN2, ADD_N ------------------------------------------------------------------------------------------
@@ -521,7 +638,7 @@ def _right_shift_prepare(context, node):
     else:
 
         def shift(a, b, out):
-            np.right_shift(a, _clip(b, low, high), out=out)
+            np.right_shift(a, clip(b, low, high), out=out)
 
     node.user_data = BinaryOpData(shift)
 
@@ -547,7 +664,7 @@ def _comparison_prepare(op_name: str, ufunc: np.ufunc, types: tuple[TensorType, 
         compute = _rescaled(op_name, ufunc, first, second) if rescaled else ufunc
         if isinstance(compute, np.ufunc):
             compute = _widened(compute, first, second, output.shape)
-        node.user_data = BinaryOpData(compute)
+        node.user_data = BinaryOpData(compute, elementwise=True)
 
     return prepare
 
@@ -657,7 +774,7 @@ for _op, _ufunc, _versions, _types in _ARITHMETIC:
         _op,
         _versions,
         types=_types,
-        prepare=_arithmetic_prepare(_op.name, _ufunc, _types),
+        prepare=_finish_prepare(_arithmetic_prepare(_op.name, _ufunc, _types)),
         invoke=binary_invoke,
     )
 
@@ -665,55 +782,67 @@ register_builtin(
     BuiltinOperator.MAXIMUM,
     (1, 4),
     types=_MIN_MAX_TYPES,
-    prepare=_min_max_prepare("MAXIMUM", np.maximum, np.fmax),
+    prepare=_finish_prepare(_min_max_prepare("MAXIMUM", np.maximum, np.fmax)),
     invoke=binary_invoke,
 )
 register_builtin(
     BuiltinOperator.MINIMUM,
     (1, 4),
     types=_MIN_MAX_TYPES,
-    prepare=_min_max_prepare("MINIMUM", np.minimum, np.fmin),
+    prepare=_finish_prepare(_min_max_prepare("MINIMUM", np.minimum, np.fmin)),
     invoke=binary_invoke,
 )
 register_builtin(
-    BuiltinOperator.POW, (1, 1), types=(T.FLOAT32, T.INT32), prepare=_pow_prepare, invoke=binary_invoke
+    BuiltinOperator.POW,
+    (1, 1),
+    types=(T.FLOAT32, T.INT32),
+    prepare=_finish_prepare(_pow_prepare),
+    invoke=binary_invoke,
 )
 register_builtin(
     BuiltinOperator.SQUARED_DIFFERENCE,
     (1, 2),
     types=(T.FLOAT32, T.INT32),
-    prepare=_squared_difference_prepare,
+    prepare=_finish_prepare(_squared_difference_prepare),
     invoke=binary_invoke,
 )
 register_builtin(
     BuiltinOperator.FLOOR_DIV,
     (1, 3),
     types=_FLOOR_DIV_TYPES,
-    prepare=_floor_div_prepare,
+    prepare=_finish_prepare(_floor_div_prepare),
     invoke=binary_invoke,
 )
 register_builtin(
     BuiltinOperator.FLOOR_MOD,
     (1, 2),
     types=_FLOOR_MOD_TYPES,
-    prepare=_floor_mod_prepare,
+    prepare=_finish_prepare(_floor_mod_prepare),
     invoke=binary_invoke,
 )
 register_builtin(
     BuiltinOperator.ATAN2,
     (1, 1),
     types=(T.FLOAT32, T.FLOAT64, T.FLOAT16),
-    prepare=_atan2_prepare,
+    prepare=_finish_prepare(_atan2_prepare),
     invoke=binary_invoke,
 )
 register_builtin(
     BuiltinOperator.ADD_N, (1, 1), types=(T.FLOAT32, T.INT32), prepare=_add_n_prepare, invoke=_add_n_invoke
 )
 register_builtin(
-    BuiltinOperator.BITWISE_XOR, (1, 1), types=_BITWISE, prepare=_bitwise_xor_prepare, invoke=binary_invoke
+    BuiltinOperator.BITWISE_XOR,
+    (1, 1),
+    types=_BITWISE,
+    prepare=_finish_prepare(_bitwise_xor_prepare),
+    invoke=binary_invoke,
 )
 register_builtin(
-    BuiltinOperator.RIGHT_SHIFT, (1, 1), types=_BITWISE, prepare=_right_shift_prepare, invoke=binary_invoke
+    BuiltinOperator.RIGHT_SHIFT,
+    (1, 1),
+    types=_BITWISE,
+    prepare=_finish_prepare(_right_shift_prepare),
+    invoke=binary_invoke,
 )
 
 for _op, _ufunc, _versions, _types in (
@@ -728,7 +857,7 @@ for _op, _ufunc, _versions, _types in (
         _op,
         _versions,
         types=_types,
-        prepare=_comparison_prepare(_op.name, _ufunc, _types),
+        prepare=_finish_prepare(_comparison_prepare(_op.name, _ufunc, _types)),
         invoke=binary_invoke,
     )
 
@@ -736,14 +865,14 @@ register_builtin(
     BuiltinOperator.LOGICAL_AND,
     (1, 1),
     types=(T.BOOL,),
-    prepare=_logical_prepare("LOGICAL_AND", np.logical_and),
+    prepare=_finish_prepare(_logical_prepare("LOGICAL_AND", np.logical_and)),
     invoke=binary_invoke,
 )
 register_builtin(
     BuiltinOperator.LOGICAL_OR,
     (1, 1),
     types=(T.BOOL,),
-    prepare=_logical_prepare("LOGICAL_OR", np.logical_or),
+    prepare=_finish_prepare(_logical_prepare("LOGICAL_OR", np.logical_or)),
     invoke=binary_invoke,
 )
 register_builtin(

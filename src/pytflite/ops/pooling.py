@@ -1,12 +1,12 @@
 """2-D pooling: AVERAGE_POOL_2D, MAX_POOL_2D and L2_POOL_2D over NHWC inputs.
 
 Only taps inside the input count: padded positions are skipped by the max and excluded from the
-average's divisor (TFLite's filter_count). Three ways to compute, chosen in prepare:
-- tap by tap (large outputs): each tap's strided input slice is folded into the output in place
-  (np.maximum / np.add). Overlapping windows with a column stride first split the input into column
-  phases (conv.column_steps), so that every fold runs along whole rows;
-- one reduction of a stride-tricks view of all windows (conv.windows), when there are many taps per
-  output element (small outputs, large filters);
+average's divisor (TFLite's filter_count). Two ways to compute, chosen in prepare:
+- separable (the general case): max and sum over a window are a fold over the window's rows, then over
+  its columns. The input, padded with the fold's identity (lowest value, or 0) where windows overhang
+  it (windows.Staging), is folded row tap by row tap into [N, OH, W', C] (each fold one NumPy call whose
+  inner loop runs along whole rows), then column tap by column tap into the output: KH + KW - 2 calls
+  instead of KH * KW - 1. The average divides by the valid-tap counts (rows x columns per position);
 - a plain reduction over H and W when one window covers the whole input (global pooling).
 
 MAX_POOL_2D also takes int8, uint8 and int16: the max needs no requantization (input and output share
@@ -21,43 +21,42 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.types import AllocationType, BuiltinOperator, TensorType
+from ..core.types import BuiltinOperator, TensorType
 from ..errors import KernelError, ensure, ensure_eq, ensure_type, ensure_types_eq
 from ..model.options import ActivationFunctionType
-from .common import activation_clamp, check_arity, input_tensor, output_tensor, reject_quantized
-from .conv import ColumnSteps, Window, column_steps, output_size, padding_before_after, stage_columns, windows
+from .common import (
+    activation_clamp,
+    check_arity,
+    input_tensor,
+    output_tensor,
+    reject_quantized,
+    scratch_tensor,
+    set_temporaries,
+)
 from .registry import register_builtin
+from .windows import Staging, make_staging, output_size, padded_copies, padding_before_after
 
 _FLOAT = (TensorType.FLOAT32,)
 _MAX_TYPES = (TensorType.FLOAT32, TensorType.INT8, TensorType.UINT8, TensorType.INT16)
 _QUANTIZED = (TensorType.INT8, TensorType.UINT8, TensorType.INT16)
-
-# A reduction over the windows view beats folding tap by tap when the output has fewer than this many
-# elements per tap (each tap costs a few NumPy calls).
-_ELEMENTS_PER_TAP = 1024
+_ALL = slice(None)
 
 
 @dataclass
 class PoolState:
-    stage: int  # temporary: the input split into column phases
-    squares: int  # temporary: the squared input (L2_POOL_2D)
-    mode: str = "taps"  # "taps", "windows" or "global"
-    window: Window | None = None
-    plan: ColumnSteps | None = None
-    count: np.ndarray | float = 1.0  # valid taps per output position ([OH, OW, 1]) or one number
+    stage: int  # temporary: the padded input (L2_POOL_2D: its squares)
+    rows: int  # temporary: the fold over window rows, [N, OH, W', C]
+    mode: str = "separable"  # "separable", "global" or "empty"
+    staging: Staging | None = None  # None: the input is read as it is
+    row_taps: tuple[tuple, ...] = ()  # the staged input's rows each window row tap reads
+    column_taps: tuple[tuple, ...] = ()  # the row fold's columns each window column tap reads
+    count: np.ndarray | float = 1.0  # valid taps per output position ([OH, OW*C]) or one number
     clamp: Callable[[np.ndarray], None] | None = None
 
 
 def _pool_init(context, buffer, length):
-    stage, squares = context.add_tensors(2)
-    return PoolState(stage=stage, squares=squares)
-
-
-def _scratch(context, index: int, tensor_type: TensorType, shape) -> None:
-    scratch = context.tensors[index]
-    scratch.type = tensor_type
-    scratch.allocation_type = AllocationType.ARENA_RW
-    context.resize_tensor(scratch, tuple(shape))
+    stage, rows = context.add_tensors(2)
+    return PoolState(stage=stage, rows=rows)
 
 
 def _quantized_clamp(tensor, activation) -> Callable[[np.ndarray], None] | None:
@@ -94,6 +93,44 @@ def _output_hw(padding, size_hw, kernel, strides) -> tuple[int, int]:
     return output_size(padding, size_hw[0], kernel[0], strides[0], 1), width
 
 
+def _valid_taps(size: int, kernel: int, stride: int, pad: int, out: int) -> np.ndarray:
+    """Per output position along one dimension, how many of the window's taps fall inside the input."""
+    starts = np.arange(out) * stride - pad
+    return np.minimum(starts + kernel, size) - np.maximum(starts, 0)
+
+
+def _plan_separable(context, state: PoolState, source, op_name: str, out, kernel, strides, pads) -> list:
+    """The separable fold's staging, taps and counts; returns the temporaries it needs."""
+    n, h, w, channels = source.shape
+    (oh, ow), (kh, kw), (sh, sw) = out, kernel, strides
+    extents = ((oh - 1) * sh + kh, (ow - 1) * sw + kw)
+    temporaries = []
+    state.staging = None
+    if any(pads) or extents[0] > h or extents[1] > w:
+        staged = (n, *extents, channels)
+        itemsize = np.dtype(source.dtype).itemsize
+        state.staging = make_staging(staged, padded_copies(source.shape, extents, pads), itemsize)
+    else:
+        staged = tuple(source.shape)
+    if state.staging is not None or op_name == "L2_POOL_2D":
+        scratch_tensor(context, state.stage, source.type, staged)
+        temporaries.append(state.stage)
+    columns = _ALL if kw > 1 else slice(0, (ow - 1) * sw + 1, sw)
+    state.row_taps = tuple((_ALL, slice(i, i + (oh - 1) * sh + 1, sh), columns, _ALL) for i in range(kh))
+    state.column_taps = tuple((_ALL, _ALL, slice(j, j + (ow - 1) * sw + 1, sw), _ALL) for j in range(kw))
+    if kh > 1 and kw > 1:
+        scratch_tensor(context, state.rows, source.type, (n, oh, staged[2], channels))
+        temporaries.append(state.rows)
+    rows = _valid_taps(h, kh, sh, pads[0], oh)
+    cols = _valid_taps(w, kw, sw, pads[1], ow)
+    if rows.min() == rows.max() and cols.min() == cols.max():
+        state.count = float(rows[0] * cols[0])
+    else:
+        counts = (rows[:, None] * cols[None, :]).astype(np.float32)
+        state.count = np.repeat(counts, channels, axis=1)  # [OH, OW*C]
+    return temporaries
+
+
 def pool_prepare_for(op_name: str, types: tuple[TensorType, ...]):
     def prepare(context, node):
         check_arity(node, 1)
@@ -111,45 +148,26 @@ def pool_prepare_for(op_name: str, types: tuple[TensorType, ...]):
         strides = (options.stride_h, options.stride_w)
         out = _output_hw(options.padding, (h, w), kernel, strides)
         pads = tuple(
-            padding_before_after((h, w)[i], max(kernel[i], 1), strides[i], 1, out[i]) for i in range(2)
+            padding_before_after((h, w)[i], max(kernel[i], 1), strides[i], 1, out[i])[0] for i in range(2)
         )
-        window = Window(kernel, strides, (1, 1), pads, out)
         context.resize_tensor(output, (n, *out, channels))
-        state.window = window
         if source.type in _QUANTIZED:
             state.clamp = _quantized_clamp(output, options.fused_activation_function)
         else:
             state.clamp = activation_clamp(options.fused_activation_function)
         temporaries = []
-        if op_name == "L2_POOL_2D":
-            _scratch(context, state.squares, source.type, source.shape)
-            temporaries.append(state.squares)
-        state.plan, state.count = None, float(kernel[0] * kernel[1])
+        state.count = float(kernel[0] * kernel[1])
         if min(out) == 0 or n * channels == 0:
-            state.mode = "taps"
-            state.plan = column_steps(source.shape, window, staged=False)
-        elif out == (1, 1) and kernel == (h, w) and not any(sum(pads, ())):
+            state.mode = "empty"
+        elif out == (1, 1) and kernel == (h, w) and not any(pads):
             state.mode = "global"
+            if op_name == "L2_POOL_2D":
+                scratch_tensor(context, state.stage, source.type, source.shape)
+                temporaries.append(state.stage)
         else:
-            overlapping = kernel[0] * kernel[1] > strides[0] * strides[1]
-            plan = column_steps(source.shape, window, staged=overlapping and strides[1] > 1)
-            taps = len(plan.steps)
-            state.mode = "windows" if n * out[0] * out[1] * channels < _ELEMENTS_PER_TAP * taps else "taps"
-            if state.mode == "taps":
-                state.plan = plan
-                if plan.stage_shape is not None:
-                    _scratch(context, state.stage, source.type, plan.stage_shape)
-                    temporaries.append(state.stage)
-            if any(sum(pads, ())):  # some windows hang over the edge: fewer valid taps there
-                counts = np.zeros(out, np.float32)
-                for region, _, _, _ in plan.steps:
-                    counts[region[1:3]] += 1
-                state.count = counts[:, :, None] if counts.min() != counts.max() else float(counts.flat[0])
-        if state.stage not in temporaries and context.tensors[state.stage].type is not None:
-            # staged by an earlier prepare (another input shape): keep it planned, but empty
-            _scratch(context, state.stage, source.type, (0,))
-            temporaries.append(state.stage)
-        node.temporaries = tuple(temporaries)
+            state.mode = "separable"
+            temporaries = _plan_separable(context, state, source, op_name, out, kernel, strides, pads)
+        set_temporaries(context, node, (state.stage, state.rows), temporaries)
 
     return prepare
 
@@ -158,41 +176,57 @@ def _lowest(dtype: np.dtype):
     return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
 
 
-def _fold(context, node, x: np.ndarray, out: np.ndarray, ufunc: np.ufunc, initial) -> None:
-    """out = the ufunc-fold of every tap's input slice."""
-    plan = node.user_data.plan
-    if plan.stage_shape is not None:
-        stage = context.tensors[node.temporaries[-1]].data
-        stage_columns(x, stage, plan)
-        x = stage
-    steps = plan.steps
-    if plan.direct:
-        np.copyto(out, x[steps[0][1]])
-        steps = steps[1:]
-    else:
-        out.fill(initial)
-    for dst, src, _, _ in steps:
-        region = out[dst]
-        ufunc(region, x[src], out=region)
+def _fold(ufunc: np.ufunc, x: np.ndarray, taps: tuple[tuple, ...], out: np.ndarray) -> None:
+    """out = the ufunc-fold of x's tap regions."""
+    if len(taps) == 1:
+        np.copyto(out, x[taps[0]])
+        return
+    ufunc(x[taps[0]], x[taps[1]], out=out)
+    for tap in taps[2:]:
+        ufunc(out, x[tap], out=out)
 
 
-def _reduce(context, node, x: np.ndarray, out: np.ndarray, ufunc: np.ufunc, pad_value) -> None:
+def _reduce(context, node, x: np.ndarray, out: np.ndarray, ufunc: np.ufunc, identity, square=False) -> None:
+    """out = the ufunc-fold over each window of x (of its squares with `square`)."""
     state = node.user_data
-    if state.mode == "taps":
-        _fold(context, node, x, out, ufunc, pad_value)
-    elif state.mode == "global":
+    tensors = context.tensors
+    if state.mode == "global":
+        if square:
+            x = np.square(x, out=tensors[node.temporaries[0]].data)
         ufunc.reduce(x.reshape(x.shape[0], -1, x.shape[3]), axis=1, out=out.reshape(out.shape[0], -1))
+        return
+    if state.staging is not None:
+        stage = tensors[state.stage].data
+        state.staging.fill(x, stage, identity)
+        x = np.square(stage, out=stage) if square else stage
+    elif square:
+        x = np.square(x, out=tensors[state.stage].data)
+    row_taps, column_taps = state.row_taps, state.column_taps
+    if len(column_taps) == 1:
+        _fold(ufunc, x, row_taps, out)
+    elif len(row_taps) == 1:
+        _fold(ufunc, x[row_taps[0]], column_taps, out)
     else:
-        ufunc.reduce(windows(x, state.window, pad_value), axis=(3, 4), out=out)
+        rows = tensors[state.rows].data
+        _fold(ufunc, x, row_taps, rows)
+        _fold(ufunc, rows, column_taps, out)
+
+
+def _average(out: np.ndarray, count) -> None:
+    if isinstance(count, float):
+        np.divide(out, count, out=out)
+    else:
+        lines = out.reshape(out.shape[0], out.shape[1], -1)
+        np.divide(lines, count, out=lines)
 
 
 def max_pool_invoke(context, node):
     tensors = context.tensors
     state = node.user_data
+    if state.mode == "empty":
+        return
     x = tensors[node.inputs[0]].data
     out = tensors[node.outputs[0]].data
-    if out.size == 0:
-        return
     _reduce(context, node, x, out, np.maximum, _lowest(x.dtype))
     if state.clamp is not None:
         state.clamp(out)
@@ -201,11 +235,11 @@ def max_pool_invoke(context, node):
 def average_pool_invoke(context, node):
     tensors = context.tensors
     state = node.user_data
-    out = tensors[node.outputs[0]].data
-    if out.size == 0:
+    if state.mode == "empty":
         return
+    out = tensors[node.outputs[0]].data
     _reduce(context, node, tensors[node.inputs[0]].data, out, np.add, 0)
-    np.divide(out, state.count, out=out)
+    _average(out, state.count)
     if state.clamp is not None:
         state.clamp(out)
 
@@ -213,13 +247,11 @@ def average_pool_invoke(context, node):
 def l2_pool_invoke(context, node):
     tensors = context.tensors
     state = node.user_data
-    out = tensors[node.outputs[0]].data
-    if out.size == 0:
+    if state.mode == "empty":
         return
-    squares = tensors[node.temporaries[0]].data
-    np.square(tensors[node.inputs[0]].data, out=squares)
-    _reduce(context, node, squares, out, np.add, 0)
-    np.divide(out, state.count, out=out)
+    out = tensors[node.outputs[0]].data
+    _reduce(context, node, tensors[node.inputs[0]].data, out, np.add, 0, square=True)
+    _average(out, state.count)
     np.sqrt(out, out=out)
     if state.clamp is not None:
         state.clamp(out)

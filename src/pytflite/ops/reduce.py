@@ -49,42 +49,65 @@ def reduced_shape(shape: tuple[int, ...], axes: tuple[int, ...], keep_dims: bool
     return tuple(d for i, d in enumerate(shape) if i not in axes)
 
 
-def _mean(x: np.ndarray, axes: tuple[int, ...], out: np.ndarray) -> None:
-    if np.issubdtype(x.dtype, np.integer):
-        total = np.sum(x, axis=axes, dtype=np.int64, keepdims=True).reshape(out.shape)
-        count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64))
-        np.copyto(out, np.where(total < 0, -((-total) // count), total // count), casting="unsafe")
-    else:
-        np.mean(x, axis=axes, keepdims=True, out=out.reshape(_kept(x.shape, axes)))
-
-
 def _kept(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
     return reduced_shape(shape, axes, keep_dims=True)
 
 
-def _extreme(ufunc: np.ufunc, lowest: bool) -> Callable:
-    def reduce(x: np.ndarray, axes: tuple[int, ...], out: np.ndarray) -> None:
-        limits = np.finfo(x.dtype) if np.issubdtype(x.dtype, np.floating) else np.iinfo(x.dtype)
+# A reducer makes, for an input shape and dtype and the axes, the function that reduces an input into the
+# output viewed with the reduced dimensions kept as 1: everything per shape is worked out once.
+Reducer = Callable[[tuple[int, ...], tuple[int, ...], np.dtype], Callable[[np.ndarray, np.ndarray], None]]
+
+
+def _mean(shape: tuple[int, ...], axes: tuple[int, ...], dtype: np.dtype) -> Callable:
+    count = math.prod(shape[a] for a in axes)
+    if np.issubdtype(dtype, np.integer):
+
+        def integer_mean(x, out):
+            total = np.add.reduce(x, axis=axes, dtype=np.int64, keepdims=True)
+            np.copyto(out, np.where(total < 0, -((-total) // count), total // count), casting="unsafe")
+
+        return integer_mean
+    divisor = np.array(count, dtype)
+
+    def mean(x, out):
+        np.add.reduce(x, axis=axes, out=out, keepdims=True)
+        np.divide(out, divisor, out=out)
+
+    return mean
+
+
+def _extreme(ufunc: np.ufunc, lowest: bool) -> Reducer:
+    """MAX/MIN: an empty slice gives the type's lowest/highest value."""
+
+    def make(shape: tuple[int, ...], axes: tuple[int, ...], dtype: np.dtype) -> Callable:
+        limits = np.finfo(dtype) if np.issubdtype(dtype, np.floating) else np.iinfo(dtype)
         initial = limits.min if lowest else limits.max
-        ufunc.reduce(x, axis=axes, keepdims=True, out=out.reshape(_kept(x.shape, axes)), initial=initial)
 
-    return reduce
+        def reduce(x, out):
+            ufunc.reduce(x, axis=axes, out=out, keepdims=True, initial=initial)
+
+        return reduce
+
+    return make
 
 
-def _plain(ufunc: np.ufunc) -> Callable:
-    def reduce(x: np.ndarray, axes: tuple[int, ...], out: np.ndarray) -> None:
-        ufunc.reduce(x, axis=axes, keepdims=True, out=out.reshape(_kept(x.shape, axes)))
+def _plain(ufunc: np.ufunc) -> Reducer:
+    def make(shape: tuple[int, ...], axes: tuple[int, ...], dtype: np.dtype) -> Callable:
+        def reduce(x, out):
+            ufunc.reduce(x, axis=axes, out=out, keepdims=True)
 
-    return reduce
+        return reduce
+
+    return make
 
 
 @dataclass
 class ReduceData:
-    compute: Callable[[np.ndarray, tuple[int, ...], np.ndarray], None]
-    axes: tuple[int, ...] | None  # None: the axis tensor is computed at run time
+    run: Callable[[np.ndarray, np.ndarray], None] | None  # None: the axis tensor is computed at run time
+    kept: tuple[int, ...] = ()  # the output's shape with the reduced dimensions kept
 
 
-def reducer(op_name: str, compute: Callable, types: tuple[TensorType, ...]):
+def reducer(op_name: str, make: Reducer, types: tuple[TensorType, ...]):
     """Prepare and invoke functions for one reduction."""
 
     def prepare(context, node):
@@ -100,24 +123,27 @@ def reducer(op_name: str, compute: Callable, types: tuple[TensorType, ...]):
         if source.type in _QUANTIZED:
             ensure_same_quantization(source, output)
         if axis.allocation_type not in (AllocationType.MMAP_RO, AllocationType.PERSISTENT_RO):
-            node.user_data = ReduceData(compute, None)
+            node.user_data = ReduceData(None)
             context.set_tensor_to_dynamic(output)
             return
-        axes = resolve_axes(axis.data, len(source.shape))
-        node.user_data = ReduceData(compute, axes)
-        context.resize_tensor(output, reduced_shape(source.shape, axes, node.builtin_data.keep_dims))
+        shape = tuple(source.shape)
+        axes = resolve_axes(axis.data, len(shape))
+        node.user_data = ReduceData(make(shape, axes, source.dtype), _kept(shape, axes))
+        context.resize_tensor(output, reduced_shape(shape, axes, node.builtin_data.keep_dims))
 
     def invoke(context, node):
         tensors = context.tensors
         data = node.user_data
         source = tensors[node.inputs[0]]
-        axes = data.axes
-        if axes is None:
-            axes = resolve_axes(tensors[node.inputs[1]].data, len(source.shape))
+        run, kept = data.run, data.kept
+        if run is None:
+            shape = tuple(source.shape)
+            axes = resolve_axes(tensors[node.inputs[1]].data, len(shape))
             context.resize_tensor(
-                tensors[node.outputs[0]], reduced_shape(source.shape, axes, node.builtin_data.keep_dims)
+                tensors[node.outputs[0]], reduced_shape(shape, axes, node.builtin_data.keep_dims)
             )
-        data.compute(source.data, axes, tensors[node.outputs[0]].data)
+            run, kept = make(shape, axes, source.dtype), _kept(shape, axes)
+        run(source.data, tensors[node.outputs[0]].data.reshape(kept))
 
     return prepare, invoke
 
@@ -212,7 +238,7 @@ def _innermost_nan_arg(rows: np.ndarray, is_max: bool) -> np.ndarray:
 
 def arg_extreme(op_name: str, is_max: bool):
     """Prepare and invoke functions for ARG_MAX (is_max) or ARG_MIN."""
-    pick = np.argmax if is_max else np.argmin
+    pick = np.ndarray.argmax if is_max else np.ndarray.argmin  # the methods skip np.argmax's dispatch
 
     def prepare(context, node):
         check_arity(node, 2)
@@ -250,14 +276,14 @@ def arg_extreme(op_name: str, is_max: bool):
         if out.size == 0:
             return
         x = source.data
-        index = pick(x, axis=axis)
+        index = pick(x, axis)
         if x.dtype.kind == "f" and np.isnan(x).any():
             # NumPy picks the first NaN; TFLite skips NaNs (in its own way along the innermost axis).
             if math.prod(x.shape[axis + 1 :]) == 1:
                 index = _innermost_nan_arg(x.reshape(-1, x.shape[axis]), is_max).reshape(out.shape)
             else:
                 index = _nan_skipping_arg(x, axis, is_max)
-        np.copyto(out, index, casting="unsafe")
+        out[...] = index
 
     return prepare, invoke
 
@@ -268,6 +294,33 @@ for _op, _is_max in ((BuiltinOperator.ARG_MAX, True), (BuiltinOperator.ARG_MIN, 
 
 
 # --- CUMSUM ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CumsumPlan:
+    """Running sums of x[source] along `axis` go to out[target] (both in scan order); an exclusive sum
+    first sets out[zero] to 0."""
+
+    axis: int
+    source: tuple
+    target: tuple
+    zero: tuple | None
+
+
+def _cumsum_plan(node, shape: tuple[int, ...], axis_values: np.ndarray) -> CumsumPlan:
+    axis = read_axis(axis_values, len(shape))
+    before, length = (slice(None),) * axis, shape[axis]
+    options = node.builtin_data
+    if not options.exclusive:
+        scan = (*before, slice(None, None, -1) if options.reverse else slice(None))
+        return CumsumPlan(axis, scan, scan, None)
+    if options.reverse:  # out[n-2], ..., out[0] get x[n-1], x[n-1] + x[n-2], ...
+        first = length - 1
+        source = slice(length - 1, 0, -1)
+        target = slice(length - 2, None, -1) if length >= 2 else slice(0, 0)
+    else:
+        first, source, target = 0, slice(0, length - 1), slice(1, length)
+    return CumsumPlan(axis, (*before, source), (*before, target), (*before, slice(first, first + 1)))
 
 
 def cumsum_prepare(context, node):
@@ -282,27 +335,21 @@ def cumsum_prepare(context, node):
     ensure_type(axis, TensorType.INT32, "axis", "CUMSUM")
     _ensure_single_axis(axis, "CUMSUM")
     ensure(len(source.shape) >= 1, "CUMSUM input must have at least one dimension")
-    node.user_data = read_axis(axis.data, len(source.shape)) if is_constant(axis) else None
+    node.user_data = _cumsum_plan(node, tuple(source.shape), axis.data) if is_constant(axis) else None
     context.resize_tensor(output, source.shape)
 
 
 def cumsum_invoke(context, node):
     tensors = context.tensors
     x, out = tensors[node.inputs[0]].data, tensors[node.outputs[0]].data
-    axis = node.user_data
-    if axis is None:
-        axis = read_axis(tensors[node.inputs[1]].data, x.ndim)
+    plan = node.user_data
+    if plan is None:
+        plan = _cumsum_plan(node, x.shape, tensors[node.inputs[1]].data)
     if out.size == 0:
         return
-    options = node.builtin_data
-    if options.reverse:
-        x, out = np.flip(x, axis), np.flip(out, axis)
-    if not options.exclusive:
-        np.cumsum(x, axis=axis, dtype=out.dtype, out=out)
-        return
-    before = (slice(None),) * axis
-    out[(*before, slice(0, 1))] = 0
-    np.cumsum(x[(*before, slice(None, -1))], axis=axis, dtype=out.dtype, out=out[(*before, slice(1, None))])
+    if plan.zero is not None:
+        out[plan.zero] = 0
+    np.add.accumulate(x[plan.source], axis=plan.axis, dtype=out.dtype, out=out[plan.target])
 
 
 register_builtin(BuiltinOperator.CUMSUM, (1, 1), types=_NUMBERS, prepare=cumsum_prepare, invoke=cumsum_invoke)
@@ -327,6 +374,27 @@ def _topk_shape(shape: tuple[int, ...], k: int) -> tuple[int, ...]:
     return (*shape[:-1], max(0, k))
 
 
+@dataclass(frozen=True)
+class TopkPlan:
+    """What invoke needs for one input shape and k."""
+
+    shape: tuple[int, ...]  # of both outputs
+    k: int
+    # Descending order as an ascending stable sort of keys: negated floats (NaN stays NaN and sorts last),
+    # complemented integers (order-reversing without overflow). Stability keeps ties in index order.
+    key: np.ufunc
+    starts: np.ndarray  # [..., 1]: where each row starts in the flattened input
+    fits: bool  # the row size fits the index type (TFLite checks it only when there is output)
+
+
+def _topk_plan(source, k: int, index_dtype: np.dtype) -> TopkPlan:
+    shape = tuple(source.shape)
+    starts = (np.arange(math.prod(shape[:-1])) * shape[-1]).reshape(*shape[:-1], 1)
+    key = np.negative if source.dtype.kind == "f" else np.invert
+    fits = shape[-1] <= np.iinfo(index_dtype).max
+    return TopkPlan(_topk_shape(shape, k), k, key, starts, fits)
+
+
 def topk_prepare(context, node):
     check_arity(node, 2, outputs=2)
     source, k_tensor = input_tensor(context, node, 0), input_tensor(context, node, 1)
@@ -341,11 +409,9 @@ def topk_prepare(context, node):
     )
     ensure(len(source.shape) >= 1, "TopK k input must have 1 or more dimensions.")
     if is_constant(k_tensor) and -1 not in source.shape_signature:
-        k = int(k_tensor.data.reshape(-1)[0])
-        node.user_data = k
-        shape = _topk_shape(source.shape, k)
-        context.resize_tensor(indices, shape)
-        context.resize_tensor(values, shape)
+        node.user_data = plan = _topk_plan(source, int(k_tensor.data.reshape(-1)[0]), indices.dtype)
+        context.resize_tensor(indices, plan.shape)
+        context.resize_tensor(values, plan.shape)
         return
     node.user_data = None
     context.set_tensor_to_dynamic(indices)
@@ -356,23 +422,19 @@ def topk_invoke(context, node):
     tensors = context.tensors
     source = tensors[node.inputs[0]]
     values, indices = tensors[node.outputs[0]], tensors[node.outputs[1]]
-    k = node.user_data
-    if k is None:
-        k = int(tensors[node.inputs[1]].data.reshape(-1)[0])
-        shape = _topk_shape(source.shape, k)
-        context.resize_tensor(indices, shape)
-        context.resize_tensor(values, shape)
-    if math.prod(values.shape) == 0:
+    plan = node.user_data
+    if plan is None:
+        plan = _topk_plan(source, int(tensors[node.inputs[1]].data.reshape(-1)[0]), indices.dtype)
+        context.resize_tensor(indices, plan.shape)
+        context.resize_tensor(values, plan.shape)
+    if values.data.size == 0:
         return
-    x = source.data
-    if x.shape[-1] > np.iinfo(indices.dtype).max:
+    if not plan.fits:
         raise KernelError("TopK row size exceeds output index type range.")
-    # Descending order as an ascending stable sort: negate floats (NaN stays NaN and sorts last), and
-    # complement integers (order-reversing without overflow). Stability keeps ties in index order.
-    key = np.negative(x) if x.dtype.kind == "f" else np.invert(x)
-    order = np.argsort(key, axis=-1, kind="stable")[..., :k]
-    np.copyto(indices.data, order, casting="unsafe")
-    np.copyto(values.data, np.take_along_axis(x, order, axis=-1))
+    x = source.data
+    order = plan.key(x).argsort(-1, kind="stable")[..., : plan.k]
+    indices.data[...] = order
+    x.reshape(-1).take(order + plan.starts, out=values.data)
 
 
 register_builtin(BuiltinOperator.TOPK_V2, (1, 3), types=_TOPK_TYPES, prepare=topk_prepare, invoke=topk_invoke)

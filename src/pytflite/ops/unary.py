@@ -3,12 +3,13 @@ CAST and ZEROS_LIKE.
 
 Prepare checks the input type against the op's table and picks the compute function, mostly one NumPy
 ufunc; invoke runs it into the preallocated output. Floats are computed in their own type (float16 SIN
-and COS in float32, rounded once to half, as TFLite's half kernels do); ufuncs that can overflow or meet
-inputs outside their domain run without RuntimeWarnings and give IEEE results (LOG(0) = -inf,
-LOG(-1) = SQRT(-1) = NaN). ROUND is half-to-even computed from the floor, so a negative input that rounds
-to zero gives +0 as in TFLite. bfloat16 (held as raw uint16 bits) is widened to float32 and rounded back
-to nearest-even; NEG only flips its sign bit. Integer NEG and ABS wrap (-(-128) == -128). The int8/int16
-variants TFLite computes with requantization (ABS, EXP, LOG, SQRT, RSQRT) are not supported yet.
+and COS in float32, rounded once to half, as TFLite's half kernels do); ufuncs that overflow or meet
+inputs outside their domain give IEEE results (LOG(0) = -inf, LOG(-1) = SQRT(-1) = NaN), with no
+RuntimeWarnings as the interpreter runs kernels with NumPy's floating-point warnings off. ROUND is
+half-to-even computed from the floor, so a negative input that rounds to zero gives +0 as in TFLite.
+bfloat16 (held as raw uint16 bits) is widened to float32 and rounded back to nearest-even; NEG only flips
+its sign bit. Integer NEG and ABS wrap (-(-128) == -128). The int8/int16 variants TFLite computes with
+requantization (ABS, EXP, LOG, SQRT, RSQRT) are not supported yet.
 
 CAST converts every pair of its types the way TFLite's cast.cc does: floats (and complex64's real part)
 to integers truncate toward zero and saturate at the integer type's limits, NaN giving the maximum;
@@ -63,8 +64,7 @@ def _on_bfloat16(compute: Compute) -> Compute:
     def run(x, out):
         values = bfloat16_to_float32(x)
         result = np.empty_like(values)
-        with np.errstate(all="ignore"):
-            compute(values, result)
+        compute(values, result)
         float32_to_bfloat16(result, out)
 
     return run
@@ -73,39 +73,29 @@ def _on_bfloat16(compute: Compute) -> Compute:
 # --- unary math -----------------------------------------------------------------------------------
 
 
-def _quiet(ufunc: np.ufunc) -> Compute:
-    """The ufunc without RuntimeWarnings for overflow or out-of-domain inputs (inf/NaN results stay)."""
-
-    def compute(x, out):
-        with np.errstate(all="ignore"):
-            ufunc(x, out=out)
-
-    return compute
-
-
 def _in_float32(ufunc: np.ufunc) -> Compute:
     """A float16 ufunc computed in float32 and rounded once to half."""
 
     def compute(x, out):
-        with np.errstate(all="ignore"):
-            ufunc(x, out=out, dtype=np.float32)
+        ufunc(x, out=out, dtype=np.float32)
 
     return compute
 
 
+_ONE = np.array(1, np.float32)
+
+
 def _rsqrt(x, out):
-    with np.errstate(all="ignore"):
-        np.sqrt(x, out=out)
-        np.divide(np.float32(1), out, out=out)  # 1.f / std::sqrt(x): two correctly rounded steps
+    np.sqrt(x, out)
+    np.divide(_ONE, out, out)  # 1.f / std::sqrt(x): two correctly rounded steps
 
 
 def _round(x, out):
     # TFLite rounds half to even from floor(x): zero results are +0 except for a zero input (-0 stays)
-    with np.errstate(all="ignore"):
-        zero = x == 0
-        np.rint(x, out=out)
-        np.add(out, 0.0, out=out)
-        np.copyto(out, x, where=zero)
+    zero = x == 0
+    np.rint(x, out=out)
+    np.add(out, 0.0, out=out)
+    np.copyto(out, x, where=zero)
 
 
 def _flip_sign_bit(x, out):
@@ -142,7 +132,6 @@ def unary_invoke(context, node):
 
 
 _QUANTIZED = (T.INT8, T.INT16)
-_SIN, _COS, _FLOOR, _SIGN = _quiet(np.sin), _quiet(np.cos), _quiet(np.floor), _quiet(np.sign)
 _UNARY = (
     (BuiltinOperator.ABS, (1, 5), {T.FLOAT32: np.absolute, T.INT16: np.absolute, T.INT32: np.absolute}),
     (
@@ -158,21 +147,21 @@ _UNARY = (
             T.BFLOAT16: _flip_sign_bit,
         },
     ),
-    (BuiltinOperator.EXP, (1, 2), {T.FLOAT32: _quiet(np.exp)}),
-    (BuiltinOperator.LOG, (1, 2), {T.FLOAT32: _quiet(np.log)}),
-    (BuiltinOperator.SQRT, (1, 2), {T.FLOAT32: _quiet(np.sqrt)}),
+    (BuiltinOperator.EXP, (1, 2), {T.FLOAT32: np.exp}),
+    (BuiltinOperator.LOG, (1, 2), {T.FLOAT32: np.log}),
+    (BuiltinOperator.SQRT, (1, 2), {T.FLOAT32: np.sqrt}),
     (BuiltinOperator.RSQRT, (1, 3), {T.FLOAT32: _rsqrt}),
-    (BuiltinOperator.SQUARE, (1, 1), {T.FLOAT32: _quiet(np.square)}),
-    (BuiltinOperator.SIN, (1, 2), {T.FLOAT32: _SIN, T.FLOAT16: _in_float32(np.sin)}),
-    (BuiltinOperator.COS, (1, 2), {T.FLOAT32: _COS, T.FLOAT16: _in_float32(np.cos)}),
+    (BuiltinOperator.SQUARE, (1, 1), {T.FLOAT32: np.square}),
+    (BuiltinOperator.SIN, (1, 2), {T.FLOAT32: np.sin, T.FLOAT16: _in_float32(np.sin)}),
+    (BuiltinOperator.COS, (1, 2), {T.FLOAT32: np.cos, T.FLOAT16: _in_float32(np.cos)}),
     (
         BuiltinOperator.FLOOR,
         (1, 1),
-        {T.FLOAT32: _FLOOR, T.FLOAT16: _FLOOR, T.BFLOAT16: _on_bfloat16(np.floor)},
+        {T.FLOAT32: np.floor, T.FLOAT16: np.floor, T.BFLOAT16: _on_bfloat16(np.floor)},
     ),
-    (BuiltinOperator.CEIL, (1, 1), {T.FLOAT32: _quiet(np.ceil)}),
+    (BuiltinOperator.CEIL, (1, 1), {T.FLOAT32: np.ceil}),
     (BuiltinOperator.ROUND, (1, 1), {T.FLOAT32: _round, T.FLOAT16: _round, T.BFLOAT16: _on_bfloat16(_round)}),
-    (BuiltinOperator.SIGN, (1, 2), {T.FLOAT32: _SIGN, T.FLOAT64: _SIGN, T.INT32: np.sign}),
+    (BuiltinOperator.SIGN, (1, 2), {T.FLOAT32: np.sign, T.FLOAT64: np.sign, T.INT32: np.sign}),
     (BuiltinOperator.ZEROS_LIKE, (1, 1), {T.INT32: _zeros, T.INT64: _zeros, T.FLOAT32: _zeros}),
 )
 _REQUANTIZED = {
@@ -224,14 +213,6 @@ def _reader(in_type: TensorType) -> tuple[Callable[[np.ndarray], np.ndarray], np
     return (lambda x: x), storage_dtype(in_type)
 
 
-def _quietly(compute: Compute) -> Compute:
-    def run(x, out):
-        with np.errstate(all="ignore"):
-            compute(x, out)
-
-    return run
-
-
 def _saturating_cast(read, value_dtype: np.dtype, out_type: TensorType) -> Compute:
     """Floating values to an integer type: truncate toward zero, saturate at its limits, NaN to its max.
 
@@ -250,7 +231,7 @@ def _saturating_cast(read, value_dtype: np.dtype, out_type: TensorType) -> Compu
             outside = ~inside
             out[outside] = np.where(values[outside] < low, info.min, info.max)
 
-    return _quietly(compute)
+    return compute
 
 
 def _cast_function(in_type: TensorType, out_type: TensorType, shape: tuple[int, ...]) -> Compute:
@@ -265,19 +246,17 @@ def _cast_function(in_type: TensorType, out_type: TensorType, shape: tuple[int, 
             np.maximum(values, low, out=values)
             pack_into(values.astype(np.int8), out_type, out)
 
-        return _quietly(to_packed)
+        return to_packed
     if in_type == out_type:
         return lambda x, out: np.copyto(out, x)
     read, value_dtype = _reader(in_type)
     if out_type == T.BFLOAT16:
-        return _quietly(lambda x, out: float32_to_bfloat16(read(x), out))
+        return lambda x, out: float32_to_bfloat16(read(x), out)
     if out_type in _INTEGERS and value_dtype.kind == "f":
         return _saturating_cast(read, value_dtype, out_type)
     if out_type in (T.FLOAT16, T.COMPLEX64) and value_dtype not in (np.float16, np.float32):
         # TFLite converts to float first: int64/float64 -> float16 rounds twice
-        return _quietly(lambda x, out: np.copyto(out, read(x).astype(np.float32), casting="unsafe"))
-    if value_dtype.kind == "f":  # overflow to inf, signalling NaNs: no RuntimeWarnings
-        return _quietly(lambda x, out: np.copyto(out, read(x), casting="unsafe"))
+        return lambda x, out: np.copyto(out, read(x).astype(np.float32), casting="unsafe")
     return lambda x, out: np.copyto(out, read(x), casting="unsafe")
 
 
