@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import pytflite
+from pytflite.core.delegate import DelegateFlags
 from tests.oracle import (
     CORPUS,
     AnyOpResolver,
@@ -159,18 +160,46 @@ def test_outputs_match_litert(name):
 
 def test_the_float_models_run():
     """Every float model of the corpus runs: its ops and kernels all exist."""
-    float_models = [
-        n
-        for n, m in MODELS.items()
-        if not any(t in n for t in ("int8", "int16", "dynamic")) and m["mode"] != "stateful"
-    ]
-    assert "mobilenet_v2_f32" in float_models
-    missing = {
-        n: _missing_feature(n)
-        for n in float_models
-        if n not in ("control_flow", "gru", "lstm") and _missing_feature(n)
-    }
+    float_models = [n for n, m in MODELS.items() if not any(t in n for t in ("int8", "int16", "dynamic"))]
+    assert {"mobilenet_v2_f32", "control_flow", "gru", "stateful"} <= set(float_models)
+    missing = {n: _missing_feature(n) for n in float_models if n != "lstm" and _missing_feature(n)}
     assert not missing, missing
+
+
+def _stateful_models() -> list[str]:
+    return sorted(n for n, m in MODELS.items() if m["mode"] == "stateful")
+
+
+@pytest.mark.parametrize("name", _stateful_models())
+def test_state_carries_across_invokes_as_in_litert(name):
+    """Consecutive invokes of one signature runner continue from the state the previous one left;
+    reset_all_variables resets variable tensors only (as in LiteRT: resource variables keep their
+    values and CALL_ONCE does not run again), which the last invoke checks against LiteRT itself."""
+    _skip_if_missing(name)
+    data = np.load(CORPUS / MODELS[name]["npz"])
+    path = str(CORPUS / MODELS[name]["file"])
+    interpreter = pytflite.Interpreter(model_path=path)
+    (key,) = interpreter.get_signature_list()
+    runner = interpreter.get_signature_runner(key)
+    (input_name,) = interpreter.get_signature_list()[key]["inputs"]
+    output_names = list(runner.get_output_details())
+    for k in range(3):
+        outputs = runner(**{input_name: data[f"input_0__invoke{k}"]})
+        for i, output_name in enumerate(
+            sorted(output_names, key=lambda n: runner.get_output_details()[n]["index"])
+        ):
+            assert_matches(
+                outputs[output_name], data[f"output_{i}__invoke{k}"], what=f"{name} invoke {k} output {i}"
+            )
+    reference = litert_interpreter(path)
+    reference_runner = reference.get_signature_runner(key)
+    for k in range(3):
+        reference_runner(**{input_name: data[f"input_0__invoke{k}"]})
+    interpreter.reset_all_variables()
+    reference.reset_all_variables()
+    after, reference_after = (r(**{input_name: data["input_0__invoke0"]}) for r in (runner, reference_runner))
+    for output_name in output_names:
+        assert_matches(after[output_name], reference_after[output_name], what=f"{name} after reset")
 
 
 def test_atan_without_the_custom_op_fails_with_tflites_message():
@@ -251,7 +280,10 @@ def test_delegated_outputs_equal_the_cpu_path_bit_for_bit(name, claim):
     expected = run(pytflite.Interpreter(model_path=path, op_resolver=_atan_resolver()))
     interpreter = pytflite.Interpreter(model_path=path, op_resolver=_atan_resolver())
     claimed = set(_claim_sets(interpreter.subgraphs[0])[claim])
-    delegate = ReplayDelegate(claim=lambda context, node, registration: node.index in claimed)
+    delegate = ReplayDelegate(
+        claim=lambda context, node, registration: node.index in claimed,
+        flags=DelegateFlags.ALLOW_DYNAMIC_TENSORS,  # control flow and lazy ops make dynamic tensors
+    )
     interpreter.modify_graph_with_delegate(delegate)
     assert sum(len(p.nodes) for p in interpreter.delegate_partitions()) == len(claimed)
     for got, want in zip(run(interpreter), expected, strict=True):

@@ -15,6 +15,7 @@ import numpy as np
 from ..errors import ErrorReporter, InterpreterError, ModelError
 from ..model.options import options_class_for_operator
 from .node import Registration, unresolved_custom_op
+from .resources import Resources
 from .subgraph import Subgraph
 from .tensor import Tensor
 from .types import NON_POD_TYPES, AllocationType, BuiltinOperator, storage_dtype, stored_shape
@@ -33,6 +34,7 @@ def build_subgraphs(
     preserve_all_tensors: bool = False,
 ) -> list[Subgraph]:
     registrations = [_resolve(code, resolver) for code in model.operator_codes]
+    resources = Resources()  # one per interpreter: VAR_HANDLE's init numbers its variables in it
     subgraphs = []
     for index, description in enumerate(model.subgraphs):
         subgraph = Subgraph(
@@ -41,7 +43,9 @@ def build_subgraphs(
             error_reporter,
             preserve_all_tensors=preserve_all_tensors,
             metadata=model.metadata,
+            resources=resources,
         )
+        subgraph.subgraphs = subgraphs
         _add_tensors(subgraph, description)
         for operator in description.operators:
             _add_node(subgraph, operator, registrations[operator.opcode_index])

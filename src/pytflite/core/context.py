@@ -1,7 +1,7 @@
 """Context: everything a kernel or a delegate may see and call (TfLiteContext).
 
-Each subgraph has one. Kernels use `tensors`, `resize_tensor`, `add_tensors`, `report_error` and the
-configuration fields; delegates additionally use the graph-inspection and node-replacement functions,
+Each subgraph has one. Kernels use `tensors`, `resize_tensor`, `add_tensors`, `report_error`, the
+configuration fields, and (control flow, variables) the interpreter's `subgraphs` and `resources`; delegates additionally use the graph-inspection and node-replacement functions,
 which — as in TFLite — work only while a delegate's `prepare` is running.
 """
 
@@ -16,6 +16,7 @@ from .types import AllocationType
 if TYPE_CHECKING:
     from .delegate import Delegate
     from .node import DelegateParams, Node, Registration
+    from .resources import Resources
     from .subgraph import Subgraph
     from .tensor import Tensor
 
@@ -38,6 +39,16 @@ class Context:
     def subgraph(self) -> Subgraph:
         """The subgraph behind this context (TfLiteContext.impl_)."""
         return self._subgraph
+
+    @property
+    def subgraphs(self) -> list[Subgraph]:
+        """Every subgraph of the interpreter, by index: what control-flow kernels call (GetSubgraphs)."""
+        return self._subgraph.subgraphs
+
+    @property
+    def resources(self) -> Resources:
+        """The interpreter's resource variables, hash tables and CALL_ONCE record."""
+        return self._subgraph.resources
 
     # --- kernel services ------------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from .context import Context
 from .delegate import DelegateFlags
 from .node import OPTIONAL_TENSOR, DelegateParams, Node, Registration, is_unresolved_custom_op
 from .partition import NodeSubset, PartitionError, PlanNode, SubsetType, partition_graph
+from .resources import Resources
 from .tensor import NULL_BUFFER_HANDLE, Tensor
 from .types import (
     NON_POD_TYPES,
@@ -120,10 +121,14 @@ class Subgraph:
         *,
         preserve_all_tensors: bool = False,
         metadata: dict[str, bytes] | None = None,
+        resources: Resources | None = None,
     ):
         self.index = index
         self.name = name
         self.error_reporter = error_reporter or ErrorReporter()
+        # shared with the interpreter's other subgraphs (set by the builder): control flow calls them
+        self.subgraphs: list[Subgraph] = [self]
+        self.resources = resources if resources is not None else Resources()
         self.preserve_all_tensors = preserve_all_tensors
         self.metadata = metadata or {}
         self.tensors: list[Tensor] = []

@@ -22,10 +22,12 @@ from ..core.types import BuiltinOperator, TensorType
 # One module per op family; importing it registers its kernels.
 _FAMILIES = (
     "activations",
+    "control_flow",
     "conv",
     "densify",
     "elementwise",
     "gather",
+    "hashtable",
     "linear",
     "pooling",
     "quantize",
@@ -35,6 +37,7 @@ _FAMILIES = (
     "spatial",
     "spectral",
     "unary",
+    "variables",
 )
 
 _DEFAULT: dict[tuple[int, int], Registration] = {}

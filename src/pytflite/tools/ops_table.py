@@ -29,7 +29,12 @@ def ops_table() -> str:
     for info in infos:
         first, last = info.versions
         versions = str(first) if first == last else f"{first}-{last}"
-        types = "any" if set(info.types) == set(ANY_TYPE) else ", ".join(t.name.lower() for t in info.types)
+        if not info.types:
+            types = "(no inputs)"
+        elif set(info.types) == set(ANY_TYPE):
+            types = "any"
+        else:
+            types = ", ".join(t.name.lower() for t in info.types)
         lines.append(f"| {info.op.name} | {versions} | {types} | `ops/{info.module}.py` |")
     return "\n".join(lines) + "\n"
 

@@ -1,0 +1,366 @@
+"""IF, WHILE, CALL_ONCE, resource variables and hash tables against LiteRT, on ModelBuilder models:
+static and dynamic branch outputs, loops whose carried tensors grow each iteration, nested control flow,
+state across invokes and reset_all_variables, and the errors of malformed models."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pytflite
+from pytflite import BuiltinOperator as Op
+from pytflite import TensorType as T
+from pytflite.model.builder import ModelBuilder
+from tests.oracle import assert_matches, litert_interpreter, requires_litert, run
+
+pytestmark = requires_litert
+
+
+def both(model: bytes, feeds) -> list[np.ndarray]:
+    """Outputs of pytflite and LiteRT, asserted equal; returns pytflite's."""
+    ours = run(pytflite.Interpreter(model_content=model), feeds)
+    theirs = run(litert_interpreter(model), feeds)
+    assert len(ours) == len(theirs)
+    for i, (a, b) in enumerate(zip(ours, theirs)):
+        assert_matches(a, b, what=f"output {i}")
+    return ours
+
+
+def fails(model: bytes, feeds, message: str) -> None:
+    with pytest.raises(RuntimeError, match=message):
+        run(pytflite.Interpreter(model_content=model), feeds)
+
+
+# --- IF ----------------------------------------------------------------------------------------------
+
+
+def if_model(then_shape=(2, 3), else_shape=(2, 3)) -> bytes:
+    """out = cond ? x * 2 + 1 : |x| - tiled or cropped to the branch's own output shape."""
+    b = ModelBuilder()
+    main = b.main
+    cond = main.add_input("cond", T.BOOL, [])
+    x = main.add_input("x", T.FLOAT32, [2, 3])
+    out = main.add_tensor("out", T.FLOAT32, [2, 3])
+    main.add_output(out)
+    main.add_operator(Op.IF, [cond, x], [out], {"then_subgraph_index": 1, "else_subgraph_index": 2})
+    then = b.add_subgraph("then")
+    tx = then.add_input("x", T.FLOAT32, [2, 3])
+    two = then.add_constant("two", np.float32(2))
+    one = then.add_constant("one", np.float32(1))
+    doubled = then.add_tensor("doubled", T.FLOAT32, [2, 3])
+    result = then.add_tensor("result", T.FLOAT32, [2, 3])
+    then.add_operator(Op.MUL, [tx, two], [doubled])
+    then.add_operator(Op.ADD, [doubled, one], [result])
+    if then_shape != (2, 3):
+        reshaped = then.add_tensor("reshaped", T.FLOAT32, then_shape)
+        shape = then.add_constant("shape", np.array(then_shape, np.int32))
+        then.add_operator(Op.RESHAPE, [result, shape], [reshaped])
+        result = reshaped
+    then.add_output(result)
+    other = b.add_subgraph("else")
+    ex = other.add_input("x", T.FLOAT32, [2, 3])
+    absolute = other.add_tensor("abs", T.FLOAT32, [2, 3])
+    other.add_operator(Op.ABS, [ex], [absolute])
+    if else_shape != (2, 3):
+        tiled = other.add_tensor("tiled", T.FLOAT32, else_shape)
+        multiples = other.add_constant("multiples", np.array([2, 1], np.int32))
+        other.add_operator(Op.TILE, [absolute, multiples], [tiled])
+        absolute = tiled
+    other.add_output(absolute)
+    return b.build()
+
+
+@pytest.mark.parametrize("condition", [True, False])
+def test_if_runs_the_chosen_branch(condition):
+    x = np.array([[-1.5, 2, 3], [4, -5, 6]], np.float32)
+    (out,) = both(if_model(), [np.array(condition), x])
+    assert np.array_equal(out, x * 2 + 1 if condition else np.abs(x))
+
+
+@pytest.mark.parametrize("condition", [True, False])
+def test_if_branches_of_different_shapes_make_dynamic_outputs(condition):
+    x = np.arange(-3, 3, dtype=np.float32).reshape(2, 3)
+    (out,) = both(if_model(then_shape=(3, 2), else_shape=(4, 3)), [np.array(condition), x])
+    assert out.shape == ((3, 2) if condition else (4, 3))
+
+
+def test_if_invoked_repeatedly_switches_branches():
+    model = if_model(then_shape=(6, 1), else_shape=(4, 3))
+    interpreter, reference = pytflite.Interpreter(model_content=model), litert_interpreter(model)
+    x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+    for condition in (True, False, False, True):
+        assert_matches(
+            run(interpreter, [np.array(condition), x])[0], run(reference, [np.array(condition), x])[0]
+        )
+
+
+# --- WHILE -------------------------------------------------------------------------------------------
+
+
+def counting_loop() -> bytes:
+    """while i < n: i += 1; x = x * 1.5 + i."""
+    b = ModelBuilder()
+    main = b.main
+    i0 = main.add_input("i", T.INT32, [])
+    n = main.add_input("n", T.INT32, [])
+    x0 = main.add_input("x", T.FLOAT32, [3])
+    outs = [
+        main.add_tensor(name, t, s)
+        for name, t, s in (("i_out", T.INT32, []), ("n_out", T.INT32, []), ("x_out", T.FLOAT32, [3]))
+    ]
+    for o in outs:
+        main.add_output(o)
+    main.add_operator(Op.WHILE, [i0, n, x0], outs, {"cond_subgraph_index": 1, "body_subgraph_index": 2})
+    cond = b.add_subgraph("cond")
+    ci, cn, _ = (
+        cond.add_input(name, t, s)
+        for name, t, s in (("i", T.INT32, []), ("n", T.INT32, []), ("x", T.FLOAT32, [3]))
+    )
+    less = cond.add_tensor("less", T.BOOL, [])
+    cond.add_operator(Op.LESS, [ci, cn], [less])
+    cond.add_output(less)
+    body = b.add_subgraph("body")
+    bi, bn, bx = (
+        body.add_input(name, t, s)
+        for name, t, s in (("i", T.INT32, []), ("n", T.INT32, []), ("x", T.FLOAT32, [3]))
+    )
+    one = body.add_constant("one", np.int32(1))
+    factor = body.add_constant("factor", np.float32(1.5))
+    i1 = body.add_tensor("i1", T.INT32, [])
+    scaled = body.add_tensor("scaled", T.FLOAT32, [3])
+    as_float = body.add_tensor("i_float", T.FLOAT32, [])
+    x1 = body.add_tensor("x1", T.FLOAT32, [3])
+    body.add_operator(Op.ADD, [bi, one], [i1])
+    body.add_operator(Op.MUL, [bx, factor], [scaled])
+    body.add_operator(Op.CAST, [i1], [as_float])
+    body.add_operator(Op.ADD, [scaled, as_float], [x1])
+    for o in (i1, bn, x1):
+        body.add_output(o)
+    return b.build()
+
+
+@pytest.mark.parametrize("start, limit", [(0, 5), (3, 3), (7, 2), (0, 40)])
+def test_while_loops_until_the_condition_fails(start, limit):
+    x = np.array([1, -2, 0.5], np.float32)
+    i, _, _ = both(counting_loop(), [np.array(start, np.int32), np.array(limit, np.int32), x])
+    assert int(i) == max(start, limit)
+
+
+def growing_loop(start: int = 1) -> bytes:
+    """while i < n: acc = concat(acc, [i * 10]); i += 1 - acc (`start` elements) grows each iteration."""
+    b = ModelBuilder()
+    main = b.main
+    i0 = main.add_input("i", T.INT32, [1])
+    n = main.add_input("n", T.INT32, [1])
+    acc0 = main.add_input("acc", T.INT32, [start], shape_signature=[-1])
+    outs = [main.add_tensor(f"o{k}", T.INT32, s) for k, s in enumerate(([1], [1], [start]))]
+    for o in outs:
+        main.add_output(o)
+    main.add_operator(Op.WHILE, [i0, n, acc0], outs, {"cond_subgraph_index": 1, "body_subgraph_index": 2})
+    cond = b.add_subgraph("cond")
+    ci = cond.add_input("i", T.INT32, [1])
+    cn = cond.add_input("n", T.INT32, [1])
+    cond.add_input("acc", T.INT32, [start], shape_signature=[-1])
+    less = cond.add_tensor("less", T.BOOL, [1])
+    cond.add_operator(Op.LESS, [ci, cn], [less])
+    cond.add_output(less)
+    body = b.add_subgraph("body")
+    bi = body.add_input("i", T.INT32, [1])
+    bn = body.add_input("n", T.INT32, [1])
+    bacc = body.add_input("acc", T.INT32, [start], shape_signature=[-1])
+    ten = body.add_constant("ten", np.array([10], np.int32))
+    one = body.add_constant("one", np.array([1], np.int32))
+    tens = body.add_tensor("tens", T.INT32, [1])
+    grown = body.add_tensor("grown", T.INT32, [start + 1], shape_signature=[-1])
+    i1 = body.add_tensor("i1", T.INT32, [1])
+    body.add_operator(Op.MUL, [bi, ten], [tens])
+    body.add_operator(Op.CONCATENATION, [bacc, tens], [grown], {"axis": 0})
+    body.add_operator(Op.ADD, [bi, one], [i1])
+    for o in (i1, bn, grown):
+        body.add_output(o)
+    return b.build()
+
+
+@pytest.mark.parametrize("limit", [0, 1, 4, 9])
+def test_while_with_loop_carried_tensors_that_grow(limit):
+    feeds = [np.array([0], np.int32), np.array([limit], np.int32), np.array([-1], np.int32)]
+    _, _, acc = both(growing_loop(), feeds)
+    assert acc.tolist() == [-1] + [10 * k for k in range(limit)]
+
+
+def test_while_growing_from_empty():
+    # LiteRT takes the [0] -> [1] change for a static loop and then fails to invoke; pytflite runs it
+    feeds = [np.array([0], np.int32), np.array([3], np.int32), np.zeros([0], np.int32)]
+    _, _, acc = run(pytflite.Interpreter(model_content=growing_loop(start=0)), feeds)
+    assert acc.tolist() == [0, 10, 20]
+
+
+def test_while_runs_again_after_a_different_input():
+    model = growing_loop(start=2)
+    interpreter, reference = pytflite.Interpreter(model_content=model), litert_interpreter(model)
+    for limit in (3, 1, 5):
+        feeds = [np.array([0], np.int32), np.array([limit], np.int32), np.array([7, 8], np.int32)]
+        for a, b in zip(run(interpreter, feeds), run(reference, feeds)):
+            assert_matches(a, b)
+
+
+def test_if_inside_a_while_body():
+    """The corpus's control_flow pattern: a loop body that branches on the counter's parity."""
+    b = ModelBuilder()
+    main = b.main
+    i0, n, x0 = (main.add_input(k, t, []) for k, t in (("i", T.INT32), ("n", T.INT32), ("x", T.FLOAT32)))
+    outs = [main.add_tensor(f"o{k}", t, []) for k, t in enumerate((T.INT32, T.INT32, T.FLOAT32))]
+    for o in outs:
+        main.add_output(o)
+    main.add_operator(Op.WHILE, [i0, n, x0], outs, {"cond_subgraph_index": 1, "body_subgraph_index": 2})
+    cond = b.add_subgraph("cond")
+    ci, cn, _ = (cond.add_input(k, t, []) for k, t in (("i", T.INT32), ("n", T.INT32), ("x", T.FLOAT32)))
+    less = cond.add_tensor("less", T.BOOL, [])
+    cond.add_operator(Op.LESS, [ci, cn], [less])
+    cond.add_output(less)
+    body = b.add_subgraph("body")
+    bi, bn, bx = (body.add_input(k, t, []) for k, t in (("i", T.INT32), ("n", T.INT32), ("x", T.FLOAT32)))
+    two, one = body.add_constant("two", np.int32(2)), body.add_constant("one", np.int32(1))
+    parity, zero = body.add_tensor("parity", T.INT32, []), body.add_constant("zero", np.int32(0))
+    even, x1, i1 = (
+        body.add_tensor("even", T.BOOL, []),
+        body.add_tensor("x1", T.FLOAT32, []),
+        body.add_tensor("i1", T.INT32, []),
+    )
+    body.add_operator(Op.FLOOR_MOD, [bi, two], [parity])
+    body.add_operator(Op.EQUAL, [parity, zero], [even])
+    body.add_operator(Op.IF, [even, bx], [x1], {"then_subgraph_index": 3, "else_subgraph_index": 4})
+    body.add_operator(Op.ADD, [bi, one], [i1])
+    for o in (i1, bn, x1):
+        body.add_output(o)
+    for name, op, constant in (("double", Op.MUL, 2.0), ("sine", Op.SIN, None)):
+        branch = b.add_subgraph(name)
+        bx_ = branch.add_input("x", T.FLOAT32, [])
+        result = branch.add_tensor("y", T.FLOAT32, [])
+        inputs = [bx_] if constant is None else [bx_, branch.add_constant("c", np.float32(constant))]
+        branch.add_operator(op, inputs, [result])
+        branch.add_output(result)
+    both(b.build(), [np.array(0, np.int32), np.array(7, np.int32), np.array(0.3, np.float32)])
+
+
+# --- CALL_ONCE and resource variables ------------------------------------------------------------------
+
+
+def accumulator_model() -> bytes:
+    """state (initialised to [1, 2] by CALL_ONCE) += x at every invoke; returns the new state."""
+    b = ModelBuilder()
+    main = b.main
+    x = main.add_input("x", T.FLOAT32, [2])
+    handle = main.add_tensor("handle", T.RESOURCE, [])
+    value = main.add_tensor("value", T.FLOAT32, [2])
+    total = main.add_tensor("total", T.FLOAT32, [2])
+    main.add_output(total)
+    main.add_operator(Op.CALL_ONCE, [], [], {"init_subgraph_index": 1})
+    main.add_operator(Op.VAR_HANDLE, [], [handle], {"container": "", "shared_name": "acc"})
+    main.add_operator(Op.READ_VARIABLE, [handle], [value])
+    main.add_operator(Op.ADD, [value, x], [total])
+    main.add_operator(Op.ASSIGN_VARIABLE, [handle, total], [])
+    init = b.add_subgraph("init")
+    init_handle = init.add_tensor("handle", T.RESOURCE, [])
+    start = init.add_constant("start", np.array([1, 2], np.float32))
+    init.add_operator(Op.VAR_HANDLE, [], [init_handle], {"container": "", "shared_name": "acc"})
+    init.add_operator(Op.ASSIGN_VARIABLE, [init_handle, start], [])
+    b.add_signature("step", {"x": x}, {"total": total})
+    return b.build()
+
+
+def test_resource_variable_state_across_invokes_and_reset():
+    model = accumulator_model()
+    interpreter, reference = pytflite.Interpreter(model_content=model), litert_interpreter(model)
+    xs = [np.array([0.5, -1], np.float32), np.array([2, 3], np.float32), np.array([-4, 0.25], np.float32)]
+    for x in xs:
+        assert_matches(run(interpreter, [x])[0], run(reference, [x])[0])
+    assert np.array_equal(run(interpreter, [np.zeros(2, np.float32)])[0], [1 + 0.5 + 2 - 4, 2 - 1 + 3 + 0.25])
+    # reset_all_variables leaves resource variables alone, as in LiteRT
+    for it in (interpreter, reference):
+        it.reset_all_variables()
+    run(reference, [np.zeros(2, np.float32)])
+    assert_matches(run(interpreter, [xs[0]])[0], run(reference, [xs[0]])[0])
+
+
+def test_signature_runner_reaches_the_same_variable():
+    model = accumulator_model()
+    runner = pytflite.Interpreter(model_content=model).get_signature_runner("step")
+    reference = litert_interpreter(model).get_signature_runner("step")
+    for x in (np.array([1, 1], np.float32), np.array([2, -3], np.float32)):
+        assert_matches(runner(x=x)["total"], reference(x=x)["total"])
+
+
+def test_reading_an_unassigned_variable_fails():
+    b = ModelBuilder()
+    handle = b.add_tensor("handle", T.RESOURCE, [])
+    value = b.add_tensor("value", T.FLOAT32, [2])
+    b.add_output(value)
+    b.add_operator(Op.VAR_HANDLE, [], [handle], {"container": "", "shared_name": "never"})
+    b.add_operator(Op.READ_VARIABLE, [handle], [value])
+    fails(b.build(), [], "READ_VARIABLE of variable 0, which has not been assigned")
+
+
+# --- hash tables ---------------------------------------------------------------------------------------
+
+
+def table_model(key_type: T, value_type: T, keys, values, default) -> bytes:
+    b = ModelBuilder()
+    query = b.add_input("query", key_type, [3])
+    handle = b.add_tensor("table", T.RESOURCE, [1])
+    found = b.add_tensor("found", value_type, [3])
+    size = b.add_tensor("size", T.INT64, [1])
+    b.add_output(found)
+    b.add_output(size)
+    keys_c = b.add_tensor(
+        "keys", key_type, [len(keys)], data=np.array(keys, dtype=object if key_type == T.STRING else np.int64)
+    )
+    values_c = b.add_tensor(
+        "values",
+        value_type,
+        [len(values)],
+        data=np.array(values, dtype=object if value_type == T.STRING else np.int64),
+    )
+    default_c = b.add_tensor(
+        "default",
+        value_type,
+        [],
+        data=np.array(default, dtype=object if value_type == T.STRING else np.int64),
+    )
+    options = {"table_id": 7, "key_dtype": int(key_type), "value_dtype": int(value_type)}
+    b.add_operator(Op.HASHTABLE, [], [handle], options)
+    b.add_operator(Op.HASHTABLE_IMPORT, [handle, keys_c, values_c], [])
+    b.add_operator(Op.HASHTABLE_FIND, [handle, query, default_c], [found])
+    b.add_operator(Op.HASHTABLE_SIZE, [handle], [size])
+    return b.build()
+
+
+def test_string_to_int64_table():
+    model = table_model(T.STRING, T.INT64, [b"cat", b"dog", b"cat"], [1, 2, 3], -1)
+    found, size = both(model, [np.array([b"dog", b"cow", b"cat"], dtype=object)])
+    assert found.tolist() == [2, -1, 1] and size.tolist() == [2]  # a repeated key keeps its first value
+
+
+def test_int64_to_string_table():
+    model = table_model(T.INT64, T.STRING, [3, 5], [b"three", b"five"], b"?")
+    found, size = both(model, [np.array([5, 4, 3], np.int64)])
+    assert found.tolist() == [b"five", b"?", b"three"] and size.tolist() == [2]
+
+
+# --- malformed models ------------------------------------------------------------------------------
+
+
+def test_control_flow_errors_name_the_problem():
+    b = ModelBuilder()
+    cond = b.add_input("cond", T.BOOL, [])
+    x = b.add_input("x", T.FLOAT32, [2])
+    out = b.add_tensor("out", T.FLOAT32, [2])
+    b.add_output(out)
+    b.add_operator(Op.IF, [cond, x], [out], {"then_subgraph_index": 5, "else_subgraph_index": 0})
+    fails(b.build(), [np.array(True), np.zeros(2, np.float32)], "IF then subgraph index 5 out of range")
+    b = ModelBuilder()
+    i = b.add_input("i", T.INT32, [])
+    o = b.add_tensor("o", T.INT32, [])
+    b.add_output(o)
+    b.add_operator(Op.WHILE, [i], [o], {"cond_subgraph_index": 0, "body_subgraph_index": 0})
+    fails(b.build(), [np.array(0, np.int32)], "WHILE condition and body must be different subgraphs")
