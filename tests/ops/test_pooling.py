@@ -1,5 +1,6 @@
 """AVERAGE_POOL_2D, MAX_POOL_2D and L2_POOL_2D against LiteRT: filter sizes, strides, padding (padded
-positions excluded), fused activations, every evaluation path, quantized MAX_POOL_2D, and errors."""
+positions excluded), fused activations, every evaluation path, quantized MAX_POOL_2D and AVERAGE_POOL_2D
+(int8, uint8, int16; BUILTIN_REF too), the corpus's quantized pooling layers, and errors."""
 
 from __future__ import annotations
 
@@ -105,16 +106,140 @@ def test_quantized_max_pool(tensor_type, zero_point, version, activation, paddin
     ).check()
 
 
+QUANTIZED = {T.INT8: np.int8, T.UINT8: np.uint8, T.INT16: np.int16}
+
+
+def _quantized_pool(op, x, tensor_type, options, in_q, out_q=None):
+    return SingleOpModel(
+        op,
+        [Operand(x, type=tensor_type, quantization=in_q)],
+        [tensor_type],
+        options,
+        version=3 if tensor_type == T.INT16 else 2,
+        output_quantization=[out_q or in_q],
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    op=st.sampled_from([Op.AVERAGE_POOL_2D, Op.MAX_POOL_2D]),
+    tensor_type=st.sampled_from(list(QUANTIZED)),
+    batch=st.integers(1, 2),
+    size=st.tuples(st.integers(1, 11), st.integers(1, 11)),
+    channels=st.sampled_from([1, 3, 8, 13, 16, 21, 40]),  # around the 8/16-channel NEON blocks
+    filter_hw=st.tuples(st.integers(1, 5), st.integers(1, 5)),
+    strides=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+    padding=st.sampled_from(["SAME", "VALID"]),
+    activation=st.sampled_from(ACTIVATIONS),
+    scale=st.floats(0.001, 0.2),
+    seed=st.integers(0, 2**16),
+)
+def test_quantized_pooling(
+    op, tensor_type, batch, size, channels, filter_hw, strides, padding, activation, scale, seed
+):
+    """Integer sums rounded half away from zero by the valid-tap count, then the activation's clamp."""
+    rng = np.random.default_rng(seed)
+    dtype = QUANTIZED[tensor_type]
+    info = np.iinfo(dtype)
+    x = rng.integers(info.min, info.max, [batch, *size, channels], endpoint=True).astype(dtype)
+    zero_point = 0 if tensor_type == T.INT16 else int(rng.integers(info.min, info.max, endpoint=True))
+    quantization = AffineQuantization([scale], [zero_point])
+    options = _options(filter_hw, strides, padding, activation)
+    _quantized_pool(op, x, tensor_type, options, quantization).check()
+
+
+@pytest.mark.parametrize("tensor_type", list(QUANTIZED), ids=lambda t: t.name)
+@pytest.mark.parametrize("op", [Op.AVERAGE_POOL_2D, Op.MAX_POOL_2D])
+def test_quantized_pooling_extremes_and_reference(op, tensor_type):
+    """Saturated inputs, ties (sums of odd multiples of count/2), a global window, channels past the
+    256-channel tranche, and BUILTIN_REF's kernels, which round the same way."""
+    dtype = QUANTIZED[tensor_type]
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(9)
+    zero_point = 0 if tensor_type == T.INT16 else 3
+    quantization = AffineQuantization([0.05], [zero_point])
+
+    def random(rng, shape):
+        return rng.integers(info.min, info.max, shape, endpoint=True).astype(dtype)
+
+    ties = np.array([info.min, info.max, -1 if info.min else 1, 2, 3, 0]).astype(dtype)
+    cases = [
+        (np.full([1, 4, 4, 8], info.max, dtype), (2, 2), (2, 2), "VALID"),
+        (np.full([1, 4, 4, 8], info.min, dtype), (3, 3), (1, 1), "SAME"),
+        (np.resize(ties, [2, 6, 6, 18]), (2, 2), (1, 1), "SAME"),  # two taps: every odd sum is a tie
+        (np.resize(ties[::-1], [1, 5, 7, 24]), (2, 3), (2, 1), "SAME"),
+        (
+            rng.integers(info.min, info.max, [2, 7, 9, 300], endpoint=True).astype(dtype),
+            (7, 9),
+            (1, 1),
+            "VALID",
+        ),
+        (
+            rng.integers(info.min, info.max, [1, 6, 6, 260], endpoint=True).astype(dtype),
+            (3, 3),
+            (2, 2),
+            "SAME",
+        ),
+        # 529 and 576 taps: int16 sums need float64 to stay exact
+        (np.resize(ties, [1, 24, 24, 3]), (24, 24), (1, 1), "VALID"),
+        (random(rng, [1, 25, 26, 2]), (23, 23), (2, 3), "SAME"),
+        (np.full([1, 23, 23, 2], info.min, dtype), (23, 23), (5, 5), "SAME"),
+    ]
+    for x, filter_hw, strides, padding in cases:
+        for activation in ("NONE", "RELU6"):
+            model = _quantized_pool(
+                op, x, tensor_type, _options(filter_hw, strides, padding, activation), quantization
+            )
+            model.check()
+            check_ref(model)
+
+
+@pytest.mark.parametrize("tensor_type", list(QUANTIZED), ids=lambda t: t.name)
+@pytest.mark.parametrize("op", [Op.AVERAGE_POOL_2D, Op.MAX_POOL_2D])
+def test_quantized_pooling_ignores_the_output_quantization(op, tensor_type):
+    """TFLite only DCHECKs equal input/output quantization: a release build pools the stored integers and
+    clamps to the output's activation range."""
+    dtype = QUANTIZED[tensor_type]
+    info = np.iinfo(dtype)
+    x = np.random.default_rng(5).integers(info.min, info.max, [1, 6, 7, 5], endpoint=True).astype(dtype)
+    zero_points = (0, 0) if tensor_type == T.INT16 else (7, -2 if tensor_type == T.INT8 else 100)
+    in_q = AffineQuantization([0.02], [zero_points[0]])
+    out_q = AffineQuantization([0.07], [zero_points[1]])
+    _quantized_pool(op, x, tensor_type, _options((3, 2), (2, 2), "SAME", "RELU_N1_TO_1"), in_q, out_q).check()
+
+
+def check_ref(model: SingleOpModel) -> None:
+    """Compare with LiteRT when both run BUILTIN_REF (TFLite's reference kernels)."""
+    from tests.oracle import assert_matches, litert, litert_interpreter, run
+
+    content, feeds = model.build()
+    kind = litert.OpResolverType.BUILTIN_REF
+    reference = run(litert_interpreter(content, experimental_op_resolver_type=kind), feeds)
+    ours = run(pytflite.Interpreter(model_content=content, experimental_op_resolver_type=kind), feeds)
+    for a, b in zip(ours, reference):
+        assert_matches(a, b)
+
+
+@pytest.mark.parametrize("op", [Op.AVERAGE_POOL_2D, Op.MAX_POOL_2D])
+def test_quantized_corpus_layers(op):
+    from tests.ops.test_shape import check_corpus_layer, corpus_layers
+
+    layers = corpus_layers(op)
+    for name, index in layers:
+        check_corpus_layer(name, index)
+
+
 @pytest.mark.parametrize(
     "op, tensor_type, message",
     [
-        (Op.AVERAGE_POOL_2D, T.INT8, "AVERAGE_POOL_2D of a quantized INT8 input is not supported yet"),
-        (Op.L2_POOL_2D, T.INT8, "L2_POOL_2D of a quantized INT8 input is not supported yet"),
-        (Op.MAX_POOL_2D, T.INT32, "Type INT32 \\(input\\) is unsupported by op MAX_POOL_2D"),
+        (Op.L2_POOL_2D, T.INT8, r"Type INT8 \(input\) is unsupported by op L2_POOL_2D"),  # float32 only
+        (Op.L2_POOL_2D, T.INT16, r"Type INT16 \(input\) is unsupported by op L2_POOL_2D"),
+        (Op.AVERAGE_POOL_2D, T.INT32, r"Type INT32 \(input\) is unsupported by op AVERAGE_POOL_2D"),
+        (Op.MAX_POOL_2D, T.INT32, r"Type INT32 \(input\) is unsupported by op MAX_POOL_2D"),
     ],
 )
 def test_unsupported_types(op, tensor_type, message):
-    dtype = np.int8 if tensor_type == T.INT8 else np.int32
+    dtype = {T.INT8: np.int8, T.INT16: np.int16, T.INT32: np.int32}[tensor_type]
     quantization = AffineQuantization(np.array([0.1], np.float32), np.array([0]))
     model, _ = SingleOpModel(
         op,

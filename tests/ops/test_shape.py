@@ -16,9 +16,10 @@ from hypothesis.extra import numpy as hnp
 import pytflite
 from pytflite import BuiltinOperator as Op
 from pytflite import TensorType as T
-from pytflite.core.types import AllocationType, tensor_type_for_dtype
+from pytflite.core.types import AllocationType, storage_dtype, tensor_type_for_dtype
 from pytflite.model.builder import ModelBuilder
-from tests.oracle import compare_with_litert, litert_interpreter, requires_litert, run
+from pytflite.model.reader import read_model
+from tests.oracle import CORPUS, compare_with_litert, litert_interpreter, requires_litert, run
 from tests.single_op import Operand, SingleOpModel
 
 pytestmark = requires_litert
@@ -548,11 +549,106 @@ def test_concatenation_errors():
         {"axis": 0},
     ).build()
     _prepare_error(model, r"t0->dims->size > 0 was not true")
-    quantized = [Operand(_sample((2, 2), np.uint8), quantization=(s, 0)) for s in (0.5, 0.25)]
+    # int8 inputs must share the output's quantization (uint8 ones are requantized)
+    quantized = [Operand(_sample((2, 2), np.int8), quantization=(s, 0)) for s in (0.5, 0.25)]
     model, _ = SingleOpModel(
-        Op.CONCATENATION, quantized, [T.UINT8], {"axis": 0}, output_quantization=[(0.5, 0)]
+        Op.CONCATENATION, quantized, [T.INT8], {"axis": 0}, output_quantization=[(0.5, 0)], version=2
     ).build()
-    _prepare_error(model, r"requantizing concatenation is not supported")
+    _prepare_error(model, r"CONCATENATION input 1 / output scale 0.25 != 0.5")
+    quantized = [Operand(_sample((2, 2), np.int8), quantization=(0.5, z)) for z in (0, 3)]
+    model, _ = SingleOpModel(
+        Op.CONCATENATION, quantized, [T.INT8], {"axis": 0}, output_quantization=[(0.5, 0)], version=2
+    ).build()
+    _prepare_error(model, r"CONCATENATION input 1 / output zero point 3 != 0")
+    quantized = [Operand(_sample((2, 2), np.int16), quantization=(0.5, z)) for z in (0, 2)]
+    model, _ = SingleOpModel(
+        Op.CONCATENATION, quantized, [T.INT16], {"axis": 0}, output_quantization=[(0.5, 0)], version=3
+    ).build()
+    _prepare_error(model, r"CONCATENATION int16 input zero point 2 != 0")
+
+
+def check_ref(model: SingleOpModel) -> None:
+    """Compare with LiteRT when both run BUILTIN_REF (TFLite's reference kernels)."""
+    from tests.oracle import assert_matches, litert
+
+    content, feeds = model.build()
+    kind = litert.OpResolverType.BUILTIN_REF
+    reference = run(litert_interpreter(content, experimental_op_resolver_type=kind), feeds)
+    ours = run(pytflite.Interpreter(model_content=content, experimental_op_resolver_type=kind), feeds)
+    for a, b in zip(ours, reference):
+        assert_matches(a, b)
+
+
+def _full_range(shape, dtype, rng) -> np.ndarray:
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, info.max, shape, endpoint=True).astype(dtype)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rank=st.integers(1, 4),
+    count=st.integers(1, 4),
+    data=st.data(),
+    seed=st.integers(0, 2**16),
+)
+def test_concatenation_uint8_requantizes(rank, count, data, seed):
+    # ConcatenationWithScaling: a uint8 input quantized unlike the output is requantized in float32,
+    # round(q * scale + bias) half away from zero (no fused multiply-add: LiteRT's x86 build has none).
+    rng = np.random.default_rng(seed)
+    base = [int(rng.integers(1, 5)) for _ in range(rank)]
+    axis = data.draw(st.integers(-rank, rank - 1))
+    out_scale = float(np.float32(rng.uniform(0.005, 1.0)))
+    output = (out_scale, int(rng.integers(0, 256)))
+    operands = []
+    for i in range(count):
+        shape = list(base)
+        shape[axis] = int(rng.integers(0 if i else 1, 4))  # an empty input adds nothing
+        factor = data.draw(st.sampled_from([1.0, 0.5, 2.0, 3.0, 0.37, 7.9]))
+        zero_point = int(rng.integers(0, 256))
+        quantization = output if data.draw(st.booleans()) else (out_scale * factor, zero_point)
+        constant = data.draw(st.booleans())
+        operands.append(
+            Operand(_full_range(shape, np.uint8, rng), constant=constant, quantization=quantization)
+        )
+    _check(SingleOpModel(Op.CONCATENATION, operands, [T.UINT8], {"axis": axis}, output_quantization=[output]))
+
+
+def test_concatenation_uint8_requantizes_ties_and_saturation():
+    x = np.arange(256, dtype=np.uint8).reshape(2, 128)
+    for in_q, out_q in [
+        ((0.5, 1), (1.0, 0)),  # every other value a tie: half away from zero
+        ((0.5, 200), (1.0, 128)),  # negative ties
+        ((4.0, 0), (1.0, 10)),  # saturates at 255
+        ((0.25, 255), (1.0, 3)),  # saturates at 0
+        ((0.015625, 17), (0.01, 250)),
+    ]:
+        operands = [Operand(x, quantization=in_q), Operand(x[:, :5], constant=True, quantization=out_q)]
+        model = SingleOpModel(Op.CONCATENATION, operands, [T.UINT8], {"axis": 1}, output_quantization=[out_q])
+        model.check()
+        check_ref(model)  # the reference kernel is the same function
+    # every input constant: TFLite folds the requantizing concatenation in prepare
+    operands = [
+        Operand(x, constant=True, quantization=(0.3, 7)),
+        Operand(x, constant=True, quantization=(0.5, 9)),
+    ]
+    SingleOpModel(Op.CONCATENATION, operands, [T.UINT8], {"axis": 0}, output_quantization=[(0.4, 20)]).check()
+
+
+@pytest.mark.parametrize("tensor_type, dtype", [(T.INT8, np.int8), (T.INT16, np.int16)])
+def test_concatenation_int8_int16_copy(tensor_type, dtype):
+    # int8 with equal quantization and int16 with zero points 0 (any scales) copy the stored values
+    rng = np.random.default_rng(4)
+    if tensor_type == T.INT8:
+        quantizations, output = [(0.3, -7)] * 3, (0.3, -7)
+    else:
+        quantizations, output = [(0.3, 0), (0.001, 0), (2.0, 0)], (0.5, 0)
+    operands = [
+        Operand(_full_range((2, 3, k + 1), dtype, rng), quantization=q) for k, q in enumerate(quantizations)
+    ]
+    version = 2 if tensor_type == T.INT8 else 3
+    SingleOpModel(
+        Op.CONCATENATION, operands, [tensor_type], {"axis": -1}, output_quantization=[output], version=version
+    ).check()
 
 
 # --- SPLIT, SPLIT_V ----------------------------------------------------------------------------------------
@@ -878,3 +974,174 @@ def test_shape_after_input_resize():
             shape_out, y_out = run(interpreter, [value])
             assert shape_out.tolist() == [batch, 2, 3]
             np.testing.assert_array_equal(y_out, value.transpose(2, 0, 1))
+
+
+# --- quantized corpus layers -------------------------------------------------------------------------------
+
+QUANTIZED_CORPUS = ("small_cnn_int8", "small_cnn_int16x8")
+
+
+def corpus_layers(op: Op, models=QUANTIZED_CORPUS) -> list[tuple[str, int]]:
+    """(model name, operator index) of every `op` layer in the corpus models present."""
+    layers = []
+    for name in models:
+        path = CORPUS / f"{name}.tflite"
+        if not path.exists():
+            continue
+        model = read_model(path.read_bytes())
+        for i, operator in enumerate(model.subgraphs[0].operators):
+            if model.operator_codes[operator.opcode_index].builtin_code == op:
+                layers.append((name, i))
+    return layers
+
+
+def check_corpus_layer(name: str, index: int, seed: int = 0) -> None:
+    """Rebuild one corpus layer as a single-op model (its options, version, constant inputs, tensor
+    shapes and quantization) and compare it with LiteRT on random inputs over each type's full range."""
+    model = read_model((CORPUS / f"{name}.tflite").read_bytes())
+    subgraph = model.subgraphs[0]
+    operator = subgraph.operators[index]
+    code = model.operator_codes[operator.opcode_index]
+    rng = np.random.default_rng(seed)
+    builder = ModelBuilder()
+    inputs, feeds = [], []
+    for i in operator.inputs:
+        if i < 0:
+            inputs.append(-1)
+            continue
+        tensor = subgraph.tensors[i]
+        kwargs = {"quantization": tensor.quantization}
+        if tensor.data is not None:
+            inputs.append(builder.add_tensor(f"c{i}", tensor.type, tensor.shape, data=tensor.data, **kwargs))
+            continue
+        inputs.append(builder.add_input(f"in{i}", tensor.type, tensor.shape, **kwargs))
+        dtype = storage_dtype(tensor.type)
+        if np.issubdtype(dtype, np.floating):
+            feeds.append(rng.standard_normal(tensor.shape).astype(dtype))
+        else:
+            info = np.iinfo(dtype)
+            feeds.append(rng.integers(info.min, info.max, tensor.shape, endpoint=True).astype(dtype))
+    outputs = []
+    for o in operator.outputs:
+        tensor = subgraph.tensors[o]
+        outputs.append(
+            builder.add_tensor(f"out{o}", tensor.type, tensor.shape, quantization=tensor.quantization)
+        )
+        builder.add_output(outputs[-1])
+    builder.add_operator(code.builtin_code, inputs, outputs, operator.builtin_options, version=code.version)
+    compare_with_litert(builder.build(), feeds)
+
+
+@pytest.mark.parametrize(
+    "name, index",
+    [layer for op in (Op.CONCATENATION, Op.RESHAPE, Op.TILE, Op.TRANSPOSE) for layer in corpus_layers(op)],
+)
+def test_quantized_corpus_layers(name, index):
+    check_corpus_layer(name, index)
+
+
+def agrees_with_litert(model: SingleOpModel) -> bool:
+    """LiteRT and pytflite both refuse the model (at allocation or invocation), or both run it and
+    produce the same outputs; returns whether it ran."""
+    content, feeds = model.build()
+    try:
+        run(litert_interpreter(content), feeds)
+    except (RuntimeError, ValueError):
+        with pytest.raises(RuntimeError):
+            run(pytflite.Interpreter(model_content=content), feeds)
+        return False
+    compare_with_litert(content, feeds)
+    return True
+
+
+QUANTIZATION_VARIANTS = {  # (input, output) quantizations to try
+    T.INT8: [((0.5, 3), (0.5, 3)), ((0.5, 3), (0.25, 3)), ((0.5, 3), (0.5, 4))],
+    T.UINT8: [((0.5, 130), (0.5, 130)), ((0.5, 130), (0.25, 130)), ((0.5, 130), (0.5, 131))],
+    T.INT16: [((0.5, 0), (0.5, 0)), ((0.5, 0), (0.25, 0)), ((0.5, 0), (0.5, 1)), ((0.5, 2), (0.5, 2))],
+}
+
+
+def _mover(op, x, extra, options, outputs=1, version=1):
+    def make(tensor_type, in_q, out_q):
+        operands = [
+            Operand(x.astype(storage_dtype(tensor_type)), type=tensor_type, quantization=in_q),
+            *extra,
+        ]
+        return SingleOpModel(
+            op,
+            operands,
+            [tensor_type] * outputs,
+            options,
+            version=version,
+            output_quantization=[out_q] * outputs,
+        )
+
+    return make
+
+
+_XQ = np.arange(-12, 12).reshape(2, 3, 4)
+_SHAPE_MOVERS = {
+    "RESHAPE": _mover(Op.RESHAPE, _XQ, [Operand(np.array([4, 6], np.int32), constant=True)], None),
+    "SQUEEZE": _mover(Op.SQUEEZE, _XQ.reshape(2, 1, 12), [], {"squeeze_dims": [1]}),
+    "EXPAND_DIMS": _mover(Op.EXPAND_DIMS, _XQ, [Operand(np.array(1, np.int32), constant=True)], None),
+    "TRANSPOSE": _mover(
+        Op.TRANSPOSE, _XQ, [Operand(np.array([2, 0, 1], np.int32), constant=True)], None, version=5
+    ),
+    "TILE": _mover(Op.TILE, _XQ, [Operand(np.array([1, 2, 2], np.int32), constant=True)], None, version=3),
+    "SPLIT_V": lambda t, i, o: SingleOpModel(
+        Op.SPLIT_V,
+        [
+            Operand(_XQ.astype(storage_dtype(t)), type=t, quantization=i),
+            Operand(np.array([1, 3], np.int32), constant=True),
+            Operand(np.array(2, np.int32), constant=True),
+        ],
+        [t, t],
+        {"num_splits": 2},
+        version=3,
+        output_quantization=[o, o],
+    ),
+    "SPLIT": lambda t, i, o: SingleOpModel(
+        Op.SPLIT,
+        [
+            Operand(np.array(2, np.int32), constant=True),
+            Operand(_XQ.astype(storage_dtype(t)), type=t, quantization=i),
+        ],
+        [t, t],
+        {"num_splits": 2},
+        version=4,
+        output_quantization=[o, o],
+    ),
+    "PACK": lambda t, i, o: SingleOpModel(
+        Op.PACK,
+        [Operand(_XQ.astype(storage_dtype(t)), type=t, quantization=i)] * 2,
+        [t],
+        {"values_count": 2, "axis": 1},
+        version=4,
+        output_quantization=[o],
+    ),
+    "UNPACK": _mover(Op.UNPACK, _XQ, [], {"num": 3, "axis": 1}, outputs=3, version=4),
+    "REVERSE_V2": _mover(
+        Op.REVERSE_V2, _XQ, [Operand(np.array([1], np.int32), constant=True)], None, version=3
+    ),
+    "BROADCAST_TO": _mover(
+        Op.BROADCAST_TO, _XQ, [Operand(np.array([2, 2, 3, 4], np.int32), constant=True)], None, version=3
+    ),
+    "CONCATENATION": _mover(
+        Op.CONCATENATION, _XQ, [Operand(_XQ.astype(np.int16), type=None)], {"axis": 1}, version=4
+    ),
+}
+
+
+@pytest.mark.parametrize("tensor_type", [T.INT8, T.UINT8, T.INT16], ids=lambda t: t.name)
+@pytest.mark.parametrize("op", sorted(_SHAPE_MOVERS))
+def test_quantized_data_movers_accept_what_litert_accepts(op, tensor_type):
+    """Copies of quantized values: TFLite checks the quantization of EXPAND_DIMS, PACK, UNPACK (equal
+    scale and zero point) and CONCATENATION (int8: equal, int16: zero points 0, uint8: requantized), and
+    copies everything else as stored whatever the output's parameters."""
+    for in_q, out_q in QUANTIZATION_VARIANTS[tensor_type]:
+        model = _SHAPE_MOVERS[op](tensor_type, in_q, out_q)
+        if op == "CONCATENATION":  # the second input: same type and quantization as the first
+            model.inputs[1] = Operand(model.inputs[0].value[:, :1], type=tensor_type, quantization=in_q)
+        ran = agrees_with_litert(model)
+        if tensor_type != T.INT16 or in_q[1] == 0:
+            assert ran or out_q != in_q, f"{op} refused equal quantization"

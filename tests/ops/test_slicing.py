@@ -488,3 +488,124 @@ def test_reverse_sequence_invalid():
         [TensorType.INT8],
         {"seq_dim": 1, "batch_dim": 0},
     ).fails("Type 'INT8' is not supported by reverse_sequence.")
+
+
+# --- quantization: what TFLite checks, what it copies -----------------------------------------------------
+
+_XQ = np.arange(-12, 12).reshape(2, 3, 4)
+_PADDINGS = Operand(np.array([[0, 1], [2, 0], [1, 1]], np.int32), constant=True)
+_QUANTIZED_MOVERS = {
+    "SLICE": lambda x, t, q: (
+        Op.SLICE,
+        [Operand(x, type=t, quantization=q)]
+        + [Operand(np.array(v, np.int32), constant=True) for v in ([0, 1, 1], [2, 2, -1])],
+        None,
+        4,
+    ),
+    "STRIDED_SLICE": lambda x, t, q: (
+        Op.STRIDED_SLICE,
+        [Operand(x, type=t, quantization=q)]
+        + [Operand(np.array(v, np.int32), constant=True) for v in ([0, 0, 3], [2, 3, 0], [1, 2, -1])],
+        None,
+        4,
+    ),
+    "PAD": lambda x, t, q: (Op.PAD, [Operand(x, type=t, quantization=q), _PADDINGS], None, 4),
+    "MIRROR_PAD": lambda x, t, q: (
+        Op.MIRROR_PAD,
+        [Operand(x, type=t, quantization=q), _PADDINGS],
+        {"mode": 1},
+        3,
+    ),
+    "REVERSE_SEQUENCE": lambda x, t, q: (
+        Op.REVERSE_SEQUENCE,
+        [Operand(x, type=t, quantization=q), Operand(np.array([1, 3], np.int32), constant=True)],
+        {"seq_dim": 1, "batch_dim": 0},
+        1,
+    ),
+}
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16])
+@pytest.mark.parametrize("op", sorted(_QUANTIZED_MOVERS))
+def test_quantized_movers_accept_what_litert_accepts(op, dtype):
+    """SLICE, STRIDED_SLICE and REVERSE_SEQUENCE copy quantized values whatever the output's parameters;
+    PAD fills with the output's zero point (copying the input as stored); MIRROR_PAD needs equal
+    quantization (int16: zero points 0)."""
+    from tests.ops.test_shape import agrees_with_litert
+
+    tensor_type = tflite_type(dtype)
+    base = {np.int8: (0.5, 3), np.uint8: (0.5, 130), np.int16: (0.5, 0)}[dtype]
+    variants = [(base, base), (base, (0.25, base[1])), (base, (0.5, base[1] + 1))]
+    if dtype == np.int16:
+        variants.append(((0.5, 2), (0.5, 2)))
+    for in_q, out_q in variants:
+        op_code, inputs, options, version = _QUANTIZED_MOVERS[op](_XQ.astype(dtype), tensor_type, in_q)
+        model = SingleOpModel(
+            op_code, inputs, [tensor_type], options, version=version, output_quantization=[out_q]
+        )
+        agrees_with_litert(model)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "zero_point"), [(np.int8, -128), (np.int8, 127), (np.uint8, 255), (np.int16, 0)]
+)
+def test_pad_fills_with_the_output_zero_point(dtype, zero_point):
+    # the input keeps its stored values; the padding is the OUTPUT's zero point
+    rng = np.random.default_rng(0)
+    info = np.iinfo(dtype)
+    x = rng.integers(info.min, info.max, (1, 5, 6, 3), endpoint=True).astype(dtype)
+    paddings = Operand(np.array([[0, 0], [1, 2], [3, 0], [0, 0]], np.int32), constant=True)  # image style
+    for pads in (paddings, Operand(np.array([[1, 0], [0, 1], [2, 2], [1, 0]], np.int32))):
+        SingleOpModel(
+            Op.PAD,
+            [Operand(x, quantization=(0.1, 0 if dtype == np.int16 else 5)), pads],
+            [tflite_type(dtype)],
+            output_quantization=[(0.2, zero_point)],
+            version=4,
+        ).check()
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16])
+def test_padv2_constant_quantization(dtype):
+    """PADV2's constant must carry the output's scale and zero point (TFLite checks it at invoke); its
+    stored value is the fill, without requantization."""
+    from tests.ops.test_shape import agrees_with_litert
+
+    zero = 0 if dtype == np.int16 else 4
+    x = (np.arange(24) % 11).astype(dtype).reshape(2, 3, 4)
+    for constant_q, ran in [((0.5, zero), True), ((0.25, zero), False), ((0.5, zero + 1), False)]:
+        model = SingleOpModel(
+            Op.PADV2,
+            [
+                Operand(x, quantization=(0.3, zero)),
+                _PADDINGS,
+                Operand(np.array(9, dtype), constant=True, quantization=constant_q),
+            ],
+            [tflite_type(dtype)],
+            output_quantization=[(0.5, zero)],
+            version=4,
+        )
+        assert agrees_with_litert(model) == ran
+
+
+def test_pad_quantized_errors():
+    x = np.zeros((2, 3), np.int8)
+    SingleOpModel(
+        Op.PADV2,
+        [
+            Operand(x, quantization=(0.5, 1)),
+            Operand(np.zeros((2, 2), np.int32), constant=True),
+            Operand(np.array(3, np.int8), constant=True, quantization=(0.25, 1)),
+        ],
+        [TensorType.INT8],
+        output_quantization=[(0.5, 1)],
+    ).fails("output scale 0.5 != constant_values scale 0.25")
+
+
+@pytest.mark.parametrize("op", [Op.PAD])
+def test_quantized_corpus_layers(op):
+    from tests.ops.test_shape import check_corpus_layer, corpus_layers
+
+    layers = corpus_layers(op)
+    for name, index in layers:
+        check_corpus_layer(name, index)

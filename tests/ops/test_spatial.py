@@ -379,3 +379,91 @@ def test_batch_space_errors():
     model = batch_space_model(Op.SPACE_TO_BATCH_ND, x.astype(np.uint8), T.UINT8, [2, 2], [0, 0, 0, 0])
     model.output_quantization = [(0.5, 4)]
     prepare_error(model, "SPACE_TO_BATCH_ND input/output zero_point 3 != 4")
+
+
+# --------------------------------------------------------------------------------------------------
+# Quantized inputs
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    op=st.sampled_from([Op.RESIZE_BILINEAR, Op.RESIZE_NEAREST_NEIGHBOR]),
+    tensor_type=st.sampled_from([T.UINT8, T.INT8, T.INT16]),
+    batch=st.integers(1, 2),
+    size=st.tuples(st.integers(1, 9), st.integers(1, 9)),
+    channels=st.sampled_from([1, 3, 8, 16, 24]),
+    scale=st.sampled_from(["2x", "8x", "any"]),
+    out_any=st.tuples(st.integers(1, 29), st.integers(1, 29)),
+    flag=flags,
+    constant=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_quantized_resize(op, tensor_type, batch, size, channels, scale, out_any, flag, constant, seed):
+    """The integer kernels (int8/int16: 10-bit fixed point; uint8: float corners, and LiteRT's NEON 8x
+    kernel at 8x with half-pixel centers on depth % 8 == 0) on the stored integers, whatever the
+    output's quantization (TFLite checks none), and BUILTIN_REF's variants."""
+    rng = np.random.default_rng(seed)
+    x = random_array(rng, tensor_type, [batch, *size, channels])
+    out_size = {"2x": [2 * size[0], 2 * size[1]], "8x": [8 * size[0], 8 * size[1]], "any": list(out_any)}[
+        scale
+    ]
+    zero_point = (
+        0 if tensor_type == T.INT16 else int(rng.integers(0 if tensor_type == T.UINT8 else -128, 128))
+    )
+    model = SingleOpModel(
+        op,
+        [
+            Operand(x, type=tensor_type, quantization=(float(rng.uniform(0.001, 1)), zero_point)),
+            Operand(np.array(out_size, np.int32), constant=constant),
+        ],
+        [tensor_type],
+        {"align_corners": flag[0], "half_pixel_centers": flag[1]},
+        version=4,
+        output_quantization=[
+            (float(rng.uniform(0.001, 1)), 0 if tensor_type == T.INT16 else zero_point // 2)
+        ],
+    )
+    model.check()
+    check_ref(model)
+
+
+@pytest.mark.parametrize("op", [Op.RESIZE_BILINEAR, Op.RESIZE_NEAREST_NEIGHBOR])
+def test_quantized_corpus_layers(op):
+    from tests.ops.test_shape import check_corpus_layer, corpus_layers
+
+    layers = corpus_layers(op)
+    for name, index in layers:
+        check_corpus_layer(name, index)
+
+
+_XQ = np.arange(-16, 16).reshape(2, 2, 2, 4)
+_SPATIAL_MOVERS = {
+    "DEPTH_TO_SPACE": (Op.DEPTH_TO_SPACE, [], {"block_size": 2}, 2),
+    "SPACE_TO_DEPTH": (Op.SPACE_TO_DEPTH, [], {"block_size": 2}, 2),
+    "SPACE_TO_BATCH_ND": (Op.SPACE_TO_BATCH_ND, [[2, 2], [[0, 0], [1, 1]]], None, 3),
+    "BATCH_TO_SPACE_ND": (Op.BATCH_TO_SPACE_ND, [[2, 1], [[0, 1], [0, 0]]], None, 3),
+    "RESIZE_NEAREST_NEIGHBOR": (Op.RESIZE_NEAREST_NEIGHBOR, [[3, 5]], None, 4),
+    "RESIZE_BILINEAR": (Op.RESIZE_BILINEAR, [[3, 5]], None, 4),
+}
+
+
+@pytest.mark.parametrize("tensor_type", [T.INT8, T.UINT8, T.INT16], ids=lambda t: t.name)
+@pytest.mark.parametrize("op", sorted(_SPATIAL_MOVERS))
+def test_quantized_movers_accept_what_litert_accepts(op, tensor_type):
+    """BATCH_TO_SPACE_ND and SPACE_TO_BATCH_ND need equal quantization (int16: zero points 0); the
+    depth/space re-layouts and the resizes take any output quantization."""
+    from tests.ops.test_shape import agrees_with_litert
+
+    code, extra, options, version = _SPATIAL_MOVERS[op]
+    x = _XQ.astype(DTYPE[tensor_type])
+    base = {T.INT8: (0.5, 3), T.UINT8: (0.5, 130), T.INT16: (0.5, 0)}[tensor_type]
+    variants = [(base, base), (base, (0.25, base[1])), (base, (0.5, base[1] + 1))]
+    if tensor_type == T.INT16:
+        variants.append(((0.5, 2), (0.5, 2)))
+    for in_q, out_q in variants:
+        inputs = [Operand(x, type=tensor_type, quantization=in_q)]
+        inputs += [Operand(np.array(v, np.int32), constant=True) for v in extra]
+        model = SingleOpModel(
+            code, inputs, [tensor_type], options, version=version, output_quantization=[out_q]
+        )
+        agrees_with_litert(model)

@@ -1,4 +1,5 @@
-"""Unary math, CAST and ZEROS_LIKE against LiteRT.
+"""Unary math, CAST and ZEROS_LIKE against LiteRT, and quantized int8/int16 ABS, EXP, LOG, SQRT, RSQRT
+(every input value, bit-exact) and NEG.
 
 The exact ops (ABS, NEG, SQRT, RSQRT, SQUARE, FLOOR, CEIL, ROUND, SIGN, CAST) must match bit for bit, the
 sign of zero included (NaN payloads aside); EXP, LOG, SIN and COS within the float32 tolerance rule.
@@ -255,12 +256,32 @@ def test_unsupported_types_fail_in_prepare():
     assert "ZEROS_LIKE" in _prepare_error(Op.ZEROS_LIKE, [Operand(np.zeros(2, np.bool_))], T.BOOL)
 
 
-def test_quantized_variants_are_not_supported_yet():
-    q8 = Operand(np.zeros(4, np.int8), quantization=(0.5, 0))
-    assert "ABS of a quantized INT8 input is not supported yet" in _prepare_error(Op.ABS, [q8], T.INT8)
-    q16 = Operand(np.zeros(4, np.int16), quantization=(0.5, 0))
-    assert "RSQRT of a quantized INT16" in _prepare_error(Op.RSQRT, [q16], T.INT16)
-    assert "ABS of a quantized INT16" in _prepare_error(Op.ABS, [q16], T.INT16)
+def test_quantized_errors():
+    # int8 needs affine quantization on input and output (TFLite's GenericPrepare)
+    plain = Operand(np.zeros(4, np.int8))
+    assert "ABS of a quantized INT8 tensor needs affine quantization on its input" in _prepare_error(
+        Op.ABS, [plain], T.INT8
+    )
+    q16 = Operand(np.zeros(4, np.int16), quantization=(0.5, 1))
+    SingleOpModel(Op.ABS, [q16], [T.INT16], version=5, output_quantization=[(0.5, 0)]).fails(
+        "ABS int16 input zero point 1 != 0"
+    )
+    # LiteRT refuses both too, and a LOG whose output lacks quantization, and an int16 EXP with zero point
+    from tests.ops.test_shape import agrees_with_litert
+
+    assert not agrees_with_litert(SingleOpModel(Op.ABS, [plain], [T.INT8], version=4))
+    assert not agrees_with_litert(
+        SingleOpModel(Op.ABS, [q16], [T.INT16], version=5, output_quantization=[(0.5, 0)])
+    )
+    q8 = Operand(np.zeros(4, np.int8), quantization=(0.5, 1))
+    assert not agrees_with_litert(SingleOpModel(Op.LOG, [q8], [T.INT8], version=2))
+    assert not agrees_with_litert(
+        SingleOpModel(Op.EXP, [q16], [T.INT16], version=2, output_quantization=[(0.5, 0)])
+    )
+    # LOG, SQRT and RSQRT of plain int16: TFLite reads a table it never built (LiteRT crashes)
+    for op in (Op.LOG, Op.SQRT, Op.RSQRT):
+        message = _prepare_error(op, [Operand(np.zeros(4, np.int16))], T.INT16)
+        assert f"{op.name} of a INT16 input needs quantization parameters" in message
 
 
 def test_output_type_must_match():
@@ -404,3 +425,113 @@ def test_storage_of_packed_output():
     tensor = interpreter.subgraphs[0].tensors[interpreter.get_output_details()[0]["index"]]
     assert tensor.data.dtype == storage_dtype(T.INT4)
     assert tensor.data.view(np.uint8).tolist() == [0xE1, 0x07]
+
+
+# --- quantized ABS, EXP, LOG, SQRT, RSQRT ----------------------------------------------------------------
+
+QUANTIZED_UNARY = {Op.ABS: (4, 5), Op.EXP: (2, 2), Op.LOG: (2, 2), Op.SQRT: (2, 2), Op.RSQRT: (2, 3)}
+
+
+def _every_value(dtype, low=None) -> np.ndarray:
+    """Every value of the type (from `low`), shuffled into a [2, N/2] (or [1, N]) array."""
+    info = np.iinfo(dtype)
+    values = np.arange(info.min if low is None else low, info.max + 1).astype(dtype)
+    np.random.default_rng(0).shuffle(values)
+    return values.reshape(2, -1) if values.size % 2 == 0 else values.reshape(1, -1)
+
+
+def _quantized_model(op, x, in_q, out_q):
+    tensor_type = T.INT8 if x.dtype == np.int8 else T.INT16
+    versions = QUANTIZED_UNARY[op]
+    return SingleOpModel(
+        op,
+        [Operand(x, quantization=in_q)],
+        [tensor_type],
+        version=versions[1] if tensor_type == T.INT16 else versions[0],
+        output_quantization=[out_q],
+    )
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    op=st.sampled_from(list(QUANTIZED_UNARY)),
+    dtype=st.sampled_from([np.int8, np.int16]),
+    in_exponent=st.floats(-4, 0.5),
+    out_exponent=st.floats(-4, 0.5),
+    same_scale=st.booleans(),
+    zero_points=st.tuples(st.integers(-128, 127), st.integers(-128, 127)),
+)
+def test_quantized_unary(op, dtype, in_exponent, out_exponent, same_scale, zero_points):
+    """Every input value at once, over random scales (int16 ones /256) and zero points (int16: 0)."""
+    scale = 1.0 if dtype == np.int8 else 1 / 256
+    in_scale = float(np.float32(10**in_exponent * scale))
+    out_scale = in_scale if same_scale else float(np.float32(10**out_exponent * scale))
+    in_zero, out_zero = zero_points if dtype == np.int8 else (0, 0)
+    x = _every_value(dtype, in_zero if op in (Op.SQRT, Op.RSQRT) else None)  # both fail below zero
+    _quantized_model(op, x, (in_scale, in_zero), (out_scale, out_zero)).check()
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16])
+@pytest.mark.parametrize("op", list(QUANTIZED_UNARY))
+@pytest.mark.parametrize(
+    "in_scale, out_scale",
+    [
+        (1000.0, 1e-9),  # a scale ratio of 2**40: ABS's left shift wraps modulo 32 as on x86
+        (3e4, 1e-7),
+        (1e-9, 1000.0),  # everything rounds to the zero point
+        (0.5, 0.5),
+        (0.001, 0.3),
+        (2.0, 0.01),  # EXP overflows to inf: int8 saturates high, int16's table turns NaN to 0
+    ],
+)
+def test_quantized_unary_extreme_scales(op, dtype, in_scale, out_scale):
+    zero_points = (0, 0) if dtype == np.int16 else (0, -5)
+    x = _every_value(dtype, 0 if op in (Op.SQRT, Op.RSQRT) else None)
+    _quantized_model(op, x, (in_scale, zero_points[0]), (out_scale, zero_points[1])).check()
+
+
+@pytest.mark.parametrize("op", [Op.SQRT, Op.RSQRT])
+@pytest.mark.parametrize("dtype", [np.int8, np.int16])
+def test_quantized_root_of_a_negative_fails_at_invoke(op, dtype):
+    x = np.array([[3, 4, -1, 9]], dtype)
+    model, feeds = _quantized_model(op, x, (0.5, 0), (0.5, 0)).build()
+    with pytest.raises((RuntimeError, ValueError)):
+        run(litert_interpreter(model), feeds)
+    interpreter = pytflite.Interpreter(model_content=model)
+    interpreter.allocate_tensors()
+    interpreter.set_tensor(interpreter.get_input_details()[0]["index"], x)
+    message = "Sqrt is only defined for non-negative values" if op == Op.SQRT else "Rsqrt is only defined"
+    with pytest.raises(RuntimeError, match=message):
+        interpreter.invoke()
+
+
+def test_quantized_exp_without_quantization():
+    # EXP reads the legacy parameters, (0, 0) when absent: 1 / 0 output scale saturates every entry
+    # (int16: its table's inf - inf gives NaN samples, which the int16 cast turns into 0)
+    SingleOpModel(Op.EXP, [Operand(_every_value(np.int8))], [T.INT8], version=2).check()
+    SingleOpModel(Op.EXP, [Operand(_every_value(np.int16))], [T.INT16], version=2).check()
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16])
+def test_neg_copies_quantized_values(dtype):
+    # NEG has no quantized kernel: it negates the stored integers, wrapping the minimum
+    x = _every_value(dtype)
+    SingleOpModel(
+        Op.NEG,
+        [Operand(x, quantization=(0.5, 0))],
+        [tensor_type_for_dtype(np.dtype(dtype))],
+        output_quantization=[(0.25, 3)],
+    ).check()
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16])
+@pytest.mark.parametrize("op", list(QUANTIZED_UNARY))
+def test_quantized_unary_reference_resolver(op, dtype):
+    # BUILTIN_REF registers the same kernels (for op version 1)
+    from tests.ops.test_shape import check_ref
+
+    scales = (0.02, 0.05) if dtype == np.int8 else (0.0003, 0.0002)
+    x = _every_value(dtype, 0)
+    model = _quantized_model(op, x, (scales[0], 0), (scales[1], 0))
+    model.version = 1
+    check_ref(model)

@@ -9,9 +9,16 @@ average's divisor (TFLite's filter_count). Two ways to compute, chosen in prepar
   instead of KH * KW - 1. The average divides by the valid-tap counts (rows x columns per position);
 - a plain reduction over H and W when one window covers the whole input (global pooling).
 
-MAX_POOL_2D also takes int8, uint8 and int16: the max needs no requantization (input and output share
-their quantization), only the fused activation becomes a clamp to the quantized range. Quantized
-AVERAGE_POOL_2D needs TFLite's integer rounding and is not implemented yet.
+MAX_POOL_2D and AVERAGE_POOL_2D also take int8, uint8 and int16, without requantization: TFLite only
+DCHECKs (a no-op in release builds) that input and output share their quantization and computes on the
+stored integers, whatever the output's parameters. The max is taken as it is; the average sums the
+valid taps and divides by their count rounding half away from zero, `(sum +- count/2) / count` in C's
+truncating integer division, as every TFLite kernel (reference, optimized, NEON or not) does. Here the
+input is staged into a float32 scratch (float64 for int16 windows of 256 taps or more) and summed and
+divided there: while |sum| + count/2 < 2**24 every sum is exact and truncating the correctly rounded
+quotient gives C's integer quotient (a quotient within 1/count of an integer would need 24 more bits).
+The fused activation becomes a clamp to the output's quantized range.
+L2_POOL_2D is float32 only in TFLite too.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.types import BuiltinOperator, TensorType
+from ..core.types import BuiltinOperator, TensorType, storage_dtype
 from ..errors import KernelError, ensure, ensure_eq, ensure_type, ensure_types_eq
 from ..model.options import ActivationFunctionType
 from .common import (
@@ -29,7 +36,6 @@ from .common import (
     check_arity,
     input_tensor,
     output_tensor,
-    reject_quantized,
     scratch_tensor,
     set_temporaries,
 )
@@ -38,25 +44,30 @@ from .windows import Staging, make_staging, output_size, padded_copies, padding_
 
 _FLOAT = (TensorType.FLOAT32,)
 _MAX_TYPES = (TensorType.FLOAT32, TensorType.INT8, TensorType.UINT8, TensorType.INT16)
+_AVERAGE_TYPES = _MAX_TYPES
 _QUANTIZED = (TensorType.INT8, TensorType.UINT8, TensorType.INT16)
 _ALL = slice(None)
 
 
 @dataclass
 class PoolState:
-    stage: int  # temporary: the padded input (L2_POOL_2D: its squares)
+    stage: int  # temporary: the padded input (L2_POOL_2D: its squares; quantized average: as int32)
     rows: int  # temporary: the fold over window rows, [N, OH, W', C]
+    sums: int  # temporary: the quantized average's window sums, [N, OH, OW, C]
+    signs: int  # temporary: +-count/2 with each sum's sign (signed types)
     mode: str = "separable"  # "separable", "global" or "empty"
     staging: Staging | None = None  # None: the input is read as it is
     row_taps: tuple[tuple, ...] = ()  # the staged input's rows each window row tap reads
     column_taps: tuple[tuple, ...] = ()  # the row fold's columns each window column tap reads
     count: np.ndarray | float = 1.0  # valid taps per output position ([OH, OW*C]) or one number
     clamp: Callable[[np.ndarray], None] | None = None
+    sum_type: TensorType | None = None  # quantized AVERAGE_POOL_2D: the float type summing exactly
+    half: np.ndarray | float = 0.0  # count // 2, the rounding term of the integer division
 
 
 def _pool_init(context, buffer, length):
-    stage, rows = context.add_tensors(2)
-    return PoolState(stage=stage, rows=rows)
+    stage, rows, sums, signs = context.add_tensors(4)
+    return PoolState(stage=stage, rows=rows, sums=sums, signs=signs)
 
 
 def _quantized_clamp(tensor, activation) -> Callable[[np.ndarray], None] | None:
@@ -106,28 +117,32 @@ def _plan_separable(context, state: PoolState, source, op_name: str, out, kernel
     extents = ((oh - 1) * sh + kh, (ow - 1) * sw + kw)
     temporaries = []
     state.staging = None
-    if any(pads) or extents[0] > h or extents[1] > w:
+    # the quantized average sums in floats: its input is always staged, converted
+    fold_type = source.type if state.sum_type is None else state.sum_type
+    if any(pads) or extents[0] > h or extents[1] > w or state.sum_type is not None:
         staged = (n, *extents, channels)
-        itemsize = np.dtype(source.dtype).itemsize
+        itemsize = storage_dtype(fold_type).itemsize
         state.staging = make_staging(staged, padded_copies(source.shape, extents, pads), itemsize)
     else:
         staged = tuple(source.shape)
     if state.staging is not None or op_name == "L2_POOL_2D":
-        scratch_tensor(context, state.stage, source.type, staged)
+        scratch_tensor(context, state.stage, fold_type, staged)
         temporaries.append(state.stage)
     columns = _ALL if kw > 1 else slice(0, (ow - 1) * sw + 1, sw)
     state.row_taps = tuple((_ALL, slice(i, i + (oh - 1) * sh + 1, sh), columns, _ALL) for i in range(kh))
     state.column_taps = tuple((_ALL, _ALL, slice(j, j + (ow - 1) * sw + 1, sw), _ALL) for j in range(kw))
     if kh > 1 and kw > 1:
-        scratch_tensor(context, state.rows, source.type, (n, oh, staged[2], channels))
+        scratch_tensor(context, state.rows, fold_type, (n, oh, staged[2], channels))
         temporaries.append(state.rows)
     rows = _valid_taps(h, kh, sh, pads[0], oh)
     cols = _valid_taps(w, kw, sw, pads[1], ow)
     if rows.min() == rows.max() and cols.min() == cols.max():
-        state.count = float(rows[0] * cols[0])
+        area = int(rows[0] * cols[0])
+        state.count, state.half = float(area), float(area // 2)
     else:
-        counts = (rows[:, None] * cols[None, :]).astype(np.float32)
-        state.count = np.repeat(counts, channels, axis=1)  # [OH, OW*C]
+        counts = np.repeat(rows[:, None] * cols[None, :], channels, axis=1)  # [OH, OW*C]
+        dtype = np.float32 if state.sum_type is None else storage_dtype(state.sum_type)
+        state.count, state.half = counts.astype(dtype), (counts // 2).astype(dtype)
     return temporaries
 
 
@@ -139,8 +154,6 @@ def pool_prepare_for(op_name: str, types: tuple[TensorType, ...]):
         source, output = input_tensor(context, node, 0), output_tensor(context, node)
         ensure_eq(len(source.shape), 4, f"{op_name} input rank")
         ensure_types_eq(source, output, f"{op_name} input/output types")
-        if source.type not in types:
-            reject_quantized(source, op_name)
         ensure_type(source, types, "input", op_name)
         ensure(options.stride_h > 0 and options.stride_w > 0, f"{op_name} strides must be positive")
         n, h, w, channels = source.shape
@@ -156,7 +169,13 @@ def pool_prepare_for(op_name: str, types: tuple[TensorType, ...]):
         else:
             state.clamp = activation_clamp(options.fused_activation_function)
         temporaries = []
-        state.count = float(kernel[0] * kernel[1])
+        area = kernel[0] * kernel[1]
+        state.sum_type = None
+        if op_name == "AVERAGE_POOL_2D" and source.type in _QUANTIZED:
+            info = np.iinfo(source.dtype)
+            exact = max(-int(info.min), int(info.max)) * area + area // 2 < 2**24
+            state.sum_type = TensorType.FLOAT32 if exact else TensorType.FLOAT64
+        state.count, state.half = float(area), float(area // 2)
         if min(out) == 0 or n * channels == 0:
             state.mode = "empty"
         elif out == (1, 1) and kernel == (h, w) and not any(pads):
@@ -167,7 +186,14 @@ def pool_prepare_for(op_name: str, types: tuple[TensorType, ...]):
         else:
             state.mode = "separable"
             temporaries = _plan_separable(context, state, source, op_name, out, kernel, strides, pads)
-        set_temporaries(context, node, (state.stage, state.rows), temporaries)
+        if state.sum_type is not None and state.mode != "empty":
+            scratch_tensor(context, state.sums, state.sum_type, output.shape)
+            temporaries.append(state.sums)
+            if np.iinfo(source.dtype).min < 0:
+                scratch_tensor(context, state.signs, state.sum_type, output.shape)
+                temporaries.append(state.signs)
+        owned = (state.stage, state.rows, state.sums, state.signs)
+        set_temporaries(context, node, owned, temporaries)
 
     return prepare
 
@@ -191,6 +217,10 @@ def _reduce(context, node, x: np.ndarray, out: np.ndarray, ufunc: np.ufunc, iden
     state = node.user_data
     tensors = context.tensors
     if state.mode == "global":
+        if state.sum_type is not None:
+            flat = x.reshape(x.shape[0], -1, x.shape[3])
+            np.sum(flat, axis=1, dtype=out.dtype, out=out.reshape(out.shape[0], -1))
+            return
         if square:
             x = np.square(x, out=tensors[node.temporaries[0]].data)
         ufunc.reduce(x.reshape(x.shape[0], -1, x.shape[3]), axis=1, out=out.reshape(out.shape[0], -1))
@@ -232,12 +262,35 @@ def max_pool_invoke(context, node):
         state.clamp(out)
 
 
+def _rounded_average(sums: np.ndarray, signs: np.ndarray | None, count, half) -> None:
+    """sums = trunc((sums +- count/2) / count), the sign of each sum's (see the module docstring)."""
+    per_position = isinstance(count, np.ndarray)
+    lines = sums.reshape(sums.shape[0], sums.shape[1], -1) if per_position else sums
+    if signs is None:  # unsigned: every sum is >= 0
+        np.add(lines, half, out=lines)
+    else:
+        signs = signs.reshape(lines.shape)
+        np.copysign(half, lines, out=signs)  # a zero sum gets +count/2, as C's `acc > 0 ? : ` gives 0 too
+        np.add(lines, signs, out=lines)
+    np.divide(lines, count, out=lines)
+    np.trunc(sums, out=sums)
+
+
 def average_pool_invoke(context, node):
     tensors = context.tensors
     state = node.user_data
     if state.mode == "empty":
         return
     out = tensors[node.outputs[0]].data
+    if state.sum_type is not None:
+        sums = tensors[state.sums].data
+        _reduce(context, node, tensors[node.inputs[0]].data, sums, np.add, 0)
+        signs = tensors[state.signs].data if state.signs in node.temporaries else None
+        _rounded_average(sums, signs, state.count, state.half)
+        if state.clamp is not None:
+            state.clamp(sums)
+        np.copyto(out, sums, casting="unsafe")
+        return
     _reduce(context, node, tensors[node.inputs[0]].data, out, np.add, 0)
     _average(out, state.count)
     if state.clamp is not None:
@@ -258,7 +311,7 @@ def l2_pool_invoke(context, node):
 
 
 for _op, _versions, _types, _invoke in (
-    (BuiltinOperator.AVERAGE_POOL_2D, (1, 3), _FLOAT, average_pool_invoke),
+    (BuiltinOperator.AVERAGE_POOL_2D, (1, 3), _AVERAGE_TYPES, average_pool_invoke),
     (BuiltinOperator.MAX_POOL_2D, (1, 3), _MAX_TYPES, max_pool_invoke),
     (BuiltinOperator.L2_POOL_2D, (1, 1), _FLOAT, l2_pool_invoke),
 ):

@@ -3,7 +3,10 @@ BROADCAST_ARGS, TRANSPOSE, CONCATENATION, SPLIT, SPLIT_V, PACK, UNPACK, TILE, RE
 
 None of them computes on values: they copy elements into a new arrangement. Prepare works the output
 shapes out and everything a copy needs (permutations, slices, broadcast views); invoke is one NumPy copy
-per output.
+per output. Quantized values are copied as stored: TFLite requires equal input/output quantization
+only of EXPAND_DIMS, FILL, PACK, UNPACK and int8 CONCATENATION (int16 CONCATENATION: zero points 0), and
+ignores the output's parameters elsewhere. The one exception is uint8 CONCATENATION, whose inputs
+quantized unlike the output are requantized (ConcatenationWithScaling) through a 256-entry table each.
 
 When an output shape depends on a tensor's values (a shape, axis, perm or multiples tensor), a constant
 value is resolved in prepare and a computed one makes the output dynamic: it is resized in invoke before
@@ -563,15 +566,56 @@ class ConcatenationData:
     axis: int
     inputs: tuple[int, ...]  # the inputs with elements: empty ones add nothing
     folded: bool  # the output was written in prepare
+    # uint8 inputs whose quantization differs from the output's: (input, output region, 256-entry
+    # requantization table) for every nonempty input, in order; None when every input is copied as is
+    rescaled: tuple[tuple[int, tuple, np.ndarray | None], ...] | None = None
 
 
 def _concatenate(context, node) -> None:
     tensors = context.tensors
     data = node.user_data
-    if data.inputs:
+    if data.rescaled is not None:
+        out = tensors[node.outputs[0]].data
+        for index, region, table in data.rescaled:
+            if table is None:
+                out[region] = tensors[index].data
+            else:
+                out[region] = table[tensors[index].data]
+    elif data.inputs:
         np.concatenate(
             [tensors[i].data for i in data.inputs], axis=data.axis, out=tensors[node.outputs[0]].data
         )
+
+
+def _uint8_rescale_table(source, output) -> np.ndarray:
+    """TFLite's ConcatenationWithScaling for one uint8 input, over every input value: in float32,
+    round(q * scale + bias) + output zero point, with scale = input scale * (1 / output scale) and
+    bias = -input zero point * scale, rounded half away from zero and clamped to [0, 255]."""
+    f32 = np.float32
+    scale = f32(source.params.scale) * (f32(1) / f32(output.params.scale))
+    bias = f32(-source.params.zero_point) * scale
+    values = np.arange(256, dtype=np.float32) * scale + bias
+    whole = np.trunc(values)
+    rounded = whole + np.where(np.abs(values - whole) >= f32(0.5), np.sign(values), f32(0))
+    return np.clip(rounded.astype(np.int64) + output.params.zero_point, 0, 255).astype(np.uint8)
+
+
+def _concatenation_rescaling(inputs, node_inputs, output, axis: int):
+    """The per-input copy plan of a uint8 concatenation when some input needs requantizing, else None."""
+    if output.type != T.UINT8 or all(
+        t.params.scale == output.params.scale and t.params.zero_point == output.params.zero_point
+        for t in inputs
+    ):
+        return None
+    plan, begin = [], 0
+    for index, t in zip(node_inputs, inputs):
+        size = t.shape[axis]
+        if size > 0:
+            same = t.params.scale == output.params.scale and t.params.zero_point == output.params.zero_point
+            region = (slice(None),) * axis + (slice(begin, begin + size),)
+            plan.append((index, region, None if same else _uint8_rescale_table(t, output)))
+        begin += size
+    return tuple(plan)
 
 
 def concatenation_prepare(context, node):
@@ -594,7 +638,7 @@ def concatenation_prepare(context, node):
     )
     ensure_type(first, _CONCATENATION_TYPES, "input", "CONCATENATION")
     all_constant = all(is_constant(t) for t in inputs)
-    if all_constant and rank == 0:  # constant scalars make a vector
+    if all_constant and rank == 0:  # constant scalars make a vector, copied without requantizing
         for t in inputs[1:]:
             ensure_eq(len(t.shape), 0, "CONCATENATION input rank")
             ensure_types_eq(t, first, "CONCATENATION input types")
@@ -615,21 +659,25 @@ def concatenation_prepare(context, node):
                 ensure_eq(t.shape[d], first.shape[d], f"CONCATENATION input dimension {d}")
     shape = (*first.shape[:axis], total, *first.shape[axis + 1 :])
     ensure_types_eq(output, first, "CONCATENATION output/input types")
-    if first.type in (T.INT8, T.UINT8):
+    if first.type == T.INT8:  # uint8 inputs are requantized; int8 ones must not need it
         for t in inputs:
-            if t.params.scale != output.params.scale or t.params.zero_point != output.params.zero_point:
-                raise KernelError(
-                    f"CONCATENATION: input {t.index} quantization (scale {t.params.scale}, zero point "
-                    f"{t.params.zero_point}) differs from the output's (scale {output.params.scale}, zero "
-                    f"point {output.params.zero_point}); requantizing concatenation is not supported"
-                )
+            ensure_eq(t.params.scale, output.params.scale, f"CONCATENATION input {t.index} / output scale")
+            ensure_eq(
+                t.params.zero_point,
+                output.params.zero_point,
+                f"CONCATENATION input {t.index} / output zero point",
+            )
     if first.type == T.INT16:
         for t in inputs:
             ensure_eq(t.params.zero_point, 0, "CONCATENATION int16 input zero point")
         ensure_eq(output.params.zero_point, 0, "CONCATENATION int16 output zero point")
     nonempty = tuple(i for i, t in zip(node.inputs, inputs) if t.shape[axis] > 0)
+    empty = int(np.prod(shape, dtype=np.int64)) == 0
     node.user_data = ConcatenationData(
-        axis, nonempty if int(np.prod(shape, dtype=np.int64)) else (), all_constant
+        axis,
+        () if empty else nonempty,
+        all_constant,
+        None if empty else _concatenation_rescaling(inputs, node.inputs, output, axis),
     )
     if all_constant:
         _set_persistent_ro(context, output, shape)

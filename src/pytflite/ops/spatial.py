@@ -9,7 +9,10 @@ otherwise, scale in float32). The arithmetic follows the kernels LiteRT runs:
 - uint8: the float sum of the four corners (y0,x0) (y0,x1) (y1,x0) (y1,x1) plus 0.5, truncated (four
   gathers over the H*W pixels and a weighted sum);
 - int8, int16: TFLite's all-integer interpolation with 10 fractional bits and a 2^20 product, rounded
-  half away from zero.
+  half away from zero (the int8 optimized kernel is the reference one); the corner sum is exact in
+  int32 for int8 inputs, int64 for int16.
+Quantized inputs are interpolated as stored integers: TFLite checks no quantization parameters (an
+output quantized differently gets the input's integers).
 BuiltinRefOpResolver gets the reference kernel's float order, `(in * wy) * wx` summed over (y0,x0)
 (y1,x0) (y0,x1) (y1,x1), which rounds uint8 differently in rare ties. Nearest neighbour on 8-bit types
 without align_corners/half_pixel_centers uses the optimized kernel's 16.16 fixed-point scale (the
@@ -120,7 +123,9 @@ def _bilinear_axis_integer(in_size: int, out_size: int, align: bool, half: bool)
         scale = ((1 << 10) * in_size + out_size // 2) // out_size
     position = np.arange(out_size, dtype=np.int64)
     scaled = position * scale + (scale // 2 - (1 << 9) if half else 0)
-    lower = np.maximum(_cdiv(scaled, 1 << 10), 0)
+    # TFLite leaves the lower index unclamped above: past the input only with upsampling ratios of
+    # several hundred, where its rounded 10-bit scale overshoots and it reads out of bounds (undefined)
+    lower = np.minimum(np.maximum(_cdiv(scaled, 1 << 10), 0), in_size - 1)
     upper = np.minimum(_cdiv(scaled + (1 << 10) - 1, 1 << 10), in_size - 1)
     return lower, upper, scaled - (lower << 10)
 
@@ -141,8 +146,6 @@ def _bilinear_plan(shape, size, options, source_type: TensorType, reference: boo
     x0, x1, dx = axis(width, out_w, align, half)
     one = np.int64(1 << 10) if integer else np.float32(1)
     wy, wx = (one - dy, dy), (one - dx, dx)
-    if integer:  # exact in float64 (see _resize_bilinear_invoke)
-        wy, wx = tuple(w.astype(np.float64) for w in wy), tuple(w.astype(np.float64) for w in wx)
     if source_type == T.FLOAT32 and not reference:
         return (out_h, out_w), SeparableBilinear(shape, size, (y0, y1, *wy), (x0, x1, *wx))
     ys, xs = (y0, y1), (x0, x1)
@@ -155,6 +158,12 @@ def _bilinear_plan(shape, size, options, source_type: TensorType, reference: boo
         weights = [(wy[a][:, None, None], wx[b][None, :, None]) for a, b in order]
     else:
         weights = np.stack([(wy[a][:, None] * wx[b][None, :]).reshape(-1, 1) for a, b in order])
+    if integer:
+        # TFLite sums the corner products in int64; int32 holds them (and the rounding term) whenever
+        # the largest input magnitude times the summed |weights| stays below 2^31 - 2^19 (int8 inputs).
+        magnitude = 128 if source_type == T.INT8 else 32768
+        bound = magnitude * int(np.abs(weights).sum(axis=0).max(initial=0)) + (1 << 19)
+        weights = weights.astype(np.int32 if bound < 2**31 else np.int64)
     return (out_h, out_w), (index, weights)
 
 
@@ -256,18 +265,20 @@ def _resize_bilinear_invoke(context, node):
     x = source.data.reshape(n, h * w, c)
     flat_out = out.reshape(n, -1, c)
     if source.type in (T.INT8, T.INT16):
-        # Integer products below 2^53 are exact in float64, and so are the sums, the +-2^19 rounding
-        # term and the division by 2^20: this is TFLite's int64 arithmetic, only faster in NumPy.
-        acc = _bilinear_sum(
-            x,
-            data.work(flat_out.shape, np.float64, 0),
-            index,
-            weights,
-            data.work(flat_out.shape, np.float64, 1),
-        )
-        acc += np.copysign(np.float64(1 << 19), acc)  # acc == 0 gives +-0.5 either way: 0
-        acc *= np.float64(1.0 / (1 << 20))
-        np.copyto(flat_out, np.trunc(acc, out=acc), casting="unsafe")
+        acc = data.work(flat_out.shape, weights.dtype, 0)
+        scratch = data.work(flat_out.shape, weights.dtype, 1)
+        for k in range(4):  # corner products, summed in TFLite's order (exact: the sum is too)
+            target = acc if k == 0 else scratch
+            np.multiply(x.take(index[k], 1), weights[k], out=target)
+            if k:
+                np.add(acc, scratch, out=acc)
+        # (acc +- 2^19) / 2^20 truncated, the sign of acc's: (acc + 2^19 - [acc <= 0]) >> 20
+        non_positive = data.work(flat_out.shape, np.bool_, 2)
+        np.less_equal(acc, 0, out=non_positive)
+        np.add(acc, 1 << 19, out=acc)
+        np.subtract(acc, non_positive, out=acc)
+        np.right_shift(acc, 20, out=acc)
+        np.copyto(flat_out, acc, casting="unsafe")
         return
     if data.reference:
         total = _bilinear_reference_sum(x, out_hw, index, weights)

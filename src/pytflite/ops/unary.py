@@ -8,8 +8,20 @@ inputs outside their domain give IEEE results (LOG(0) = -inf, LOG(-1) = SQRT(-1)
 RuntimeWarnings as the interpreter runs kernels with NumPy's floating-point warnings off. ROUND is
 half-to-even computed from the floor, so a negative input that rounds to zero gives +0 as in TFLite.
 bfloat16 (held as raw uint16 bits) is widened to float32 and rounded back to nearest-even; NEG only flips
-its sign bit. Integer NEG and ABS wrap (-(-128) == -128). The int8/int16 variants TFLite computes with
-requantization (ABS, EXP, LOG, SQRT, RSQRT) are not supported yet.
+its sign bit. Integer NEG and ABS wrap (-(-128) == -128).
+
+Quantized int8 and int16 ABS, EXP, LOG, SQRT and RSQRT (int16 with zero points 0) are a lookup table over
+every input value, made in prepare by TFLite's own per-value arithmetic, so invoke is one np.take:
+- ABS: |q - input zero point|, requantized by MultiplyByQuantizedMultiplier when the scales differ;
+- EXP, LOG, and int16 RSQRT: TFLite's LUTPopulate (int8: the float function at each input value,
+  rounded; int16: 513 samples, midpoint-corrected, interpolated as LUTLookup does for every value);
+  std::exp and std::log are evaluated in float64 and rounded to float32, as close to libm's expf and
+  logf as NumPy gets;
+- SQRT: the float32 formula truncated toward zero (a C cast, not a rounding);
+- int8 RSQRT: gemmlowp's fixed-point Newton-Raphson inverse square root (GetInvSqrtQuantizedMultiplierExp)
+  and two MultiplyByQuantizedMultiplier steps.
+SQRT and RSQRT fail at invoke on inputs below the input zero point, as TFLite does. Float-to-int32
+casts of values out of int32's range give INT32_MIN (x86's cvttss2si), which TFLite's LUTs then clamp.
 
 CAST converts every pair of its types the way TFLite's cast.cc does: floats (and complex64's real part)
 to integers truncate toward zero and saturate at the integer type's limits, NaN giving the maximum;
@@ -27,8 +39,15 @@ from collections.abc import Callable
 import numpy as np
 
 from ..core.types import BuiltinOperator, TensorType, storage_dtype, type_name
-from ..errors import KernelError, ensure_type, ensure_types_eq
+from ..errors import KernelError, ensure, ensure_eq, ensure_type, ensure_types_eq
 from .common import check_arity, input_tensor, output_tensor
+from .quant.fixed_point import (
+    multiply_by_quantized_multiplier,
+    quantize_multiplier,
+    round_half_away,
+    rounding_divide_by_pot,
+    saturating_rounding_doubling_high_mul,
+)
 from .quantize import PACKED_TYPES, pack_into, unpack_packed
 from .registry import register_builtin
 
@@ -106,22 +125,298 @@ def _zeros(x, out):
     out.fill(0)
 
 
-def unary_prepare(op_name: str, computes: dict[TensorType, Compute], requantized: tuple = ()):
+# --- quantized unary math: lookup tables over every int8 / int16 input value ----------------------
+
+_F32 = np.float32
+_INT32_MIN = -(2**31)
+
+
+def _c_int32(values: np.ndarray, saturate: bool = False) -> np.ndarray:
+    """static_cast<int32_t>(float): truncation toward zero. Out of int32's range (undefined in C) x86's
+    cvttss2si gives INT32_MIN, NaN included; with `saturate`, values clamp to int32's limits instead
+    (as LiteRT's LUT builder behaves: the compiler folds its clamp into the conversion)."""
+    values = np.asarray(values)
+    with np.errstate(invalid="ignore"):
+        inside = (values >= -(2.0**31)) & (values < 2.0**31)
+        whole = np.trunc(np.where(inside, values, 0)).astype(np.int64)
+    if saturate:
+        return np.where(inside, whole, np.where(values > 0, 2**31 - 1, _INT32_MIN))
+    return np.where(inside, whole, _INT32_MIN)
+
+
+def _wrap(values: np.ndarray, bits: int) -> np.ndarray:
+    """Two's-complement wrap to a signed integer of `bits` bits (C's narrowing conversions)."""
+    half = 1 << (bits - 1)
+    return ((np.asarray(values, np.int64) + half) & ((1 << bits) - 1)) - half
+
+
+def _libm(function: np.ufunc):
+    """A float32 libm function (expf, logf) as float64 then rounded once to float32."""
+
+    def compute(x: np.ndarray) -> np.ndarray:
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            return function(x.astype(np.float64)).astype(np.float32)
+
+    return compute
+
+
+def _input_values(dtype) -> np.ndarray:
+    """Every value of an 8- or 16-bit type, ordered as the type's unsigned view indexes them."""
+    info = np.iinfo(dtype)
+    return np.arange(1 << info.bits, dtype=np.int64).astype(np.dtype(f"u{info.bits // 8}")).view(dtype)
+
+
+def _lut_int8(in_scale, in_zero, out_scale, out_zero, transform) -> np.ndarray:
+    """TFLite's LUTPopulate<int8_t>, indexed by the input's uint8 view."""
+    values = _input_values(np.int8).astype(np.int64)
+    dequantized = _F32(in_scale) * (values - in_zero).astype(np.float32)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        inverse = _F32(1) / _F32(out_scale)
+        rescaled = round_half_away(transform(dequantized) * inverse)
+        quantized = _c_int32(rescaled + _F32(out_zero), saturate=True)
+    return np.clip(quantized, -128, 127).astype(np.int8)
+
+
+def _lut_int16_samples(in_scale, in_zero, out_scale, out_zero, transform) -> np.ndarray:
+    """TFLite's LUTPopulate<int16_t> (float32 arithmetic throughout): 512 samples of the function over
+    the input range, each corrected by half the error of interpolating its midpoint, and the last
+    value; as int16 (NaN, from inf - inf, becomes 0 as the x86 cast does)."""
+    low, high = -32768, 32767
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        input_min = _F32(in_scale) * _F32(low - in_zero)
+        input_max = _F32(in_scale) * _F32(high - in_zero)
+        output_min = _F32(out_scale) * _F32(low - out_zero)
+        output_max = _F32(out_scale) * _F32(high - out_zero)
+        step = (input_max - input_min) / _F32(512)
+        half_step = step / _F32(2)
+        scaling = _F32(65536) / (output_max - output_min)
+        steps = np.arange(512, dtype=np.float32)
+        at = input_min + steps * step
+        value = transform(at)
+        midpoint = transform(at + half_step)
+        following = transform(input_min + (steps + _F32(1)) * step)
+        sample = round_half_away(value * scaling)
+        interpolated = round_half_away((following * scaling + round_half_away(value * scaling)) / _F32(2))
+        bias = round_half_away((interpolated - round_half_away(midpoint * scaling)) / _F32(2))
+        last = round_half_away(transform(np.array([input_max], np.float32)) * scaling)
+        samples = np.concatenate([sample - bias, last])
+        # std::min(std::max(v, table_min), table_max) lets NaN through; the int16 cast makes it 0
+        clamped = np.where(samples < _F32(low), _F32(low), samples)
+        clamped = np.where(_F32(high) < clamped, _F32(high), clamped)
+    return _wrap(_c_int32(clamped), 16)
+
+
+def _lut_int16(in_scale, in_zero, out_scale, out_zero, transform) -> np.ndarray:
+    """TFLite's int16 LUTLookup over every input value (indexed by the input's uint16 view): the sample
+    at the top 9 bits plus the slope to the next one times the low 7 bits, rounded, in int16."""
+    lut = _lut_int16_samples(in_scale, in_zero, out_scale, out_zero, transform)
+    values = _input_values(np.int16).astype(np.int64)
+    index = 256 + (values >> 7)
+    slope = _wrap(lut[index + 1] - lut[index], 16)
+    delta = (slope * (values & 0x7F) + 64) >> 7
+    return _wrap(lut[index] + delta, 16).astype(np.int16)
+
+
+def _lookup(table: np.ndarray) -> Compute:
+    index_dtype = np.uint8 if table.dtype == np.int8 else np.uint16
+
+    def compute(x, out):
+        np.take(table, x.view(index_dtype), out=out)
+
+    return compute
+
+
+def _affine(tensor, role: str, op_name: str) -> tuple[float, int]:
+    """The first scale and zero point of a tensor TFLite requires to be affine-quantized."""
+    quantization = tensor.quantization
+    ensure(
+        quantization is not None and quantization.scale.size > 0 and quantization.zero_point.size > 0,
+        f"{op_name} of a quantized {type_name(tensor.type)} tensor needs affine quantization on its {role}",
+    )
+    return float(quantization.scale[0]), int(quantization.zero_point[0])
+
+
+def _elementwise_params(source, output, op_name: str) -> tuple[float, int, float, int]:
+    """Input and output scale and zero point as TFLite's elementwise GenericPrepare reads them."""
+    in_scale, in_zero = _affine(source, "input", op_name)
+    out_scale, out_zero = _affine(output, "output", op_name)
+    if source.type == T.INT16:
+        ensure_eq(in_zero, 0, f"{op_name} int16 input zero point")
+        ensure_eq(out_zero, 0, f"{op_name} int16 output zero point")
+    return in_scale, in_zero, out_scale, out_zero
+
+
+def _requantize(x: np.ndarray, multiplier: int, shift: int) -> np.ndarray:
+    """TFLite's scalar MultiplyByQuantizedMultiplier, including a left shift of 32 or more (a scale
+    ratio of 2**31 or more): C's `1 << shift` is then undefined and x86 shifts by `shift % 32`."""
+    return multiply_by_quantized_multiplier(x, multiplier, shift % 32 if shift > 31 else shift)
+
+
+def _clamped(values: np.ndarray, dtype) -> np.ndarray:
+    info = np.iinfo(dtype)
+    return np.clip(values, info.min, info.max).astype(dtype)
+
+
+def _abs_quantized(source, output) -> Compute:
+    in_scale, in_zero, out_scale, out_zero = _elementwise_params(source, output, "ABS")
+    values = _input_values(source.dtype).astype(np.int64)
+    magnitude = np.abs(values - in_zero)
+    if _F32(in_scale) != _F32(out_scale):
+        multiplier, shift = quantize_multiplier(float(_F32(in_scale) / _F32(out_scale)))
+        magnitude = _requantize(magnitude, multiplier, shift)
+    return _lookup(_clamped(magnitude + out_zero, source.dtype))
+
+
+def _table_builder(source) -> Callable:
+    return _lut_int8 if source.type == T.INT8 else _lut_int16
+
+
+def _exp_quantized(source, output) -> Compute:
+    # EXP reads the legacy per-tensor parameters and needs no quantization (a missing one is scale 0)
+    in_scale, in_zero = source.params.scale, source.params.zero_point
+    out_scale, out_zero = output.params.scale, output.params.zero_point
+    if source.type == T.INT16:
+        ensure_eq(in_zero, 0, "EXP int16 input zero point")
+        ensure_eq(out_zero, 0, "EXP int16 output zero point")
+    return _lookup(_table_builder(source)(in_scale, in_zero, out_scale, out_zero, _libm(np.exp)))
+
+
+def _log_quantized(source, output) -> Compute:
+    in_scale, in_zero, out_scale, out_zero = _elementwise_params(source, output, "LOG")
+    lowest = int(np.iinfo(source.dtype).min)
+    output_min = _F32(lowest - out_zero) * _F32(out_scale)
+    log = _libm(np.log)
+
+    def transform(x):
+        return np.where(x <= _F32(0), output_min, log(np.where(x > 0, x, _F32(1))))
+
+    return _lookup(_table_builder(source)(in_scale, in_zero, out_scale, out_zero, transform))
+
+
+def _checked(compute: Compute, low: int, high: int, message: str) -> Compute:
+    """Fail at invoke, with TFLite's message, when an input lies outside [low, high]."""
+
+    def run(x, out):
+        if x.size and (x.min() < low or x.max() > high):
+            raise KernelError(message)
+        compute(x, out)
+
+    return run
+
+
+def _valid_range(valid: np.ndarray, values: np.ndarray) -> tuple[int, int]:
+    """The input values a monotonic validity mask accepts, as [low, high] (empty: low > high)."""
+    accepted = values[valid]
+    return (int(accepted.min()), int(accepted.max())) if accepted.size else (1, 0)
+
+
+def _sqrt_quantized(source, output) -> Compute:
+    in_scale, in_zero, out_scale, out_zero = _elementwise_params(source, output, "SQRT")
+    values = _input_values(source.dtype).astype(np.int64)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        dequantized = _F32(in_scale) * (values - in_zero).astype(np.float32)
+        valid = ~(dequantized < _F32(0))
+        quotient = np.sqrt(np.where(valid, dequantized, _F32(0))) / _F32(out_scale)
+    table = _clamped(_wrap(_c_int32(quotient) + out_zero, 32), source.dtype)
+    low, high = _valid_range(valid, values)
+    return _checked(_lookup(table), low, high, "Sqrt is only defined for non-negative values")
+
+
+def _saturating_left_shift(x: np.ndarray, exponent: int) -> np.ndarray:
+    """gemmlowp's SaturatingRoundingMultiplyByPOT for a positive exponent on int32 values."""
+    threshold = (1 << (31 - exponent)) - 1
+    return np.where(x > threshold, 2**31 - 1, np.where(x < -threshold, _INT32_MIN, x << exponent))
+
+
+def _inv_sqrt_multipliers(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """TFLite's GetInvSqrtQuantizedMultiplierExp (with kReverseShift) for int32 values >= 2 and below
+    2**29: gemmlowp fixed point with 3 integer bits, five Newton-Raphson steps from 1, times sqrt(2)/2."""
+    srdhm = saturating_rounding_doubling_high_mul
+    shift = np.full(values.shape, 11, np.int64)
+    bit_length = np.frexp(values.astype(np.float64))[1].astype(np.int64)  # exact for integers
+    pairs = ((32 - bit_length) - 1) // 2 - 1
+    shift -= pairs
+    scaled = values << (2 * pairs)
+    half_input = rounding_divide_by_pot(scaled >> 1, 1)
+    half_three = (1 << 28) + (1 << 27)
+    x = np.full(values.shape, 1 << 28, np.int64)  # 1.0
+    for _ in range(5):  # x = 1.5 x - (input / 2) x^3, products by SRDHM, rescaled to 3 integer bits
+        cube = _saturating_left_shift(srdhm(srdhm(x, x), x), 6)
+        x = _saturating_left_shift(_wrap(srdhm(half_three, x) - srdhm(half_input, cube), 32), 3)
+    x = srdhm(x, 1518500250)
+    negative = shift < 0
+    x = np.where(negative, _wrap(x << np.where(negative, -shift, 0), 32), x)
+    shift = np.where(negative, 0, shift)
+    return x, -shift
+
+
+def _rsqrt_quantized(source, output) -> Compute:
+    in_scale, in_zero, out_scale, out_zero = _elementwise_params(source, output, "RSQRT")
+    message = "Rsqrt is only defined for positive values"
+    info = np.iinfo(source.dtype)
+    if source.type == T.INT16:
+        limit = _F32(32767) * _F32(out_scale)
+
+        def transform(x):
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return np.where(x <= _F32(0), limit, _F32(1) / np.sqrt(np.where(x > 0, x, _F32(1))))
+
+        table = _lut_int16(in_scale, in_zero, out_scale, out_zero, transform)
+        return _checked(_lookup(table), in_zero, int(info.max), message)
+    # int8: 1 / sqrt(input_scale) / output_scale, with sqrt in float32 and the division in double
+    multiplier, shift = quantize_multiplier(1.0 / float(np.sqrt(_F32(in_scale)) * _F32(out_scale)))
+    values = _input_values(np.int8).astype(np.int64)
+    offsets = values - in_zero
+    inverse, inverse_shift = _inv_sqrt_multipliers(np.maximum(offsets, 2))
+    small = offsets <= 1  # GetInvSqrtQuantizedMultiplierExp treats 0 and 1 as 1: INT32_MAX, shift 0
+    inverse = np.where(small, 2**31 - 1, inverse)
+    inverse_shift = np.where(small, 0, inverse_shift)
+    scaled = multiply_by_quantized_multiplier(np.ones_like(values), inverse, inverse_shift + 20)
+    result = _requantize(scaled, multiplier, shift - 20) + out_zero
+    result = np.where(offsets == 0, 127, result)  # a zero input gives the largest output
+    return _checked(_lookup(_clamped(result, np.int8)), in_zero, 127, message)
+
+
+_QUANTIZED_BUILDERS = {
+    BuiltinOperator.ABS: _abs_quantized,
+    BuiltinOperator.EXP: _exp_quantized,
+    BuiltinOperator.LOG: _log_quantized,
+    BuiltinOperator.SQRT: _sqrt_quantized,
+    BuiltinOperator.RSQRT: _rsqrt_quantized,
+}
+
+
+def _takes_quantized(op: BuiltinOperator, source) -> bool:
+    """TFLite's quantized path: every int8 input; int16 ones with quantization (EXP: every int16)."""
+    if op not in _QUANTIZED_BUILDERS:
+        return False
+    if source.type == T.INT8:
+        return True
+    return source.type == T.INT16 and (op == BuiltinOperator.EXP or source.quantization is not None)
+
+
+def unary_prepare(op: BuiltinOperator, computes: dict[TensorType, Compute], types: tuple[TensorType, ...]):
     """Prepare for a one-input op whose output has the input's type and shape.
 
-    `computes` maps each supported input type to its compute function; `requantized` lists the
-    types TFLite handles with requantization (a later issue), rejected with a clear message. A type in
-    both is supported when the input carries no quantization (ABS of plain int16)."""
+    `computes` maps each plain input type to its compute function; quantized int8/int16 inputs of the
+    ops in _QUANTIZED_BUILDERS get a lookup table instead. `types` is every accepted input type."""
+    op_name = op.name
 
     def prepare(context, node):
         check_arity(node, 1)
         source, output = input_tensor(context, node, 0), output_tensor(context, node)
-        if source.type in requantized and (source.type not in computes or source.quantization is not None):
-            raise KernelError(f"{op_name} of a quantized {type_name(source.type)} input is not supported yet")
-        ensure_type(source, tuple(computes), "input", op_name)
+        ensure_type(source, types, "input", op_name)
         ensure_types_eq(source, output, f"{op_name} input/output types")
+        if _takes_quantized(op, source):
+            node.user_data = _QUANTIZED_BUILDERS[op](source, output)
+        else:
+            # LOG, SQRT and RSQRT of int16 without quantization read a table TFLite never built
+            ensure(
+                source.type in computes,
+                f"{op_name} of a {type_name(source.type)} input needs quantization parameters",
+            )
+            node.user_data = computes[source.type]
         context.resize_tensor(output, source.shape)
-        node.user_data = computes[source.type]
 
     return prepare
 
@@ -131,7 +426,6 @@ def unary_invoke(context, node):
     node.user_data(tensors[node.inputs[0]].data, tensors[node.outputs[0]].data)
 
 
-_QUANTIZED = (T.INT8, T.INT16)
 _UNARY = (
     (BuiltinOperator.ABS, (1, 5), {T.FLOAT32: np.absolute, T.INT16: np.absolute, T.INT32: np.absolute}),
     (
@@ -164,20 +458,17 @@ _UNARY = (
     (BuiltinOperator.SIGN, (1, 2), {T.FLOAT32: np.sign, T.FLOAT64: np.sign, T.INT32: np.sign}),
     (BuiltinOperator.ZEROS_LIKE, (1, 1), {T.INT32: _zeros, T.INT64: _zeros, T.FLOAT32: _zeros}),
 )
-_REQUANTIZED = {
-    BuiltinOperator.ABS: _QUANTIZED,
-    BuiltinOperator.EXP: _QUANTIZED,
-    BuiltinOperator.LOG: _QUANTIZED,
-    BuiltinOperator.SQRT: _QUANTIZED,
-    BuiltinOperator.RSQRT: _QUANTIZED,
-}
+_QUANTIZED_TYPES = (T.INT8, T.INT16)
 
 for _op, _versions, _computes in _UNARY:
+    _types = tuple(_computes)
+    if _op in _QUANTIZED_BUILDERS:
+        _types += tuple(t for t in _QUANTIZED_TYPES if t not in _computes)
     register_builtin(
         _op,
         _versions,
-        types=tuple(_computes),
-        prepare=unary_prepare(_op.name, _computes, _REQUANTIZED.get(_op, ())),
+        types=_types,
+        prepare=unary_prepare(_op, _computes, _types),
         invoke=unary_invoke,
     )
 
