@@ -16,6 +16,7 @@ from hypothesis.extra import numpy as hnp
 import pytflite
 from pytflite import BuiltinOperator as Op
 from pytflite import TensorType as T
+from pytflite.core.quantization import AffineQuantization
 from pytflite.core.types import AllocationType, tensor_type_for_dtype
 from pytflite.model.builder import ModelBuilder
 from tests.oracle import assert_matches, litert_interpreter, requires_litert, run
@@ -734,15 +735,118 @@ def test_dynamic_outputs_follow_each_invoke():
             assert_matches(mine, theirs, what=f"output {i}")
 
 
-def test_embedding_lookup_hybrid_is_not_supported_yet():
+PACKED_BITS = {T.INT4: 4, T.INT2: 2}
+
+
+def lookup_model(ids, table, table_type, quantization, output_type, constant=True):
+    """EMBEDDING_LOOKUP of `table` (one value per element; int4/int2 packed here, low bits first)."""
+    builder = ModelBuilder()
+    lookup = builder.add_input("ids", T.INT32, ids.shape)
+    feeds = [ids]
+    if table_type in PACKED_BITS:
+        bits = PACKED_BITS[table_type]
+        fields = (table.reshape(-1).astype(np.int64) & ((1 << bits) - 1)).astype(np.uint8)
+        fields = np.concatenate([fields, np.zeros(-fields.size % (8 // bits), np.uint8)])
+        shifts = np.arange(0, 8, bits, dtype=np.uint8)
+        data = np.bitwise_or.reduce(fields.reshape(-1, 8 // bits) << shifts, axis=1).view(np.int8)
+        value = builder.add_tensor("table", table_type, table.shape, data=data, quantization=quantization)
+    elif constant:
+        value = builder.add_tensor("table", table_type, table.shape, data=table, quantization=quantization)
+    else:
+        value = builder.add_input("table", table_type, table.shape, quantization=quantization)
+        feeds.append(table)
+    output = builder.add_tensor("out", output_type, [])
+    builder.add_output(output)
+    builder.add_operator(Op.EMBEDDING_LOOKUP, [lookup, value], [output], version=4)
+    return builder.build(), feeds
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    table_type=st.sampled_from([T.INT8, T.UINT8, T.INT4, T.INT2]),
+    output_type=st.sampled_from([T.FLOAT32, T.FLOAT16]),
+    per_row=st.booleans(),
+    shape=hnp.array_shapes(min_dims=2, max_dims=3, min_side=1, max_side=7),
+    constant=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_embedding_lookup_hybrid(table_type, output_type, per_row, shape, constant, seed):
+    """Dequantizing lookups: the stored bits read as int8 (uint8 included) times the per-tensor or
+    per-row scale, rounded to float32 (then float16). int4/int2 rows start at the byte holding their
+    first element, as TFLite unpacks them (odd row lengths included)."""
+    rng = np.random.default_rng(seed)
+    low, high = {T.INT8: (-128, 127), T.UINT8: (0, 255), T.INT4: (-8, 7), T.INT2: (-2, 1)}[table_type]
+    table = rng.integers(low, high, size=shape, endpoint=True).astype(
+        np.uint8 if table_type == T.UINT8 else np.int8
+    )
+    rows = shape[0]
+    scales = np.float32(2 ** rng.uniform(-12, 4, size=rows if per_row and rows > 1 else 1))
+    quantization = AffineQuantization(scales, [0] * scales.size, 0)
+    ids = rng.integers(0, rows, size=int(rng.integers(0, 6))).astype(np.int32)
+    model, feeds = lookup_model(ids, table, table_type, quantization, output_type, constant)
+    reference = run(litert_interpreter(model), feeds)[0]
+    ours = run(pytflite.Interpreter(model_content=model), feeds)[0]
+    assert ours.dtype == reference.dtype and ours.shape == reference.shape
+    np.testing.assert_array_equal(ours, reference)
+
+
+def test_embedding_lookup_hybrid_int4_odd_rows():
+    """Rows of 3 int4 values: TFLite starts row 1 at element 2 (the byte holding element 3)."""
+    table = np.array([[1, 2, 3], [4, 5, 6], [-7, -8, 7]], np.int8)
+    model, feeds = lookup_model(np.array([1, 2, 0], np.int32), table, T.INT4, (0.5, 0), T.FLOAT32)
+    out = run(pytflite.Interpreter(model_content=model), feeds)[0]
+    np.testing.assert_array_equal(out, run(litert_interpreter(model), feeds)[0])
+    np.testing.assert_array_equal(out, 0.5 * np.array([[3, 4, 5], [-7, -8, 7], [1, 2, 3]], np.float32))
+
+
+def test_embedding_lookup_hybrid_errors():
     table = np.ones([3, 2], np.int8)
-    model, _ = SingleOpModel(
-        Op.EMBEDDING_LOOKUP,
-        [Operand(np.array([0], np.int32)), Operand(table, constant=True, quantization=(0.5, 0))],
-        [T.FLOAT32],
-    ).build()
-    with pytest.raises(RuntimeError, match=r"hybrid dequantizing lookup\) is not supported yet"):
-        pytflite.Interpreter(model_content=model).allocate_tensors()
+    ids = Operand(np.array([0], np.int32))
+    fails(
+        SingleOpModel(Op.EMBEDDING_LOOKUP, [ids, Operand(table, True, quantization=(0.5, 1))], [T.FLOAT32]),
+        r"qparams->zero_point->data\[0\] == 0 was not true\.",
+        "prepare",
+    )
+    per_row = AffineQuantization([0.5, 0.25, 1.0], [0, 0, 0], 0)
+    fails(
+        SingleOpModel(Op.EMBEDDING_LOOKUP, [ids, Operand(table, True, quantization=per_row)], [T.INT8]),
+        r"output->type == kTfLiteFloat32 \|\| output->type == kTfLiteFloat16 was not true\.",
+        "prepare",
+    )
+    two_scales = AffineQuantization([0.5, 0.25], [0, 0], 1)
+    fails(
+        SingleOpModel(Op.EMBEDDING_LOOKUP, [ids, Operand(table, True, quantization=two_scales)], [T.FLOAT32]),
+        r"qparams->quantized_dimension == 0 was not true\.",
+        "prepare",
+    )
+    # TFLite would read int16 values as int8 bytes: refused (LiteRT returns garbage)
+    model = SingleOpModel(
+        Op.EMBEDDING_LOOKUP, [ids, Operand(table.astype(np.int16), True, quantization=(0.5, 0))], [T.FLOAT32]
+    )
+    with pytest.raises(
+        RuntimeError, match=r"Type 'INT16' is not supported by a dequantizing embedding_lookup"
+    ):
+        pytflite.Interpreter(model_content=model.build()[0]).allocate_tensors()
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16])
+@pytest.mark.parametrize("same", [True, False])
+def test_gather_quantized(dtype, same):
+    """GATHER moves quantized values without requantizing, whatever the output's quantization says."""
+    rng = np.random.default_rng(0)
+    params = values(rng, [100, 32], dtype)
+    positions = rng.integers(0, 100, size=[1, 16]).astype(np.int32)
+    quantization = (0.00039363, 0) if dtype == np.int16 else (0.00039363, 3)
+    output_quantization = quantization if same else (0.5, 0)
+    for constant in (False, True):
+        (out,) = SingleOpModel(
+            Op.GATHER,
+            [Operand(params, constant=constant, quantization=quantization), Operand(positions)],
+            [tt(dtype)],
+            {"axis": 0},
+            output_quantization=[output_quantization],
+        ).check()
+        np.testing.assert_array_equal(out, params[positions])
 
 
 def test_select_string_fails_in_prepare():

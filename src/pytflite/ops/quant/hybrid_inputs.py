@@ -1,0 +1,148 @@
+"""Per-row dynamic quantization of float32 activations to int8, as TFLite's hybrid kernels do it
+(tensor_utils::BatchQuantizeFloats: SymmetricQuantizeFloats / AsymmetricQuantizeFloats).
+
+LiteRT's x86 build runs the NEON versions of both (through its SSE translation header), so each row is
+quantized in whole blocks of 8 values and a scalar tail, which round differently:
+- blocks: x * inverse_scale in float32, then ARMv7's RoundToNearest: truncate(p + (p < 0 ? -0.5 : 0.5))
+  with the addition rounded to float32 (so 0.49999997 + 0.5 rounds up to 1.0 before truncation);
+- tail (the last size % 8 values): std::round(x * inverse_scale), half away from zero, exactly.
+
+Symmetric: scale = max(|min|, |max|) / 127 (float32), values clamped to [-127, 127], zero point 0.
+Asymmetric: the range is widened to include 0; scale = (max - min) / 255 in double, the zero point nudged
+to an int8 from whichever end has the smaller error; values clamped to [-128, 127].
+A row of zeros (asymmetric: min == max) quantizes to zeros with scale 1 and zero point 0.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..common import clip
+from .fixed_point import round_half_away
+
+_BLOCK = 8
+_HALF = np.float32(0.5)
+_ONE = np.float32(1)
+_127 = np.float32(127)
+
+
+def _round_rows(products: np.ndarray) -> None:
+    """Round a [rows, size] float32 array in place the way the NEON kernels do (blocks, then the tail).
+    In blocks, copysign(0.5, p) differs from TFLite's (p < 0 ? -0.5 : 0.5) only for p = -0.0, which
+    both truncate to zero."""
+    size = products.shape[1]
+    blocked = size - size % _BLOCK
+    head = products[:, :blocked] if blocked < size else products
+    head += np.copysign(_HALF, head)
+    np.trunc(head, out=head)
+    if blocked < size:
+        tail = products[:, blocked:]
+        whole = np.trunc(tail)
+        whole += np.copysign(_ONE, tail) * (np.abs(tail - whole) >= _HALF)  # half away from zero
+        tail[...] = whole
+
+
+def quantize_rows_symmetric(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """int8-valued float32 [rows, size] and float32 scales [rows] (NeonSymmetricQuantizeFloats)."""
+    values = np.asarray(values, np.float32)
+    if values.shape[1] == 0:
+        return np.zeros(values.shape, np.float32), np.ones(values.shape[0], np.float32)
+    extent = np.abs(values).max(axis=1)  # max(|min|, |max|)
+    zero = extent == 0
+    any_zero = zero.any()
+    if any_zero:
+        extent[zero] = 1
+    scales = extent / _127
+    quantized = values * (_127 / extent)[:, None]
+    _round_rows(quantized)
+    clip(quantized, -_127, _127, out=quantized)
+    if any_zero:
+        quantized[zero] = 0
+        scales[zero] = 1
+    return quantized, scales
+
+
+def quantize_rows_asymmetric(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """int8-valued float32 [rows, size], float32 scales [rows] and int64 zero points [rows]
+    (NeonAsymmetricQuantizeFloats)."""
+    values = np.asarray(values, np.float32)
+    rows = values.shape[0]
+    if values.shape[1] == 0:
+        return np.zeros(values.shape, np.float32), np.ones(rows, np.float32), np.zeros(rows, np.int64)
+    low = np.minimum(values.min(axis=1), np.float32(0))
+    high = np.maximum(values.max(axis=1), np.float32(0))
+    flat = low == high
+    any_flat = flat.any()
+    spread = (high - low).astype(np.float64)  # the subtraction is float32, as in C
+    if any_flat:
+        spread[flat] = 255.0
+    scale = spread / 255.0
+    low_scaled, high_scaled = low / scale, high / scale  # float64
+    from_low = -128.0 - low_scaled
+    from_high = 127.0 - high_scaled
+    zero_point = np.where(128.0 + np.abs(low_scaled) < 127.0 + np.abs(high_scaled), from_low, from_high)
+    nudged = round_half_away(np.clip(zero_point, -128.0, 127.0)).astype(np.int64)
+    scales = scale.astype(np.float32)
+    with np.errstate(divide="ignore"):  # a scale that underflows to 0 gets an inverse of 0, as in TFLite
+        inverse = np.where(scales == 0, 0.0, 1.0 / scales.astype(np.float64)).astype(np.float32)
+    quantized = values * inverse[:, None]
+    _round_rows(quantized)
+    quantized += nudged[:, None].astype(np.float32)
+    clip(quantized, np.float32(-128), _127, out=quantized)
+    if any_flat:
+        quantized[flat] = 0
+        scales[flat] = 1
+        nudged[flat] = 0
+    return quantized, scales, nudged
+
+
+def quantize_rows_4bit_kernel(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The input quantization of TFLite's 4-bit hybrid FULLY_CONNECTED kernel (BatchQuantizeFloats4Bit):
+    always symmetric, every value rounded as std::round(x * float(127.0 / max|x|)) without clamping, the
+    scale float(max|x| / 127.0) computed in double; a row of zeros gets scale 1."""
+    values = np.asarray(values, np.float32)
+    extent = np.abs(values).max(axis=1, initial=0).astype(np.float64)
+    extent[extent == 0] = 127.0
+    inverse = (127.0 / extent).astype(np.float32)
+    quantized = round_half_away(values * inverse[:, None]).astype(np.float32)
+    return quantized, (extent / 127.0).astype(np.float32)
+
+
+# --- the x86 integer kernels' quirks ---------------------------------------------------------------
+#
+# TFLite's SSE hybrid kernels (MatrixBatchVectorMultiplyAccumulate, ReductionSumVector), which LiteRT's
+# x86 build uses for both its optimized and reference resolvers, are exact except in two corners that
+# quantized weights can reach, reproduced here:
+# - the dot product of 16-value blocks moves the input's sign onto the weight with _mm_sign_epi8, which
+#   leaves a weight of -128 unchanged: w = -128 times a negative input x counts as +128 * |x| negated,
+#   i.e. the sum is off by 256 * x for each such pair;
+# - row sums (for asymmetric inputs) add 16-value blocks in eight int16 lanes, which wrap.
+
+
+def sign_transfer_mask(weights: np.ndarray, columns: int) -> np.ndarray | None:
+    """[columns, units] float64 indicator of the weights of -128 among the first `columns` columns (the
+    ones TFLite's SSE kernel multiplies in 16-value blocks), or None when there are none."""
+    mask = weights[:, :columns] == -128
+    return mask.T.astype(np.float64) if mask.any() else None
+
+
+def sign_transfer_correction(quantized: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """What TFLite's _mm_sign_epi8 dot product adds to the exact sums of the quantized rows [rows,
+    depth] times the weights: 256 * x for every weight of -128 (in `mask`) met by a negative x."""
+    negative = np.minimum(quantized[:, : mask.shape[0]], 0).astype(np.float64)
+    return 256.0 * (negative @ mask)  # exact: integers far below 2**53
+
+
+def sse_row_sums(weights: np.ndarray) -> np.ndarray:
+    """Each row's sum as SseReductionSumVector computes it: whole 16-value blocks (and one 8-value block
+    after them) summed in eight int16 lanes that wrap, the rest added in int32."""
+    weights = np.asarray(weights).astype(np.int64)
+    units, depth = weights.shape
+    blocked = depth & ~15
+    lanes = weights[:, :blocked].reshape(units, -1, 8, 2).sum(axis=(1, 3))
+    rest = blocked
+    if blocked < depth & ~7:
+        lanes += weights[:, blocked : blocked + 8]
+        rest = blocked + 8
+    lanes = ((lanes + 2**15) & 0xFFFF) - 2**15
+    return lanes.sum(axis=1) + weights[:, rest:].sum(axis=1)

@@ -1,0 +1,106 @@
+"""Exact integer matrix products on NumPy's float BLAS, and the requantization steps TFLite's quantized
+matrix kernels (FULLY_CONNECTED, BATCH_MATMUL) apply to their int32/int64 accumulators.
+
+NumPy has no integer BLAS: an integer matmul is a slow loop. A float matmul of integer-valued arrays is
+exact as long as every partial sum is an integer the float type represents exactly, i.e. stays below
+2**24 (float32) or 2**53 (float64) in magnitude, whatever order BLAS sums in (and with or without
+fused multiply-adds: every intermediate is such an integer). `exact_float_type` picks the cheaper type
+from a bound on |sum of |products||, so products are exact integers.
+
+Requantizers turn an int64 array of accumulators into int64 results, before the output zero point and
+clamp:
+- `simd_requantizer`: what LiteRT's x86 build runs for int8/uint8 (and 16x8 with int32 bias) fully
+  connected layers (ruy's x86 kernels and the NEON custom GEMV through its SSE translation): the
+  accumulator (shifted left, wrapping in int32, for multipliers above one) times the fixed-point
+  multiplier, high half rounded half up, then a rounding right shift, half up.
+- `double_rounding_requantizer`: TFLite's scalar MultiplyByQuantizedMultiplier for int32 accumulators
+  (both roundings half away from zero).
+- `int64_requantizer`: the overload for int64 accumulators (16-bit multiplier, one rounding half up),
+  whose int64 result C truncates to int32.
+- `float_scale_requantizer`: the reference kernels that take float scales: round(double(acc) * scale)
+  half away from zero, converted to int32 as x86 does (INT32_MIN when out of range).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from .fixed_point import INT32_MIN, multiply_by_quantized_multiplier, round_half_away
+
+Requantizer = Callable[[np.ndarray], np.ndarray]
+
+_FLOAT32_EXACT = 1 << 24
+_FLOAT64_EXACT = 1 << 53
+
+
+def exact_float_type(bound: int) -> np.dtype:
+    """The float type whose BLAS sums integers of magnitude up to `bound` exactly (float32 when every
+    partial sum stays below 2**24, else float64 up to 2**53)."""
+    if bound < _FLOAT32_EXACT:
+        return np.dtype(np.float32)
+    if bound < _FLOAT64_EXACT:
+        return np.dtype(np.float64)
+    raise OverflowError(f"integer sums up to {bound} are not exact in float64")
+
+
+def wrap_int32(x: np.ndarray) -> np.ndarray:
+    """C's int32 arithmetic wrapping: the int64 values taken modulo 2**32 into [-2**31, 2**31)."""
+    return ((x + 2**31) & 0xFFFFFFFF) - 2**31
+
+
+def simd_requantizer(multiplier, shift) -> Requantizer:
+    """vshl (wrapping) + vqrdmulh + vrshl: both roundings half up. `multiplier`/`shift` may be arrays
+    (per channel), broadcast against the accumulators' last axis."""
+    multiplier = np.asarray(multiplier, np.int64)
+    shift = np.asarray(shift, np.int64)
+    left = np.maximum(shift, 0)
+    right = np.maximum(-shift, 0)
+    rounding = (np.int64(1) << right) >> 1
+    any_left = bool(np.any(left))
+
+    def requantize(acc: np.ndarray) -> np.ndarray:
+        if any_left:
+            acc = wrap_int32(acc << left)
+        # vqrdmulh saturates only for INT32_MIN * INT32_MIN; multipliers are never negative
+        high = acc * multiplier
+        high += 1 << 30
+        high >>= 31
+        high += rounding
+        high >>= right
+        return high
+
+    return requantize
+
+
+def double_rounding_requantizer(multiplier, shift) -> Requantizer:
+    """TFLite's MultiplyByQuantizedMultiplier(int32 x, ...): SRDHM then RoundingDivideByPOT."""
+    multiplier = np.asarray(multiplier, np.int64)
+    shift = np.asarray(shift, np.int64)
+    return lambda acc: multiply_by_quantized_multiplier(acc, multiplier, shift)
+
+
+def int64_requantizer(multiplier, shift) -> Requantizer:
+    """TFLite's MultiplyByQuantizedMultiplier(int64 x, ...), its result truncated to int32."""
+    multiplier = np.asarray(multiplier, np.int64)
+    reduced = np.where(multiplier < 0x7FFF0000, (multiplier + (1 << 15)) >> 16, 0x7FFF)
+    total_shift = 15 - np.asarray(shift, np.int64)
+    rounding = np.int64(1) << (total_shift - 1)
+
+    def requantize(acc: np.ndarray) -> np.ndarray:
+        return wrap_int32((acc * reduced + rounding) >> total_shift)
+
+    return requantize
+
+
+def float_scale_requantizer(scale) -> Requantizer:
+    """static_cast<int32_t>(round(double(acc) * scale)): `scale` is the double effective scale."""
+    scale = np.asarray(scale, np.float64)
+
+    def requantize(acc: np.ndarray) -> np.ndarray:
+        rounded = round_half_away(acc.astype(np.float64) * scale)
+        inside = (rounded >= INT32_MIN) & (rounded < 2**31)
+        return np.where(inside, rounded, INT32_MIN).astype(np.int64)
+
+    return requantize
