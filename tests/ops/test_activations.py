@@ -1,5 +1,9 @@
 """Activations and normalizations against LiteRT: RELU family, TANH, LOGISTIC, HARD_SWISH, ELU, LEAKY_RELU,
-PRELU, GELU, SOFTMAX, LOG_SOFTMAX, L2_NORMALIZATION, LOCAL_RESPONSE_NORMALIZATION (float32)."""
+PRELU, GELU, SOFTMAX, LOG_SOFTMAX, L2_NORMALIZATION, LOCAL_RESPONSE_NORMALIZATION.
+
+float32 within 1e-5; the quantized (uint8/int8/int16) kernels bit-exact, with LiteRT's default kernels
+and, where TFLite's reference kernels compute differently (int16 TANH/LOGISTIC of power-of-two scales,
+8-bit SOFTMAX and LOG_SOFTMAX), with BUILTIN_REF's. Elementwise ops are checked on every input value."""
 
 from __future__ import annotations
 
@@ -12,8 +16,7 @@ from hypothesis.extra import numpy as hnp
 import pytflite
 from pytflite import BuiltinOperator as Op
 from pytflite import TensorType as T
-from pytflite.core.quantization import AffineQuantization
-from tests.oracle import requires_litert, run
+from tests.oracle import CORPUS, AnyOpResolver, litert, litert_interpreter, requires_litert, run
 from tests.single_op import Operand, SingleOpModel
 
 pytestmark = requires_litert
@@ -347,26 +350,9 @@ def test_later_versions_compute_the_same(op, version):
     ],
     ids=_ids,
 )
-@pytest.mark.parametrize("tensor_type", [T.INT8, T.UINT8, T.INT16, T.INT32])
-def test_non_float_inputs_fail_in_prepare(op, options, tensor_type):
-    dtype = {T.INT8: np.int8, T.UINT8: np.uint8, T.INT16: np.int16, T.INT32: np.int32}[tensor_type]
-    quantization = (
-        AffineQuantization(np.array([0.1], np.float32), np.array([0])) if tensor_type != T.INT32 else None
-    )
-    model, _ = SingleOpModel(
-        op,
-        [Operand(np.ones([2, 3], dtype), type=tensor_type, quantization=quantization)],
-        [tensor_type],
-        options,
-        output_quantization=[quantization],
-    ).build()
-    name = tensor_type.name
-    message = (
-        f"Type {name} \\(input\\) is unsupported by op {op.name}"
-        if tensor_type == T.INT32
-        else f"{op.name} of a quantized {name} input is not supported yet"
-    )
-    with pytest.raises(RuntimeError, match=message):
+def test_int32_inputs_fail_in_prepare(op, options):
+    model, _ = SingleOpModel(op, [Operand(np.ones([2, 3], np.int32))], [T.INT32], options).build()
+    with pytest.raises(RuntimeError, match=f"Type INT32 \\(input\\) is unsupported by op {op.name}"):
         pytflite.Interpreter(model_content=model).allocate_tensors()
 
 
@@ -374,3 +360,501 @@ def test_output_type_must_match():
     model, _ = SingleOpModel(Op.RELU, [Operand(np.ones([2, 3], np.float32))], [T.INT32]).build()
     with pytest.raises(RuntimeError, match="RELU input/output types: FLOAT32 != INT32"):
         pytflite.Interpreter(model_content=model).allocate_tensors()
+
+
+# ---- quantized kernels -----------------------------------------------------------------------------------
+
+DTYPES = {T.UINT8: np.uint8, T.INT8: np.int8, T.INT16: np.int16}
+REF = litert.OpResolverType.BUILTIN_REF if litert is not None else None
+# (op, options, types): the quantized types TFLite's kernel takes
+ELEMENTWISE = [
+    (Op.RELU, None, (T.UINT8, T.INT8, T.INT16)),
+    (Op.RELU6, None, (T.UINT8, T.INT8, T.INT16)),
+    (Op.RELU_N1_TO_1, None, (T.UINT8, T.INT8)),
+    (Op.RELU_0_TO_1, None, (T.UINT8, T.INT8)),
+    (Op.TANH, None, (T.UINT8, T.INT8)),
+    (Op.LOGISTIC, None, (T.UINT8, T.INT8)),
+    (Op.HARD_SWISH, None, (T.UINT8, T.INT8)),
+    (Op.ELU, None, (T.INT8,)),
+    (Op.GELU, {"approximate": True}, (T.UINT8, T.INT8, T.INT16)),
+    (Op.GELU, {"approximate": False}, (T.UINT8, T.INT8, T.INT16)),
+    (Op.LEAKY_RELU, {"alpha": 0.2}, (T.UINT8, T.INT8, T.INT16)),
+    (Op.LEAKY_RELU, {"alpha": -1.5}, (T.UINT8, T.INT8, T.INT16)),
+    (Op.LEAKY_RELU, {"alpha": 3.0}, (T.UINT8, T.INT8, T.INT16)),
+]
+LOG_SCALES = st.floats(np.log(1e-3), np.log(1.0))
+
+
+def every_value(tensor_type: T, tail: int = 13) -> np.ndarray:
+    """Each value of the type once, then a few more (sizes off the SIMD block multiples)."""
+    info = np.iinfo(DTYPES[tensor_type])
+    values = np.arange(info.min, info.max + 1)
+    return np.concatenate([values, values[:tail]]).astype(DTYPES[tensor_type])
+
+
+def check_quantized(op, inputs, output_type, output_quantization, options=None, reference=False, version=1):
+    """pytflite and LiteRT (BUILTIN_REF's kernels with `reference`) give identical integers."""
+    model, feeds = SingleOpModel(
+        op, inputs, [output_type], options, version=version, output_quantization=[output_quantization]
+    ).build()
+    kwargs = {"experimental_op_resolver_type": REF} if reference else {}
+    theirs = run(litert_interpreter(model, **kwargs), feeds)[0]
+    ours = run(pytflite.Interpreter(model_content=model, **kwargs), feeds)[0]
+    assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
+    different = np.nonzero(ours.reshape(-1) != theirs.reshape(-1))[0]
+    assert different.size == 0, (
+        different[:8],
+        ours.reshape(-1)[different[:8]],
+        theirs.reshape(-1)[different[:8]],
+    )
+    return ours
+
+
+def _fixed_output(op, tensor_type):
+    """The output quantization TFLite's kernel requires, if any."""
+    if op == Op.LOGISTIC:
+        return (1 / 256, 0 if tensor_type == T.UINT8 else -128)
+    return None
+
+
+@pytest.mark.parametrize(
+    "op, options, types", ELEMENTWISE, ids=lambda v: "" if isinstance(v, tuple) else _ids(v)
+)
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_quantized_elementwise_on_every_value(op, options, types, data):
+    tensor_type = data.draw(st.sampled_from(types))
+    info = np.iinfo(DTYPES[tensor_type])
+    symmetric = tensor_type == T.INT16 and op != Op.GELU  # TFLite requires zero points of 0 there
+    zero_points = st.just(0) if symmetric else st.integers(int(info.min), int(info.max))
+    if tensor_type == T.INT16 and op == Op.GELU:
+        zero_points = st.integers(-300, 300)
+    divisor = 256.0 if tensor_type == T.INT16 else 1.0
+    in_q = (float(np.exp(data.draw(LOG_SCALES))) / divisor, data.draw(zero_points))
+    out_q = _fixed_output(op, tensor_type) or (
+        float(np.exp(data.draw(LOG_SCALES))) / divisor,
+        data.draw(zero_points),
+    )
+    if op == Op.HARD_SWISH:  # TFLite refuses an output scale below input_scale / 128
+        out_q = (max(out_q[0], in_q[0] / 100), out_q[1])
+    x = every_value(tensor_type)
+    check_quantized(op, [Operand(x, quantization=in_q)], tensor_type, out_q, options)
+
+
+@pytest.mark.parametrize(
+    "op, in_q, out_q",
+    [
+        # the activation layers of small_cnn_int8 / mobilenet_v2_int8 (and a uint8 twin)
+        (Op.LEAKY_RELU, (0.025765899568796158, 0), (0.014122314751148224, -105)),
+        (Op.HARD_SWISH, (0.0155558492988348, 17), (0.006633452605456114, -39)),
+        (Op.TANH, (0.005199950188398361, 3), (0.0078125, 0)),
+        (Op.LOGISTIC, (0.020878329873085022, -48), (0.00390625, -128)),
+    ],
+    ids=_ids,
+)
+def test_corpus_int8_layer_quantizations(op, in_q, out_q):
+    options = {"alpha": 0.10000000149011612} if op == Op.LEAKY_RELU else None
+    x = every_value(T.INT8).reshape(1, 1, -1, 1)
+    version = 1 if op == Op.HARD_SWISH else 2
+    check_quantized(op, [Operand(x, quantization=in_q)], T.INT8, out_q, options, version=version)
+
+
+@pytest.mark.parametrize("op", [Op.TANH, Op.LOGISTIC], ids=_ids)
+@pytest.mark.parametrize(
+    "scale",
+    # power-of-two scales take the gemmlowp fixed-point path (the reference kernel interpolates a table);
+    # the others (small_cnn_int16x8's among them) interpolate in both
+    [
+        2**-12,
+        2**-11,
+        2**-13,
+        2**-15,
+        3.0517578125e-05,
+        2.0768340618815273e-05,
+        0.00011172502127010375,
+        1e-3,
+        0.02,
+    ],
+)
+@pytest.mark.parametrize("reference", [False, True], ids=["default", "ref"])
+def test_int16_tanh_logistic(op, scale, reference):
+    x = every_value(T.INT16)
+    check_quantized(op, [Operand(x, quantization=(scale, 0))], T.INT16, (2**-15, 0), reference=reference)
+
+
+@pytest.mark.parametrize("reference", [False, True], ids=["default", "ref"])
+def test_int8_tanh_logistic_reference_kernels_use_the_same_tables(reference):
+    x = every_value(T.INT8)
+    check_quantized(Op.TANH, [Operand(x, quantization=(0.03, -7))], T.INT8, (1 / 128, 0), reference=reference)
+    check_quantized(
+        Op.LOGISTIC, [Operand(x, quantization=(0.07, 9))], T.INT8, (1 / 256, -128), reference=reference
+    )
+
+
+@pytest.mark.parametrize(
+    "op, tensor_type, in_q, out_q, options",
+    [
+        # results beyond int32 (tiny output scales), huge input scales, multipliers of 2**32 and more
+        (Op.TANH, T.INT8, (0.05, 3), (1e-12, 5), None),
+        (Op.ELU, T.INT8, (0.05, 3), (3e-10, 5), None),
+        (Op.RELU6, T.INT8, (0.05, 3), (1e-12, 5), None),
+        (Op.RELU_N1_TO_1, T.UINT8, (0.05, 3), (1e-9, 5), None),
+        (Op.LEAKY_RELU, T.INT8, (0.05, 3), (1e-12, 5), {"alpha": 0.3}),
+        (Op.TANH, T.INT8, (1e4, 3), (1 / 128, 0), None),
+        (Op.LOGISTIC, T.UINT8, (100.0, 3), (1 / 256, 0), None),
+        (Op.HARD_SWISH, T.INT8, (1e4, 3), (1e4, 0), None),
+        (Op.GELU, T.INT8, (1e36, 0), (0.1, 0), {"approximate": False}),
+    ],
+    ids=str,
+)
+def test_quantized_extreme_scales(op, tensor_type, in_q, out_q, options):
+    check_quantized(op, [Operand(every_value(tensor_type), quantization=in_q)], tensor_type, out_q, options)
+
+
+@pytest.mark.parametrize(
+    "op, tensor_type, in_q, out_q, options",
+    [
+        (Op.HARD_SWISH, T.INT8, (0.0155558492988348, 17), (0.006633452605456114, -39), None),
+        (Op.LEAKY_RELU, T.INT16, (1e-4, 0), (3e-5, 0), {"alpha": -1.5}),
+        (Op.LEAKY_RELU, T.UINT8, (0.02, 100), (0.01, 30), {"alpha": 0.1}),
+        (Op.RELU6, T.INT16, (3e-4, 0), (2e-4, 0), None),
+        (Op.GELU, T.INT16, (2e-4, 5), (1e-4, -3), {"approximate": False}),
+    ],
+    ids=str,
+)
+def test_reference_resolver_runs_the_same_elementwise_kernels(op, tensor_type, in_q, out_q, options):
+    # TFLite's reference and optimized kernels compute these alike on x86: one kernel serves both.
+    # (LiteRT's BUILTIN_REF has no ELU at all.)
+    x = every_value(tensor_type)
+    check_quantized(op, [Operand(x, quantization=in_q)], tensor_type, out_q, options, reference=True)
+
+
+# ---- quantized PRELU ---------------------------------------------------------------------------------------
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_quantized_prelu(data):
+    tensor_type = data.draw(st.sampled_from([T.UINT8, T.INT8, T.INT16]))
+    alpha_type = T.UINT8 if tensor_type == T.UINT8 else T.INT8
+    info, alpha_info = np.iinfo(DTYPES[tensor_type]), np.iinfo(DTYPES[alpha_type])
+    shape = data.draw(hnp.array_shapes(min_dims=1, max_dims=4, max_side=9))
+    alpha_shape = shape[data.draw(st.integers(0, len(shape))) :]
+    x = data.draw(hnp.arrays(DTYPES[tensor_type], shape))
+    alpha = data.draw(hnp.arrays(DTYPES[alpha_type], alpha_shape))
+    zero_points = (
+        st.integers(-300, 300) if tensor_type == T.INT16 else st.integers(int(info.min), int(info.max))
+    )
+    divisor = 128.0 if tensor_type == T.INT16 else 1.0
+    in_q = (float(np.exp(data.draw(LOG_SCALES))), data.draw(zero_points))
+    alpha_q = (
+        float(np.exp(data.draw(LOG_SCALES))) / 10,
+        data.draw(st.integers(int(alpha_info.min), int(alpha_info.max))),
+    )
+    out_q = (float(np.exp(data.draw(LOG_SCALES))) / divisor, data.draw(zero_points))
+    constant = data.draw(st.booleans())
+    inputs = [Operand(x, quantization=in_q), Operand(alpha, constant=constant, quantization=alpha_q)]
+    check_quantized(Op.PRELU, inputs, tensor_type, out_q)
+
+
+def test_quantized_prelu_every_pair_and_the_corpus_layer():
+    # every (input, alpha) pair of int8 and uint8
+    for tensor_type in (T.INT8, T.UINT8):
+        x = np.repeat(every_value(tensor_type, 0), 256).reshape(256, 256)
+        alpha = every_value(tensor_type, 0)
+        for constant in (True, False):
+            inputs = [
+                Operand(x, quantization=(0.05, 10)),
+                Operand(alpha, constant=constant, quantization=(0.01, -3)),
+            ]
+            check_quantized(Op.PRELU, inputs, tensor_type, (0.03, 7))
+    # small_cnn_int8's PRELU: a tiny alpha scale (its multiplier flushes to zero)
+    x = every_value(T.INT8, 0).reshape(1, 4, 8, 8)
+    alpha = np.arange(-4, 4, dtype=np.int8).reshape(1, 1, 8) * 30
+    inputs = [
+        Operand(x, quantization=(0.034072209149599075, -5)),
+        Operand(alpha, constant=True, quantization=(3.937008052901092e-09, 0)),
+    ]
+    check_quantized(Op.PRELU, inputs, T.INT8, (0.01769723743200302, -128))
+    # int16 with many distinct alpha values (computed per invoke rather than tabled)
+    x16 = every_value(T.INT16, 0).reshape(-1, 64)
+    alpha16 = np.arange(-32, 32, dtype=np.int8) * 3
+    inputs = [Operand(x16, quantization=(1e-4, 7)), Operand(alpha16, constant=True, quantization=(0.01, 3))]
+    check_quantized(Op.PRELU, inputs, T.INT16, (2e-4, -5))
+
+
+def test_quantized_prelu_alpha_type_must_match():
+    model, _ = SingleOpModel(
+        Op.PRELU,
+        [
+            Operand(np.zeros([2, 4], np.int8), quantization=(0.1, 0)),
+            Operand(np.ones([4], np.uint8), constant=True, quantization=(0.1, 0)),
+        ],
+        [T.INT8],
+        output_quantization=[(0.1, 0)],
+    ).build()
+    with pytest.raises(RuntimeError, match=r"Type UINT8 \(alpha\) is unsupported by op PRELU"):
+        pytflite.Interpreter(model_content=model).allocate_tensors()
+
+
+# ---- quantized SOFTMAX, LOG_SOFTMAX, L2_NORMALIZATION --------------------------------------------------------
+
+ROWS = hnp.array_shapes(min_dims=1, max_dims=3, max_side=6).flatmap(
+    lambda outer: st.sampled_from([1, 3, 10, 17, 40, 300]).map(lambda depth: (*outer, depth))
+)
+SOFTMAX_TYPES = [
+    (T.INT8, T.INT8),
+    (T.UINT8, T.UINT8),
+    (T.INT8, T.INT16),
+    (T.UINT8, T.INT16),
+    (T.INT16, T.INT16),
+]
+
+
+def _draw_rows(data, tensor_type):
+    x = data.draw(hnp.arrays(DTYPES[tensor_type], data.draw(ROWS)))
+    if data.draw(st.booleans()):  # ties at the maximum, and rows of one value
+        x.reshape(-1, x.shape[-1])[:, ::2] = x.reshape(-1)[0]
+    return x
+
+
+@pytest.mark.parametrize("reference", [False, True], ids=["default", "ref"])
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_quantized_softmax(reference, data):
+    in_type, out_type = data.draw(st.sampled_from(SOFTMAX_TYPES))
+    info = np.iinfo(DTYPES[in_type])
+    x = _draw_rows(data, in_type)
+    beta = data.draw(st.sampled_from([1.0, 0.5, 2.0, 0.1]))
+    scale = float(np.exp(data.draw(st.floats(np.log(2e-3), np.log(0.3)))))
+    in_q = (
+        (scale / 128, 0)
+        if in_type == T.INT16
+        else (scale, data.draw(st.integers(int(info.min), int(info.max))))
+    )
+    if out_type == T.INT8:
+        out_q = (1 / 256, -128)
+    elif in_type == T.INT16:
+        out_q = (1 / 32768, 0)
+    elif out_type == T.INT16:
+        out_q = (data.draw(st.sampled_from([1 / 32768, 1 / 65536, 3e-5])), data.draw(st.integers(-100, 100)))
+    else:  # uint8 outputs: the optimized kernel ignores the zero point
+        out_q = (data.draw(st.sampled_from([1 / 256, 1 / 255, 0.005])), data.draw(st.integers(0, 50)))
+    check_quantized(Op.SOFTMAX, [Operand(x, quantization=in_q)], out_type, out_q, {"beta": beta}, reference)
+
+
+@pytest.mark.parametrize("reference", [False, True], ids=["default", "ref"])
+@settings(max_examples=100, deadline=None)
+@given(data=st.data())
+def test_quantized_log_softmax(reference, data):
+    tensor_type = data.draw(st.sampled_from([T.INT8, T.UINT8]))
+    info = np.iinfo(DTYPES[tensor_type])
+    x = _draw_rows(data, tensor_type)
+    in_q = (
+        float(np.exp(data.draw(st.floats(np.log(2e-3), np.log(0.5))))),
+        data.draw(st.integers(int(info.min), int(info.max))),
+    )
+    out_q = (16 / 256, 127 if tensor_type == T.INT8 else 255)
+    check_quantized(Op.LOG_SOFTMAX, [Operand(x, quantization=in_q)], tensor_type, out_q, reference=reference)
+
+
+@pytest.mark.parametrize(
+    "op, tensor_type, shape, in_q, out_q",
+    [
+        # the corpus layers: small_cnn_int8 and mobilenet_v2_int8 (int8), small_cnn_int16x8 (int16)
+        (Op.SOFTMAX, T.INT8, (64, 10), (0.029211852699518204, -20), (1 / 256, -128)),
+        (Op.SOFTMAX, T.INT8, (64, 10), (0.01645263470709324, 33), (1 / 256, -128)),
+        (Op.SOFTMAX, T.INT16, (64, 10), (0.00013061138452030718, 0), (1 / 32768, 0)),
+        # long rows (float sums in TFLite's order) and many rows (LOG_SOFTMAX's two log paths)
+        (Op.SOFTMAX, T.INT8, (3, 5000), (0.01, 0), (1 / 256, -128)),
+        (Op.SOFTMAX, T.UINT8, (3, 5000), (0.03, 0), (1 / 256, 0)),
+        (Op.SOFTMAX, T.INT16, (3, 5000), (1e-4, 0), (1 / 32768, 0)),
+        (Op.LOG_SOFTMAX, T.INT8, (3, 5000), (0.01, 0), (16 / 256, 127)),
+        (Op.LOG_SOFTMAX, T.INT8, (2000, 7), (0.37, 0), (16 / 256, 127)),
+        (Op.LOG_SOFTMAX, T.UINT8, (65, 7), (0.1, 0), (16 / 256, 255)),
+        # probabilities past int32 (tiny output scales), huge log-probabilities
+        (Op.SOFTMAX, T.INT8, (4, 10), (0.05, 0), (1e-12, 7)),
+        (Op.LOG_SOFTMAX, T.INT8, (4, 10), (1e9, 0), (16 / 256, 127)),
+    ],
+    ids=str,
+)
+def test_quantized_softmax_cases(op, tensor_type, shape, in_q, out_q):
+    x = np.random.default_rng(8).integers(-128, 128, shape)
+    x = x.astype(DTYPES[tensor_type]) if tensor_type != T.INT16 else (x * 256).astype(np.int16)
+    out_type = T.INT16 if out_q[0] == 1e-12 else tensor_type
+    options = {"beta": 1.0} if op == Op.SOFTMAX else None
+    check_quantized(op, [Operand(x, quantization=in_q)], out_type, out_q, options, version=2)
+
+
+@settings(max_examples=100, deadline=None)
+@given(data=st.data())
+def test_quantized_l2_normalization(data):
+    tensor_type = data.draw(st.sampled_from([T.INT8, T.UINT8]))
+    info = np.iinfo(DTYPES[tensor_type])
+    x = _draw_rows(data, tensor_type)
+    in_q = (float(np.exp(data.draw(LOG_SCALES))), data.draw(st.integers(int(info.min), int(info.max))))
+    out_q = (1 / 128, 0 if tensor_type == T.INT8 else 128)
+    check_quantized(Op.L2_NORMALIZATION, [Operand(x, quantization=in_q)], tensor_type, out_q, L2_OPTIONS)
+
+
+def test_quantized_empty_tensors():
+    # pytflite alone: empty tensors are degenerate models for LiteRT
+    for op, tensor_type, out_q, options in [
+        (Op.TANH, T.INT8, (1 / 128, 0), None),
+        (Op.SOFTMAX, T.INT8, (1 / 256, -128), {"beta": 1.0}),
+        (Op.LOG_SOFTMAX, T.UINT8, (16 / 256, 255), None),
+        (Op.L2_NORMALIZATION, T.INT8, (1 / 128, 0), L2_OPTIONS),
+    ]:
+        model, feeds = SingleOpModel(
+            op,
+            [Operand(np.zeros([2, 0], DTYPES[tensor_type]), quantization=(0.1, 0))],
+            [tensor_type],
+            options,
+            output_quantization=[out_q],
+        ).build()
+        assert _pytflite_only(model, feeds)[0].shape == (2, 0)
+
+
+@pytest.mark.parametrize(
+    "op, tensor_type, in_q, out_type, out_q, options, message",
+    [
+        (Op.LOGISTIC, T.INT8, (0.1, 0), T.INT8, (1 / 128, -128), None, "output->params.scale == 1. / 256"),
+        (Op.LOGISTIC, T.INT16, (2**-12, 0), T.INT16, (2**-14, 0), None, "output->params.scale == 1. / 32768"),
+        (Op.TANH, T.INT16, (2**-12, 3), T.INT16, (2**-15, 0), None, "TANH int16 input zero point 3 != 0"),
+        (
+            Op.TANH,
+            T.INT16,
+            (2**-12, 0),
+            T.INT16,
+            (2**-14, 0),
+            None,
+            "TANH int16 output scale log2 -14 != -15",
+        ),
+        (Op.RELU, T.INT16, (0.1, 0), T.INT16, (0.1, 4), None, "RELU int16 output zero point 4 != 0"),
+        (
+            Op.LEAKY_RELU,
+            T.INT16,
+            (0.1, 2),
+            T.INT16,
+            (0.1, 0),
+            {"alpha": 0.1},
+            "int16 input zero point 2 != 0",
+        ),
+        (Op.HARD_SWISH, T.INT8, (0.1, 0), T.INT8, (1e-4, 0), None, "output_multiplier_exponent <= 0"),
+        (
+            Op.SOFTMAX,
+            T.INT8,
+            (0.1, 0),
+            T.INT8,
+            (1 / 256, 0),
+            {"beta": 1.0},
+            "SOFTMAX int8 output zero point 0 != -128",
+        ),
+        (Op.SOFTMAX, T.INT8, (0.1, 0), T.INT8, (1 / 128, -128), {"beta": 1.0}, "SOFTMAX int8 output scale"),
+        (
+            Op.SOFTMAX,
+            T.INT8,
+            (0.1, 0),
+            T.UINT8,
+            (1 / 256, 0),
+            {"beta": 1.0},
+            "supports INT8 and INT16 outputs, got UINT8",
+        ),
+        (
+            Op.SOFTMAX,
+            T.INT16,
+            (0.1, 1),
+            T.INT16,
+            (1 / 32768, 0),
+            {"beta": 1.0},
+            "SOFTMAX int16 input zero point 1 != 0",
+        ),
+        (
+            Op.LOG_SOFTMAX,
+            T.INT8,
+            (0.1, 0),
+            T.INT8,
+            (1 / 16, 0),
+            None,
+            "LOG_SOFTMAX output zero point 0 != 127",
+        ),
+        (Op.LOG_SOFTMAX, T.INT8, (0.1, 0), T.INT8, (1 / 8, 127), None, "LOG_SOFTMAX output scale"),
+        (
+            Op.L2_NORMALIZATION,
+            T.UINT8,
+            (0.1, 0),
+            T.UINT8,
+            (1 / 128, 0),
+            L2_OPTIONS,
+            "output zero point 0 != 128",
+        ),
+        (
+            Op.ELU,
+            T.UINT8,
+            (0.1, 0),
+            T.UINT8,
+            (0.1, 0),
+            None,
+            r"Type UINT8 \(input\) is unsupported by op ELU",
+        ),
+        (Op.RELU_N1_TO_1, T.INT16, (0.1, 0), T.INT16, (0.1, 0), None, "Type INT16 .input. is unsupported"),
+        (Op.TANH, T.INT8, (0.0, 0), T.INT8, (0.1, 0), None, "TANH input scale 0.0 is not a positive number"),
+    ],
+    ids=str,
+)
+def test_quantized_invalid_models_fail_in_prepare(op, tensor_type, in_q, out_type, out_q, options, message):
+    model, _ = SingleOpModel(
+        op,
+        [Operand(np.zeros([2, 3], DTYPES[tensor_type]), quantization=in_q)],
+        [out_type],
+        options,
+        output_quantization=[out_q],
+    ).build()
+    with pytest.raises(RuntimeError, match=message):
+        pytflite.Interpreter(model_content=model).allocate_tensors()
+
+
+def _activation_layers(name: str):
+    """(op, options, input/alpha quantizations, output quantization, input type) of each activation node."""
+    interpreter = pytflite.Interpreter(model_path=str(CORPUS / f"{name}.tflite"), op_resolver=AnyOpResolver())
+    details = {d["index"]: d for d in interpreter.get_tensor_details()}
+    layers = []
+    for node, registration in interpreter.subgraphs[0].nodes:
+        op = Op(registration.builtin_code)
+        source = details[node.inputs[0]]
+        if op in CORPUS_OPS and source["dtype"] != np.float32:
+            quantizations = [details[i]["quantization"] for i in node.inputs]
+            layers.append(
+                (op, node.builtin_data, quantizations, details[node.outputs[0]]["quantization"], source)
+            )
+    return layers
+
+
+CORPUS_OPS = {Op.HARD_SWISH, Op.LEAKY_RELU, Op.LOGISTIC, Op.PRELU, Op.SOFTMAX, Op.TANH}
+
+
+@pytest.mark.parametrize("name", ["small_cnn_int8", "small_cnn_int16x8", "mobilenet_v2_int8"])
+def test_corpus_activation_layers(name):
+    if not (CORPUS / f"{name}.tflite").exists():
+        pytest.skip(f"corpus model {name} is missing")
+    layers = _activation_layers(name)
+    assert layers
+    for op, options, quantizations, out_q, source in layers:
+        tensor_type = {np.dtype(v): k for k, v in DTYPES.items()}[np.dtype(source["dtype"])]
+        options = (
+            {"alpha": options.alpha}
+            if op == Op.LEAKY_RELU
+            else {"beta": options.beta}
+            if op == Op.SOFTMAX
+            else None
+        )
+        x = every_value(tensor_type, 0)
+        depth = source["shape"][-1]
+        x = np.resize(x, (x.size // depth + 1) * depth).reshape(-1, depth)
+        inputs = [Operand(x, quantization=quantizations[0])]
+        if op == Op.PRELU:
+            alpha = np.random.default_rng(9).integers(-128, 128, depth).astype(np.int8)
+            inputs.append(Operand(alpha, constant=True, quantization=quantizations[1]))
+        check_quantized(
+            op, inputs, tensor_type, out_q, options, version=1 if op in (Op.PRELU, Op.HARD_SWISH) else 2
+        )

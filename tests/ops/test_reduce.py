@@ -15,7 +15,7 @@ from pytflite.core.quantization import AffineQuantization
 from pytflite.core.types import tensor_type_for_dtype
 
 # outputs declared [], empty dynamic results read safely
-from tests.oracle import requires_litert
+from tests.oracle import CORPUS, litert, litert_interpreter, requires_litert, run
 from tests.single_op import Operand, SingleOpModel
 
 pytestmark = requires_litert
@@ -109,6 +109,233 @@ def test_reduce_max_requantization_refused():
     ).build()
     with pytest.raises(RuntimeError, match="input scale 0.5 != output scale 0.25"):
         pytflite.Interpreter(model_content=model).allocate_tensors()
+
+
+# --- quantized MEAN, SUM, REDUCE_PROD ----------------------------------------------------------------------
+#
+# Bit-exact against LiteRT's optimized kernels and, for MEAN and SUM (whose reference kernels differ),
+# against BUILTIN_REF.
+
+RESOLVERS = ("BUILTIN_WITHOUT_DEFAULT_DELEGATES", "BUILTIN_REF")
+QUANTIZED = {
+    np.int8: pytflite.TensorType.INT8,
+    np.uint8: pytflite.TensorType.UINT8,
+    np.int16: pytflite.TensorType.INT16,
+}
+
+
+def quantized_reduce(op, x, axes, qi, qo, keep_dims, constant_axis=True, resolvers=RESOLVERS, version=2):
+    """Run a quantized reduction in both interpreters with each resolver; assert identical outputs.
+    Returns LiteRT's output per resolver."""
+    model, feeds = SingleOpModel(
+        op,
+        [Operand(x, quantization=qi), Operand(np.array(axes, np.int32), constant=constant_axis)],
+        [QUANTIZED[x.dtype.type]],
+        {"keep_dims": keep_dims},
+        output_quantization=[qo],
+        version=version,
+    ).build()
+    results = {}
+    for resolver in resolvers:
+        kind = getattr(litert.OpResolverType, resolver)
+        theirs = run(litert_interpreter(model, experimental_op_resolver_type=kind), feeds)[0]
+        ours = run(pytflite.Interpreter(model_content=model, experimental_op_resolver_type=kind), feeds)[0]
+        assert ours.dtype == theirs.dtype and ours.shape == theirs.shape, (ours, theirs)
+        assert np.array_equal(ours, theirs), (resolver, np.flatnonzero(ours != theirs), ours, theirs)
+        results[resolver] = theirs
+    return results
+
+
+@st.composite
+def quantized_reduction(draw, dtype, fast_path=False):
+    """An input, axes, keep_dims and (scale, zero point) pairs for input and output."""
+    if fast_path:  # 4-D over H and W with keep_dims: TFLite's optimized kernel for 8-bit inputs
+        shape = (
+            draw(st.integers(1, 2)),
+            draw(st.integers(1, 6)),
+            draw(st.integers(1, 6)),
+            draw(st.integers(1, 40)),
+        )
+        axes, keep_dims = draw(st.sampled_from([[1, 2], [2, 1], [-2, 1]])), True
+    else:
+        shape = draw(hnp.array_shapes(min_dims=1, max_dims=4, min_side=1, max_side=7))
+        axes = draw(st.lists(st.integers(-len(shape), len(shape) - 1), min_size=1, max_size=3))
+        keep_dims = draw(st.booleans())
+    info = np.iinfo(dtype)
+    x = draw(hnp.arrays(dtype, shape, elements=st.integers(int(info.min), int(info.max))))
+    if dtype == np.int16:
+        scales = st.one_of(st.sampled_from([2.0**-10, 3 * 2.0**-12]), st.floats(2e-5, 2e-3))
+        zero_points = st.just(0)
+    else:
+        scales = st.one_of(st.sampled_from([0.5, 0.25, 0.1, 0.0625]), st.floats(0.004, 0.3))
+        zero_points = st.integers(int(info.min), int(info.max))
+    qi = (draw(scales), draw(zero_points))
+    # the output scale: equal to the input's, in a simple ratio, or anything
+    qo = (qi[0] * draw(st.one_of(st.sampled_from([1.0, 0.5, 4.0]), st.floats(0.05, 20))), draw(zero_points))
+    return x, axes, keep_dims, qi, qo
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16])
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_quantized_mean(dtype, data):
+    fast_path = dtype != np.int16 and data.draw(st.booleans())
+    x, axes, keep_dims, qi, qo = data.draw(quantized_reduction(dtype, fast_path))
+    constant_axis = data.draw(st.booleans())
+    quantized_reduce(Op.MEAN, x, axes, qi, qo, keep_dims, constant_axis)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+@pytest.mark.parametrize("depth", [16, 20, 37])
+def test_quantized_mean_fast_path_blocks_round_halves_up(dtype, depth):
+    # input_scale / (H * W * output_scale) = 1/4: every other sum is a tie, which the SIMD blocks of 16
+    # channels round up and the scalar remainder (and the reference kernel) away from zero; the raw
+    # sums of uint8 inputs are never negative, so only int8 shows it
+    info = np.iinfo(dtype)
+    x = np.random.default_rng(depth).integers(info.min, info.max + 1, (2, 2, 2, depth)).astype(dtype)
+    results = quantized_reduce(Op.MEAN, x, [1, 2], (0.5, 0 if dtype == np.int8 else 128), (0.5, 3), True)
+    if dtype == np.int8:
+        assert np.any(results["BUILTIN_WITHOUT_DEFAULT_DELEGATES"] != results["BUILTIN_REF"])
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16])
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_quantized_sum(dtype, data):
+    x, axes, keep_dims, qi, qo = data.draw(quantized_reduction(dtype))
+    count = np.prod([x.shape[a] for a in set(a % x.ndim for a in axes)])
+    qo = (qo[0] * data.draw(st.sampled_from([1.0, float(count)])), qo[1])  # sums need coarser outputs
+    # BUILTIN_REF's SUM reads int16 input as uint8 bytes (a TFLite bug): only the optimized kernel then
+    resolvers = RESOLVERS[:1] if dtype == np.int16 else RESOLVERS
+    quantized_reduce(Op.SUM, x, axes, qi, qo, keep_dims, data.draw(st.booleans()), resolvers)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16])
+@settings(max_examples=30, deadline=None)
+@given(data=st.data())
+def test_quantized_reduce_prod(dtype, data):
+    shape = data.draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=5))
+    axes = data.draw(st.lists(st.integers(-len(shape), len(shape) - 1), min_size=1, max_size=2))
+    keep_dims = data.draw(st.booleans())
+    zero_point = 0 if dtype == np.int16 else data.draw(st.integers(-3, 3))
+    width = 300 if dtype == np.int16 else 5
+    x = data.draw(hnp.arrays(dtype, shape, elements=st.integers(zero_point - width, zero_point + width)))
+    count = int(np.prod([shape[a] for a in set(a % len(shape) for a in axes)]))
+    scale = data.draw(st.floats(0.05, 0.5)) if dtype == np.int8 else data.draw(st.floats(1e-4, 1e-3))
+    typical = (scale * width / 2) ** count  # about the magnitude of a product
+    output_scale = typical / data.draw(st.sampled_from([10.0, 100.0, 1000.0]))
+    if not 1e-30 < output_scale < 1e30:
+        return
+    quantized_reduce(
+        Op.REDUCE_PROD, x, axes, (scale, zero_point), (output_scale, 0), keep_dims, data.draw(st.booleans())
+    )
+
+
+def test_quantized_reduce_prod_of_uint8_is_rejected():
+    model, _ = SingleOpModel(
+        Op.REDUCE_PROD,
+        [
+            Operand(np.ones([2, 3], np.uint8), quantization=(0.5, 0)),
+            Operand(np.array([1], np.int32), constant=True),
+        ],
+        [pytflite.TensorType.UINT8],
+        {"keep_dims": False},
+        output_quantization=[(0.5, 0)],
+    ).build()
+    with pytest.raises(RuntimeError, match="Unsupported quantized data type: UINT8"):
+        pytflite.Interpreter(model_content=model).allocate_tensors()
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16])
+def test_unquantized_8_and_16_bit_reduce_prod_wraps(dtype):
+    x = np.array([[5, 7, 3], [100, 2, 2]], dtype)
+    if dtype != np.uint8:
+        x[:, 1] *= -1
+    for axes in ([1], [0, 1]):
+        SingleOpModel(
+            Op.REDUCE_PROD,
+            [Operand(x), Operand(np.array(axes, np.int32), constant=True)],
+            [QUANTIZED[dtype]],
+            {"keep_dims": False},
+        ).check()
+
+
+def test_reference_sum_of_int16_is_refused():
+    model, _ = SingleOpModel(
+        Op.SUM,
+        [
+            Operand(np.ones([2, 3], np.int16), quantization=(0.5, 0)),
+            Operand(np.array([1], np.int32), constant=True),
+        ],
+        [pytflite.TensorType.INT16],
+        {"keep_dims": False},
+        output_quantization=[(0.5, 0)],
+    ).build()
+    interpreter = pytflite.Interpreter(
+        model_content=model, experimental_op_resolver_type=litert.OpResolverType.BUILTIN_REF
+    )
+    with pytest.raises(RuntimeError, match="reads int16 input as uint8 bytes"):
+        interpreter.allocate_tensors()
+
+
+@pytest.mark.parametrize("op", [Op.ARG_MAX, Op.ARG_MIN])
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+def test_arg_min_max_of_quantized_inputs_compare_raw_values(op, dtype):
+    info = np.iinfo(dtype)
+    x = np.random.default_rng(5).integers(info.min, info.max + 1, (4, 37)).astype(dtype)
+    zero_point = -3 if dtype == np.int8 else 130
+    for axis in (0, 1):
+        SingleOpModel(
+            op,
+            [Operand(x, quantization=(0.07, zero_point)), Operand(np.array([axis], np.int32), constant=True)],
+            [pytflite.TensorType.INT32],
+            {"output_type": "INT32"},
+            version=2,
+        ).check()
+
+
+CORPUS_LAYERS = ["mobilenet_v2_int8", "small_cnn_int8", "small_cnn_int16x8"]
+
+
+@pytest.mark.parametrize("name", CORPUS_LAYERS)
+def test_corpus_mean_and_add_layers(name):
+    """Each MEAN and ADD layer of the quantized corpus models, rebuilt as a one-op model with the layer's
+    shapes, options and quantization and fed random inputs."""
+    path = CORPUS / f"{name}.tflite"
+    if not path.exists():
+        pytest.skip(f"{path} is not available")
+    interpreter = pytflite.Interpreter(model_path=str(path))
+    details = {d["index"]: d for d in interpreter.get_tensor_details()}
+    rng = np.random.default_rng(0)
+    layers = [op for op in interpreter._get_ops_details() if op["op_name"] in ("MEAN", "ADD")]
+    assert {op["op_name"] for op in layers} == {"MEAN", "ADD"}
+    for op in layers:
+        node, registration = interpreter.subgraphs[0].nodes[op["index"]]
+        operands = []
+        for position, index in enumerate(op["inputs"]):
+            detail = details[index]
+            if op["op_name"] == "MEAN" and position == 1:  # the axes
+                operands.append(Operand(interpreter.get_tensor(index), constant=True))
+                continue
+            info = np.iinfo(detail["dtype"])
+            value = rng.integers(info.min, info.max + 1, detail["shape"]).astype(detail["dtype"])
+            operands.append(Operand(value, quantization=detail["quantization"]))
+        out = details[op["outputs"][0]]
+        model, feeds = SingleOpModel(
+            getattr(Op, op["op_name"]),
+            operands,
+            [QUANTIZED[out["dtype"]]],
+            node.builtin_data,
+            version=registration.version,
+            output_quantization=[out["quantization"]],
+        ).build()
+        for resolver in RESOLVERS:
+            kind = getattr(litert.OpResolverType, resolver)
+            theirs = run(litert_interpreter(model, experimental_op_resolver_type=kind), feeds)[0]
+            ours = run(pytflite.Interpreter(model_content=model, experimental_op_resolver_type=kind), feeds)[
+                0
+            ]
+            assert np.array_equal(ours, theirs), (name, op, resolver)
 
 
 # --- ARG_MAX / ARG_MIN ----------------------------------------------------------------------------

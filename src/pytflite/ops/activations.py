@@ -1,4 +1,4 @@
-"""Activation functions and normalizations (float32).
+"""Activation functions and normalizations (float32 and quantized).
 
 RELU, RELU6, RELU_N1_TO_1, RELU_0_TO_1, TANH, LOGISTIC, HARD_SWISH, ELU, LEAKY_RELU, PRELU, GELU, SOFTMAX,
 LOG_SOFTMAX, L2_NORMALIZATION, LOCAL_RESPONSE_NORMALIZATION.
@@ -24,8 +24,19 @@ tail, with Q(a) = exp(-a^2/2) sum_k c_k t^(k+1), t = 1/(1 + 0.35 a). The c_k wer
 (iteratively reweighted least squares on the relative error of erfc(a/sqrt 2) exp(a^2/2)/2, a in [0, 16],
 against Python's math.erfc): within 3.3e-8 relative. It agrees with LiteRT's Eigen erfc to ~2e-6 relative
 down to results of 1e-10, ~1e-5 in the far tail where both round near the denormals.
-Quantized (uint8/int8/int16) variants are not implemented yet: prepare rejects them, as it rejects the
-integer types TFLite's float kernels do not take.
+
+Quantized kernels (uint8/int8, and int16 where TFLite has them) match LiteRT bit for bit:
+- Elementwise ops are a table over every input value, made in prepare; invoke is one np.take. The tables
+  hold TFLite's own per-element arithmetic: the float LUTs of TANH, LOGISTIC, ELU, GELU (LUTPopulate, with
+  the C library's float functions, quant/lut.py), the fixed-point formulas of the RELU family, LEAKY_RELU
+  and HARD_SWISH, and for int16 TANH/LOGISTIC either the interpolated sigmoid table (non power-of-two
+  input scales) or gemmlowp's int16 tanh/logistic (power-of-two scales, quant/gemmlowp.py).
+- 8-bit PRELU is a table over (alpha, input) pairs; int16 PRELU one table per distinct constant alpha.
+- 8-bit SOFTMAX/LOG_SOFTMAX follow the optimized kernels LiteRT runs: float32 with a 256-entry expf table,
+  row sums added in order. BUILTIN_REF registers TFLite's integer (gemmlowp) kernels instead, and the
+  interpolating int16 TANH/LOGISTIC for every scale; the other ops compute alike in both.
+- int16 SOFTMAX uses TFLite's 513-entry exp and 1/(1+x) interpolation tables; L2_NORMALIZATION the
+  fixed-point inverse square root of each row's sum of squares.
 """
 
 from __future__ import annotations
@@ -36,17 +47,37 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.types import BuiltinOperator, TensorType
+from ..core.types import BuiltinOperator, TensorType, type_name
 from ..errors import KernelError, ensure, ensure_eq, ensure_type, ensure_types_eq
 from ..model.options import ActivationFunctionType
-from .common import (
-    broadcast_shape,
-    check_arity,
-    clip,
-    input_tensor,
-    is_constant,
-    output_tensor,
-    reject_quantized,
+from .common import broadcast_shape, check_arity, clip, input_tensor, is_constant, output_tensor
+from .quant.fixed_point import (
+    INT32_MIN,
+    multiply_by_quantized_multiplier,
+    quantize_multiplier,
+    round_half_away,
+    rounding_divide_by_pot,
+)
+from .quant.gemmlowp import (
+    FixedPointMath,
+    count_leading_zeros32,
+    get_reciprocal,
+    inv_sqrt_multiplier,
+    log_x_for_x_greater_than_or_equal_to_1,
+    wrap,
+)
+from .quant.lut import (
+    SIGMOID_TABLE_UINT16,
+    c_double_function,
+    erfcf,
+    expf,
+    expm1f,
+    float_to_int32,
+    logf,
+    lookup_16bit,
+    populate_8bit,
+    populate_16bit,
+    tanhf,
 )
 from .registry import register_builtin
 
@@ -80,33 +111,38 @@ def _blockwise(compute: Callable, block: int = _BLOCK) -> Callable:
     return run
 
 
-def _check_float(tensor, what: str, op_name: str) -> None:
-    """float32 only; a quantized tensor gets its own message (those kernels are not written yet)."""
-    reject_quantized(tensor, op_name)
-    ensure_type(tensor, _FLOAT, what, op_name)
+def _check_unary(context, node, op_name: str, types: tuple[TensorType, ...]):
+    """Checks of a one-input op whose output has the input's type and shape; resizes the output."""
+    check_arity(node, 1)
+    source, output = input_tensor(context, node, 0), output_tensor(context, node)
+    ensure_type(source, types, "input", op_name)
+    ensure_types_eq(source, output, f"{op_name} input/output types")
+    context.resize_tensor(output, source.shape)
+    return source, output
 
 
-def _same_shape_prepare(op_name: str) -> Callable:
-    """Prepare of a one-input float32 op whose output has the input's type and shape."""
+def compute_invoke(context, node):
+    """Invoke of the ops whose prepare leaves `compute(x, out)` in node.user_data."""
+    tensors = context.tensors
+    node.user_data(tensors[node.inputs[0]].data, tensors[node.outputs[0]].data)
+
+
+def _unary_kernel(
+    op: BuiltinOperator,
+    versions: tuple[int, int],
+    compute: Callable,
+    quantized: Callable | None = None,
+    types: tuple[TensorType, ...] = _FLOAT,
+    reference: bool = False,
+) -> None:
+    """Register a one-input op: `compute(x, out)` for float32, `quantized(input, output)` making the
+    compute function of the other `types` in prepare."""
 
     def prepare(context, node):
-        check_arity(node, 1)
-        source, output = input_tensor(context, node, 0), output_tensor(context, node)
-        _check_float(source, "input", op_name)
-        ensure_types_eq(source, output, f"{op_name} input/output types")
-        context.resize_tensor(output, source.shape)
+        source, output = _check_unary(context, node, op.name, types)
+        node.user_data = compute if source.type == TensorType.FLOAT32 else quantized(source, output)
 
-    return prepare
-
-
-def _unary_kernel(op: BuiltinOperator, versions: tuple[int, int], compute: Callable) -> None:
-    """Register a one-input float32 op whose output is `compute(x, out)`."""
-
-    def invoke(context, node):
-        tensors = context.tensors
-        compute(tensors[node.inputs[0]].data, tensors[node.outputs[0]].data)
-
-    register_builtin(op, versions, types=_FLOAT, prepare=_same_shape_prepare(op.name), invoke=invoke)
+    register_builtin(op, versions, types=types, reference=reference, prepare=prepare, invoke=compute_invoke)
 
 
 # ---- ReLU family, HARD_SWISH, ELU, TANH, LOGISTIC ------------------------------------------------------
@@ -230,17 +266,21 @@ _EXPANDED_LIMIT = 65536
 
 
 def leaky_relu_prepare(context, node):
-    _same_shape_prepare("LEAKY_RELU")(context, node)
+    source, output = _check_unary(context, node, "LEAKY_RELU", _FLOAT + _QUANTIZED)
     alpha = _f32(node.builtin_data.alpha)
-    node.user_data = AlphaData(alpha, _alpha_compute(alpha, _select_above))
+    if source.type == TensorType.FLOAT32:
+        node.user_data = AlphaData(alpha, _alpha_compute(alpha, _select_above))
+        return
+    table = _table_compute(_leaky_relu_table(source, output, node.builtin_data.alpha), _DTYPES[source.type])
+    node.user_data = AlphaData(alpha, lambda x, _alpha, out: table(x, out))
 
 
 def prelu_prepare(context, node):
     check_arity(node, 2)
     source, alpha = input_tensor(context, node, 0), input_tensor(context, node, 1)
     output = output_tensor(context, node)
-    _check_float(source, "input", "PRELU")
-    _check_float(alpha, "alpha", "PRELU")
+    ensure_type(source, tuple(_PRELU_ALPHA_TYPES), "input", "PRELU")
+    ensure_type(alpha, (_PRELU_ALPHA_TYPES[source.type],), "alpha", "PRELU")
     ensure_types_eq(source, output, "PRELU input/output types")
     shape = broadcast_shape(source.shape, alpha.shape)
     ensure(
@@ -248,12 +288,15 @@ def prelu_prepare(context, node):
         f"PRELU alpha of shape {list(alpha.shape)} does not broadcast to the input shape "
         f"{list(source.shape)}",
     )
+    context.resize_tensor(output, shape)
+    if source.type != TensorType.FLOAT32:
+        node.user_data = _prelu_quantized(source, alpha, output, shape)
+        return
     known = alpha.data if is_constant(alpha) else None
     expanded = None
     if known is not None and math.prod(shape) <= _EXPANDED_LIMIT:
         expanded = np.broadcast_to(known, shape).copy()
     node.user_data = AlphaData(expanded, _alpha_compute(known, _select_at_or_above))
-    context.resize_tensor(output, shape)
 
 
 def alpha_invoke(context, node):
@@ -385,29 +428,38 @@ def _gelu(approximate: bool, size: int) -> Callable:
 
 
 def gelu_prepare(context, node):
-    _same_shape_prepare("GELU")(context, node)
-    size = math.prod(input_tensor(context, node, 0).shape)
-    node.user_data = _gelu(node.builtin_data.approximate, size)
-
-
-def gelu_invoke(context, node):
-    tensors = context.tensors
-    node.user_data(tensors[node.inputs[0]].data, tensors[node.outputs[0]].data)
+    source, output = _check_unary(context, node, "GELU", _FLOAT + _QUANTIZED)
+    approximate = bool(node.builtin_data.approximate)
+    if source.type == TensorType.FLOAT32:
+        node.user_data = _gelu(approximate, math.prod(source.shape))
+    else:
+        node.user_data = _gelu_quantized(source, output, approximate)
 
 
 # ---- SOFTMAX, LOG_SOFTMAX ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class SoftmaxData:
-    beta: np.ndarray | None  # 0-d float32, None for beta == 1
+def _softmax_prepare(reference: bool) -> Callable:
+    def prepare(context, node):
+        check_arity(node, 1)
+        source, output = input_tensor(context, node, 0), output_tensor(context, node)
+        ensure(len(source.shape) >= 1, "SOFTMAX input must have at least one dimension")
+        ensure_type(source, tuple(_SOFTMAX_OUTPUTS), "input", "SOFTMAX")
+        allowed = _SOFTMAX_OUTPUTS[source.type]
+        ensure(
+            output.type in allowed,
+            f"SOFTMAX of a {type_name(source.type)} input supports "
+            f"{' and '.join(type_name(t) for t in allowed)} outputs, got {type_name(output.type)}",
+        )
+        context.resize_tensor(output, source.shape)
+        beta = node.builtin_data.beta
+        if source.type == TensorType.FLOAT32:
+            beta32 = None if np.float32(beta) == 1 else _f32(beta)
+            node.user_data = lambda x, out: _softmax(x, out, beta32)
+        else:
+            node.user_data = _softmax_quantized(source, output, beta, reference)
 
-
-def softmax_prepare(context, node):
-    _same_shape_prepare("SOFTMAX")(context, node)
-    ensure(len(input_tensor(context, node, 0).shape) >= 1, "SOFTMAX input must have at least one dimension")
-    beta = np.float32(node.builtin_data.beta)
-    node.user_data = SoftmaxData(None if beta == 1 else _f32(beta))
+    return prepare
 
 
 def _softmax(x, out, beta):
@@ -420,11 +472,12 @@ def _softmax(x, out, beta):
     out *= np.reciprocal(total, out=total)
 
 
-def softmax_invoke(context, node):
+def nonempty_invoke(context, node):
+    """SOFTMAX, LOG_SOFTMAX, L2_NORMALIZATION: `compute(x, out)` from node.user_data, unless empty."""
     tensors = context.tensors
     out = tensors[node.outputs[0]].data
     if out.size:
-        _softmax(tensors[node.inputs[0]].data, out, node.user_data.beta)
+        node.user_data(tensors[node.inputs[0]].data, out)
 
 
 def _log_softmax(x, out):
@@ -437,11 +490,15 @@ def _log_softmax(x, out):
     out -= np.log(log_sum, out=log_sum)
 
 
-def log_softmax_invoke(context, node):
-    tensors = context.tensors
-    out = tensors[node.outputs[0]].data
-    if out.size:
-        _log_softmax(tensors[node.inputs[0]].data, out)
+def _log_softmax_prepare(reference: bool) -> Callable:
+    def prepare(context, node):
+        source, output = _check_unary(context, node, "LOG_SOFTMAX", _FLOAT + _BYTES)
+        if source.type == TensorType.FLOAT32:
+            node.user_data = _log_softmax
+        else:
+            node.user_data = _log_softmax_quantized(source, output, reference)
+
+    return prepare
 
 
 # ---- L2_NORMALIZATION --------------------------------------------------------------------------------
@@ -453,7 +510,7 @@ def l2_normalization_prepare(context, node):
     check_arity(node, 1)
     source, output = input_tensor(context, node, 0), output_tensor(context, node)
     ensure(len(source.shape) >= 1, "L2_NORMALIZATION input must have at least one dimension")
-    _check_float(source, "input", "L2_NORMALIZATION")
+    ensure_type(source, _FLOAT + _BYTES, "input", "L2_NORMALIZATION")
     ensure_types_eq(source, output, "L2_NORMALIZATION input/output types")
     ensure_eq(
         int(node.builtin_data.fused_activation_function),
@@ -461,13 +518,13 @@ def l2_normalization_prepare(context, node):
         "L2_NORMALIZATION fused activation (only NONE is supported)",
     )
     context.resize_tensor(output, source.shape)
+    if source.type == TensorType.FLOAT32:
+        node.user_data = _l2_normalization
+    else:
+        node.user_data = _l2_normalization_quantized(source, output)
 
 
-def l2_normalization_invoke(context, node):
-    tensors = context.tensors
-    x, out = tensors[node.inputs[0]].data, tensors[node.outputs[0]].data
-    if out.size == 0:
-        return
+def _l2_normalization(x, out):
     squares = np.multiply(x, x)
     # the squares added one after another in float32, as TFLite's loop does (huge ones overflow to inf)
     np.add.accumulate(squares, axis=-1, out=squares)
@@ -515,7 +572,7 @@ def local_response_norm_prepare(context, node):
     check_arity(node, 1)
     source, output = input_tensor(context, node, 0), output_tensor(context, node)
     ensure_eq(len(source.shape), 4, "NumDimensions(input)")
-    _check_float(source, "input", "LOCAL_RESPONSE_NORMALIZATION")
+    ensure_type(source, _FLOAT, "input", "LOCAL_RESPONSE_NORMALIZATION")
     ensure_types_eq(source, output, "LOCAL_RESPONSE_NORMALIZATION input/output types")
     options = node.builtin_data
     if options.radius < 0:  # TFLite corrupts its heap on this
@@ -567,41 +624,684 @@ def local_response_norm_invoke(context, node):
     np.multiply(x, scale, out=out)
 
 
+# ---- quantized (uint8 / int8 / int16) kernels ---------------------------------------------------------
+# Elementwise ops on 8-bit (and most on 16-bit) inputs are a table over every possible input value, made
+# in prepare by evaluating TFLite's per-element arithmetic (fixed-point or float) on all of them; invoke
+# is one np.take indexed by the input's bits read as unsigned. Scales are float32 and the real
+# multipliers derived from them are computed in float32 where TFLite's C++ does (float * float).
+
+_U8, _I8, _I16 = TensorType.UINT8, TensorType.INT8, TensorType.INT16
+_BYTES = (_U8, _I8)
+_QUANTIZED = (_U8, _I8, _I16)
+_DTYPES = {_U8: np.dtype(np.uint8), _I8: np.dtype(np.int8), _I16: np.dtype(np.int16)}
+_UNSIGNED = {np.dtype(np.uint8): np.uint8, np.dtype(np.int8): np.uint8, np.dtype(np.int16): np.uint16}
+
+
+def _quantization(tensor, what: str, op_name: str) -> tuple[np.float32, int]:
+    """(float32 scale, zero point) of a per-tensor quantized tensor."""
+    scale, zero_point = np.float32(tensor.params.scale), int(tensor.params.zero_point)
+    ensure(
+        np.isfinite(scale) and scale > 0,
+        f"{op_name} {what} scale {tensor.params.scale} is not a positive number",
+    )
+    return scale, zero_point
+
+
+def _ensure_zero_points(op_name: str, *pairs) -> None:
+    for what, zero_point in pairs:
+        ensure_eq(zero_point, 0, f"{op_name} int16 {what} zero point")
+
+
+def _multiplier(real, op_name: str) -> tuple[int, int]:
+    """QuantizeMultiplier of a finite real multiplier. A left shift above 31 (a multiplier of 2**31 or
+    more) acts as shift % 32 in TFLite's x * (1 << shift) on x86, whose shift instructions take the count
+    modulo 32."""
+    ensure(np.isfinite(real), f"{op_name} rescaling multiplier {real} is not finite")
+    multiplier, shift = quantize_multiplier(float(real))
+    return multiplier, shift % 32 if shift > 31 else shift
+
+
+def _every_value(dtype: np.dtype) -> np.ndarray:
+    info = np.iinfo(dtype)
+    return np.arange(info.min, info.max + 1, dtype=np.int64)
+
+
+def _wrap_to(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """C's conversion of int32 results into a narrower integer type (two's-complement wrap)."""
+    return wrap(np.asarray(values, np.int64), 8 * dtype.itemsize).astype(dtype)
+
+
+def _table_compute(table_by_value: np.ndarray, dtype: np.dtype) -> Callable:
+    """compute(x, out): out = table[x] for a table over every input value (indexed by value - min)."""
+    # reordered so that the input's bits read as unsigned index it (as TFLite's int8 tables are)
+    table = np.roll(np.asarray(table_by_value).astype(dtype), int(np.iinfo(dtype).min))
+    unsigned = _UNSIGNED[dtype]
+
+    def compute(x, out):
+        np.take(table, x.view(unsigned), out=out, mode="clip")
+
+    return compute
+
+
+def _c_int32(values) -> np.ndarray:
+    """static_cast<int32_t> of float values as x86 does it (INT32_MIN when out of range)."""
+    return float_to_int32(np.asarray(values))
+
+
+# RELU family: (TFLite's QuantizedReluX) out_zp + rescale(x - in_zp), clamped to the quantized bounds.
+_RELU_BOUNDS = {
+    BuiltinOperator.RELU: (0.0, math.inf),
+    BuiltinOperator.RELU6: (0.0, 6.0),
+    BuiltinOperator.RELU_N1_TO_1: (-1.0, 1.0),
+    BuiltinOperator.RELU_0_TO_1: (0.0, 1.0),
+}
+
+
+def _relu_quantized(op: BuiltinOperator) -> Callable:
+    def quantized(source, output):
+        in_scale, in_zero = _quantization(source, "input", op.name)
+        out_scale, out_zero = _quantization(output, "output", op.name)
+        multiplier, shift = _multiplier(in_scale / out_scale, op.name)
+        if source.type == _I16:
+            _ensure_zero_points(op.name, ("input", in_zero), ("output", out_zero))
+        dtype = _DTYPES[source.type]
+        info = np.iinfo(dtype)
+        low, high = _RELU_BOUNDS[op]
+
+        def bound(value: float) -> int:
+            quotient = round_half_away(float(np.float32(value) / out_scale))
+            return int(wrap(np.int64(out_zero) + _c_int32(quotient), 32))
+
+        lowest = max(info.min, bound(low))
+        highest = info.max if high == math.inf else min(info.max, bound(high))
+        values = _every_value(dtype)
+        result = wrap(out_zero + multiply_by_quantized_multiplier(values - in_zero, multiplier, shift), 32)
+        return _table_compute(_wrap_to(np.minimum(np.maximum(result, lowest), highest), dtype), dtype)
+
+    return quantized
+
+
+def _leaky_relu_table(source, output, alpha: float) -> np.ndarray:
+    in_scale, in_zero = _quantization(source, "input", "LEAKY_RELU")
+    out_scale, out_zero = _quantization(output, "output", "LEAKY_RELU")
+    alpha_multiplier, alpha_shift = _multiplier(in_scale * np.float32(alpha) / out_scale, "LEAKY_RELU")
+    identity_multiplier, identity_shift = _multiplier(in_scale / out_scale, "LEAKY_RELU")
+    if source.type == _I16:
+        _ensure_zero_points("LEAKY_RELU", ("input", in_zero), ("output", out_zero))
+    dtype = _DTYPES[source.type]
+    info = np.iinfo(dtype)
+    values = _every_value(dtype) - in_zero
+    positive = multiply_by_quantized_multiplier(values, identity_multiplier, identity_shift)
+    if source.type == _I16:  # the optimized int16 kernel applies the signed multiplier directly
+        negative = multiply_by_quantized_multiplier(values, alpha_multiplier, alpha_shift)
+    else:  # the reference kernel scales by |multiplier| and negates (the same result)
+        scaled = multiply_by_quantized_multiplier(values, abs(alpha_multiplier), alpha_shift)
+        negative = -scaled if alpha_multiplier < 0 else scaled
+    result = wrap(out_zero + np.where(values >= 0, positive, negative), 32)
+    return clip(result, info.min, info.max)
+
+
+# HARD_SWISH (uint8/int8): TFLite's int16 fixed-point evaluation of x * relu6(x + 3) / 6.
+_Q15 = FixedPointMath(16)
+
+
+def _int16_multiplier(real) -> tuple[int, int]:
+    """QuantizeMultiplier, then the multiplier rounded down to 16 bits (DownScaleInt32ToInt16Multiplier)."""
+    multiplier, exponent = _multiplier(real, "HARD_SWISH")
+    if multiplier >= 2**31 - 1 - (1 << 15):
+        return 32767, exponent
+    return (multiplier + (1 << 15)) >> 16, exponent
+
+
+def _rounding_divide_int16(x: np.ndarray, exponent: int) -> np.ndarray:
+    """gemmlowp's RoundingDivideByPOT on int16 values (its mask is an int16, truncated for large shifts)."""
+    mask = int(wrap(np.int64((1 << exponent) - 1), 16))
+    threshold = (mask >> 1) + (x < 0)
+    return wrap((x >> exponent) + ((x & mask) > threshold), 16)
+
+
+def _hard_swish_table(source, output) -> np.ndarray:
+    in_scale, in_zero = _quantization(source, "input", "HARD_SWISH")
+    out_scale, out_zero = _quantization(output, "output", "HARD_SWISH")
+    hires_input_scale = np.float32(1.0 / 128.0) * in_scale
+    output_multiplier, output_exponent = _int16_multiplier(hires_input_scale / out_scale)
+    ensure(output_exponent <= 0, "params->output_multiplier_exponent <= 0 was not true.")
+    reluish_multiplier, reluish_exponent = _int16_multiplier(hires_input_scale / np.float32(3.0 / 32768.0))
+    dtype = _DTYPES[source.type]
+    info = np.iinfo(dtype)
+    hires = wrap((_every_value(dtype) - in_zero) * 128, 16)
+    preshift_output = _Q15.mul(hires, output_multiplier)
+    reluish = hires
+    if reluish_exponent > 0:
+        reluish = clip(reluish << (reluish_exponent - 1), -32768, 32767)
+    reluish = _Q15.mul(reluish, reluish_multiplier)
+    if reluish_exponent > 0:
+        reluish = clip(reluish << 1, -32768, 32767)
+    if reluish_exponent < 0:
+        reluish = _rounding_divide_int16(reluish, -reluish_exponent)
+    reluish = (reluish + (1 << 15)) >> 1  # relu6(x + 3) / 6 in [0, 1], Q0.15
+    product = reluish * preshift_output
+    high = np.where(product < 0, -((-product) >> 15), product >> 15)  # doubling high half, truncated
+    high = np.where((reluish == -32768) & (preshift_output == -32768), 32767, high)
+    result = wrap(_rounding_divide_int16(high, -output_exponent) + out_zero, 16)
+    return clip(result, info.min, info.max)
+
+
+# TANH, LOGISTIC.
+_F32_ONE = np.float32(1)
+
+
+def _sigmoid_float(x: np.ndarray) -> np.ndarray:
+    return _F32_ONE / (_F32_ONE + expf(-x))
+
+
+def _checked_log2(x: np.float32) -> tuple[bool, int]:
+    """TFLite's CheckedLog2: (x is a power of two within 1e-3 of log2, rounded log2)."""
+    log2 = logf(np.array([x], np.float32))[0] * (np.float32(1) / logf(np.array([2.0], np.float32))[0])
+    rounded = np.float32(round_half_away(float(log2)))
+    return bool(abs(log2 - rounded) < np.float32(1e-3)), int(rounded)
+
+
+def _int16_sigmoid_interpolation(values: np.ndarray, multiplier: int, left_shift: int, tanh: bool):
+    """TFLite's reference int16 LOGISTIC / TANH: interpolation in its 256-entry sigmoid table."""
+    if multiplier == 0:  # power-of-two input scale
+        multiplier, left_shift = 3 << left_shift, 0
+    rounding = 1 << (left_shift - 1) if left_shift > 0 else 0
+    scaled = wrap(values * multiplier + rounding, 32) >> left_shift
+    magnitude = np.abs(scaled)
+    fraction_bits = 8 if tanh else 9
+    high = magnitude >> fraction_bits
+    index = np.minimum(high, 254)
+    lower, upper = SIGMOID_TABLE_UINT16[index], SIGMOID_TABLE_UINT16[index + 1]
+    fraction = magnitude & ((1 << fraction_bits) - 1)
+    if tanh:
+        result = np.where(high >= 255, 0xFFFF << 8, (lower << 8) + fraction * (upper - lower))
+        result = np.where(scaled >= 0, result - (1 << 23) + (1 << 7), -result + (1 << 23) + (1 << 7) - 1)
+        return wrap(result >> 8, 16)
+    result = np.where(high >= 255, 0x7FFF << 10, (lower << 9) + fraction * (upper - lower))
+    result = np.where(scaled >= 0, result + (1 << 9), (1 << 25) - result + (1 << 9) - 1)
+    return wrap((result & 0xFFFFFFFF) >> 10, 16)
+
+
+def _tanh_logistic_quantized(op: BuiltinOperator, reference: bool) -> Callable:
+    tanh = op == BuiltinOperator.TANH
+
+    def quantized(source, output):
+        in_scale, in_zero = _quantization(source, "input", op.name)
+        out_scale, out_zero = _quantization(output, "output", op.name)
+        dtype = _DTYPES[source.type]
+        if source.type in _BYTES:
+            if not tanh:
+                ensure(float(out_scale) == 1.0 / 256, "output->params.scale == 1. / 256 was not true.")
+            transform = tanhf if tanh else _sigmoid_float
+            return _table_compute(
+                populate_8bit(transform, in_scale, in_zero, out_scale, out_zero, dtype), dtype
+            )
+        if not tanh:
+            ensure(float(out_scale) == 1.0 / 32768, "output->params.scale == 1. / 32768 was not true.")
+            ensure(out_zero == 0, "output->params.zero_point == 0 was not true.")
+        _ensure_zero_points(op.name, ("input", in_zero), ("output", out_zero))
+        power_of_two, log2 = _checked_log2(in_scale)
+        left_shift = 12 + log2
+        power_of_two &= left_shift in ((0, 1) if tanh else (0,))
+        multiplier = 0
+        if not power_of_two:  # rescale the input to 1/(3*4096) units for the table
+            real, left_shift = float(in_scale) * 4096.0 * 3.0, 0
+            while real <= 32767.0 / 2.0 and left_shift <= 30:
+                left_shift += 1
+                real *= 2.0
+            multiplier = int(real) if real < 2.0**31 else INT32_MIN
+        exact, out_log2 = _checked_log2(out_scale)
+        ensure(exact, f"{op.name} output scale {out_scale} is not a power of two")
+        ensure_eq(out_log2, -15, f"{op.name} int16 output scale log2")
+        values = _every_value(dtype)
+        if reference or multiplier > 0:
+            table = _int16_sigmoid_interpolation(values, multiplier, left_shift, tanh)
+        else:  # the optimized kernel: gemmlowp's int16 fixed-point functions on Q3.12 inputs
+            raw = _Q15.multiply_by_pot(values, left_shift)
+            table = _Q15.tanh(raw, 3) if tanh else _Q15.logistic(raw, 3)
+        return _table_compute(table, dtype)
+
+    return quantized
+
+
+def _elu_quantized(source, output):
+    in_scale, in_zero = _quantization(source, "input", "ELU")
+    out_scale, out_zero = _quantization(output, "output", "ELU")
+
+    def transform(x):
+        return np.where(x < 0, expm1f(np.minimum(x, 0)), x)
+
+    return _table_compute(
+        populate_8bit(transform, in_scale, in_zero, out_scale, out_zero, np.int8), np.dtype(np.int8)
+    )
+
+
+# TFLite's constants: float(-M_SQRT1_2), and sqrt(2/pi) as float(M_2_SQRTPI * M_SQRT1_2) in double
+_GELU_SQRT_HALF = np.float32(-0.70710678118654752440)
+_GELU_K = np.float32(1.12837916709551257390 * 0.70710678118654752440)
+
+
+def _gelu_transform(approximate: bool) -> Callable:
+    if approximate:
+        return lambda x: (_HALF * x) * (_F32_ONE + tanhf(_GELU_K * (x + _GELU_CUBE * x * x * x)))
+    return lambda x: (_HALF * x) * erfcf(x * _GELU_SQRT_HALF)
+
+
+def _gelu_quantized(source, output, approximate: bool) -> Callable:
+    in_scale, in_zero = _quantization(source, "input", "GELU")
+    out_scale, out_zero = _quantization(output, "output", "GELU")
+    dtype = _DTYPES[source.type]
+    transform = _gelu_transform(approximate)
+    if source.type in _BYTES:
+        return _table_compute(populate_8bit(transform, in_scale, in_zero, out_scale, out_zero, dtype), dtype)
+    table = populate_16bit(transform, in_scale, in_zero, out_scale, out_zero)
+    return _table_compute(lookup_16bit(_every_value(dtype), table), dtype)
+
+
+# PRELU: x >= 0 rescaled by in_scale / out_scale, x < 0 multiplied by alpha and rescaled by
+# in_scale * alpha_scale / out_scale (TFLite's reference kernel, which its optimized one calls).
+_PRELU_ALPHA_TYPES = {TensorType.FLOAT32: TensorType.FLOAT32, _U8: _U8, _I8: _I8, _I16: _I8}
+
+
+def _prelu_arithmetic(source, alpha, output) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """f(x, a): the quantized PRELU of int64 input and alpha values (broadcasting)."""
+    in_scale, in_zero = _quantization(source, "input", "PRELU")
+    alpha_scale, alpha_zero = _quantization(alpha, "alpha", "PRELU")
+    out_scale, out_zero = _quantization(output, "output", "PRELU")
+    identity_multiplier, identity_shift = _multiplier(in_scale / out_scale, "PRELU")
+    alpha_multiplier, alpha_shift = _multiplier(in_scale * alpha_scale / out_scale, "PRELU")
+    info = np.iinfo(_DTYPES[source.type])
+
+    def prelu(x: np.ndarray, a: np.ndarray) -> np.ndarray:
+        values = x - in_zero
+        positive = multiply_by_quantized_multiplier(values, identity_multiplier, identity_shift)
+        product = wrap(values * (a - alpha_zero), 32)
+        negative = multiply_by_quantized_multiplier(product, alpha_multiplier, alpha_shift)
+        result = wrap(np.where(values >= 0, positive, negative) + out_zero, 32)
+        return clip(result, info.min, info.max)
+
+    return prelu
+
+
+def _prelu_bytes(table: np.ndarray) -> Callable:
+    """compute(x, alpha_index, out) for 8-bit PRELU: a table over (alpha, x) pairs, indexed by
+    alpha_bits << 8 | x_bits; alpha_index holds alpha_bits << 8 (int32), or is the raw alpha."""
+
+    def compute(x, alpha_index, out):
+        if alpha_index.dtype != np.int32:  # alpha known only now
+            alpha_index = alpha_index.view(np.uint8).astype(np.int32) << 8
+        np.take(table, np.bitwise_or(alpha_index, x.view(np.uint8)), out=out, mode="clip")
+
+    return compute
+
+
+# An int16 PRELU with a constant alpha of at most this many distinct values gets one table per value.
+_PRELU_INT16_TABLES = 16
+
+
+def _prelu_quantized(source, alpha, output, shape) -> AlphaData:
+    arithmetic = _prelu_arithmetic(source, alpha, output)
+    dtype = _DTYPES[source.type]
+    values = _every_value(dtype)
+    if source.type == _I16:
+        distinct, slots = np.unique(alpha.data, return_inverse=True) if is_constant(alpha) else (None, None)
+        if distinct is None or distinct.size > _PRELU_INT16_TABLES:
+
+            def compute(x, a, out):
+                np.copyto(out, arithmetic(x.astype(np.int64), a.astype(np.int64)), casting="unsafe")
+
+            return AlphaData(None, compute)
+        # table[slot << 16 | x_bits], slot: the alpha value's index among the distinct ones
+        tables = arithmetic(values[None, :], distinct.astype(np.int64)[:, None])
+        table = np.roll(tables, int(np.iinfo(dtype).min), axis=1).reshape(-1).astype(dtype)
+        slot_index = np.broadcast_to(slots.reshape(alpha.shape).astype(np.int32) << 16, shape).copy()
+
+        def lookup(x, index, out):
+            np.take(table, np.bitwise_or(index, x.view(np.uint16)), out=out, mode="clip")
+
+        return AlphaData(slot_index, lookup)
+    by_alpha_then_x = arithmetic(values[None, :], values[:, None])  # [alpha, x], each by value - min
+    shift = int(np.iinfo(dtype).min)
+    table = np.roll(by_alpha_then_x, (shift, shift), axis=(0, 1)).reshape(-1).astype(dtype)
+    alpha_index = None
+    if is_constant(alpha):
+        alpha_index = np.broadcast_to(alpha.data.view(np.uint8).astype(np.int32) << 8, shape).copy()
+    return AlphaData(alpha_index, _prelu_bytes(table))
+
+
+# SOFTMAX, LOG_SOFTMAX of uint8/int8: the optimized kernels work in float32 with a table of
+# expf(-input_scale * beta * d) over the 256 distances d to the row's maximum, summed sequentially.
+# BUILTIN_REF's kernels are fixed-point (gemmlowp exp, reciprocal and log). int16 SOFTMAX is one
+# fixed-point kernel in both, with 513-entry exp and 1/(1+x) tables.
+
+
+def _rows(x: np.ndarray) -> np.ndarray:
+    return x.reshape(-1, x.shape[-1]) if x.ndim else x.reshape(1, 1)
+
+
+def _distances(x: np.ndarray) -> np.ndarray:
+    """Each element's distance below its row's maximum (int32 rows)."""
+    rows = _rows(x).astype(np.int32)
+    return np.subtract(np.maximum.reduce(rows, axis=-1, keepdims=True), rows, out=rows)
+
+
+def _float_exp_table(input_scale: np.float32, beta: np.float32) -> np.ndarray:
+    """expf(scale * d) for d = 0 ... 255, scale = -input_scale * beta (PopulateSoftmaxLookupTable)."""
+    scale = -input_scale * beta
+    return expf(scale * np.arange(256, dtype=np.float32))
+
+
+def _sequential_row_sums(values: np.ndarray) -> np.ndarray:
+    """float32 row sums added left to right, as TFLite's scalar loop does."""
+    return np.add.accumulate(values, axis=-1)[:, -1]
+
+
+def _round_non_negative(values: np.ndarray) -> np.ndarray:
+    """roundf (halves away from zero) of non-negative float32 values, exactly."""
+    whole = np.trunc(values)
+    return whole + (values - whole >= np.float32(0.5))
+
+
+def _softmax_float_table(source, output, beta: np.float32) -> Callable:
+    in_scale, _ = _quantization(source, "input", "SOFTMAX")
+    out_scale, out_zero = _quantization(output, "output", "SOFTMAX")
+    table = _float_exp_table(in_scale, beta)
+    out_info = np.iinfo(_DTYPES[output.type])
+    # x86 rounds uint8 results as int(p + 0.5f), and that specialization leaves out the zero point
+    truncating = output.type == _U8
+    offset = 0 if truncating else out_zero
+    # probabilities reach 1 / out_scale: past int32, the conversion needs C's overflow behaviour
+    convert = _c_int32 if 1 / float(out_scale) >= 2**31 - 1 else (lambda v: v.astype(np.int64))
+    half = np.float32(0.5)
+
+    def compute(x, out):
+        exps = table[_distances(x)]
+        inverse = np.float32(1) / (_sequential_row_sums(exps) * out_scale)
+        exps *= inverse[:, None]
+        quantized = convert(np.trunc(exps + half) if truncating else _round_non_negative(exps))
+        quantized += offset
+        clip(quantized, out_info.min, out_info.max, out=quantized)
+        np.copyto(out, quantized.reshape(out.shape), casting="unsafe")
+
+    return compute
+
+
+_Q31 = FixedPointMath(32)
+
+
+def _softmax_input_scaling(input_scale: np.float32, beta: float, op_name: str) -> tuple[int, int, int]:
+    """PreprocessSoftmaxScaling (5 integer bits) and the matching diff_min (CalculateInputRadius)."""
+    real = min(float(beta) * float(input_scale) * (1 << 26), 2.0**31 - 1.0)
+    ensure(real > 1.0, f"{op_name} input scale * beta {real / (1 << 26)} is too small for the integer kernel")
+    multiplier, left_shift = quantize_multiplier(real)
+    radius = math.floor(31.0 * (1 << 26) / (1 << left_shift))
+    return multiplier, left_shift, -radius
+
+
+@dataclass(frozen=True)
+class _FixedPointExps:
+    """The integer kernels' per-distance values, for distances d = 0 ... 255 below the row maximum."""
+
+    valid: np.ndarray  # -d >= diff_min: the element takes part
+    rescaled: np.ndarray  # -d * input_scale * beta in Q5.26
+    exps: np.ndarray  # exp of that, Q0.31
+    summands: np.ndarray  # the exps in Q12.19, 0 where not valid
+
+
+def _fixed_point_exps(multiplier: int, left_shift: int, diff_min: int) -> _FixedPointExps:
+    differences = -np.arange(256, dtype=np.int64)
+    valid = differences >= diff_min
+    rescaled = _Q31.mul(wrap(np.where(valid, differences, 0) << left_shift, 32), multiplier)
+    exps = _Q31.exp_on_negative_values(rescaled, 5)
+    return _FixedPointExps(valid, rescaled, exps, np.where(valid, rounding_divide_by_pot(exps, 12), 0))
+
+
+def _softmax_reference(source, output, beta: float) -> Callable:
+    in_scale, _ = _quantization(source, "input", "SOFTMAX")
+    table = _fixed_point_exps(*_softmax_input_scaling(in_scale, beta, "SOFTMAX"))
+    out_info = np.iinfo(_DTYPES[output.type])
+    out_bits = 8 * _DTYPES[output.type].itemsize
+
+    def compute(x, out):
+        distances = _distances(x)
+        exps = table.exps[distances]
+        reciprocal, bits_over_unit = get_reciprocal(
+            wrap(np.add.reduce(table.summands[distances], axis=-1), 32), 12
+        )
+        exponent = bits_over_unit + 31 - out_bits
+        scaled = rounding_divide_by_pot(_Q31.mul(reciprocal[:, None], exps), exponent[:, None])
+        result = clip(scaled + out_info.min, out_info.min, out_info.max)
+        np.copyto(
+            out, np.where(table.valid[distances], result, out_info.min).reshape(out.shape), casting="unsafe"
+        )
+
+    return compute
+
+
+def _softmax_int16(source, output, beta: float) -> Callable:
+    in_scale, in_zero = _quantization(source, "input", "SOFTMAX")
+    _, out_zero = _quantization(output, "output", "SOFTMAX")
+    _ensure_zero_points("SOFTMAX", ("input", in_zero), ("output", out_zero))
+    exp_lut = populate_16bit(c_double_function("exp"), 10.0 / 65535, 32767, 2.0 / 65535, 0, np.float64)
+    reciprocal_lut = populate_16bit(
+        lambda v: 1.0 / (1.0 + v), 1.0 / 65535, -32768, 2.0 / 65535, 0, np.float64
+    )
+    multiplier, shift = _multiplier(np.float32(in_scale * np.float32(beta)) / (10.0 / 65535.0), "SOFTMAX")
+    # exp(x - max) of every difference 0, -1, ..., -65535 (Q0.15 via the table)
+    differences = -np.arange(65536, dtype=np.int64)
+    scaled = clip(multiply_by_quantized_multiplier(differences, multiplier, shift) + 32767, -32768, 32767)
+    exps_by_distance = lookup_16bit(scaled, exp_lut)
+
+    def compute(x, out):
+        rows = _rows(x).astype(np.int64)
+        exps = exps_by_distance[np.maximum.reduce(rows, axis=-1, keepdims=True) - rows]
+        total = wrap(np.add.reduce(exps, axis=-1), 32)
+        headroom_plus_one = count_leading_zeros32(total & 0xFFFFFFFF)
+        shifted = ((total << (headroom_plus_one - 1)) + (1 << 13)) >> 14
+        reciprocal = lookup_16bit(clip(shifted - (1 << 15) - (1 << 16), -32768, 32767), reciprocal_lut)
+        right_shift = (31 - headroom_plus_one)[:, None]
+        result = (exps * reciprocal[:, None] + (np.int64(1) << (right_shift - 1))) >> right_shift
+        np.copyto(out, clip(result, 0, 32767).reshape(out.shape), casting="unsafe")
+
+    return compute
+
+
+_SOFTMAX_OUTPUTS = {
+    TensorType.FLOAT32: (TensorType.FLOAT32,),
+    _U8: (_U8, _I16),
+    _I8: (_I8, _I16),
+    _I16: (_I16,),
+}
+
+
+def _softmax_quantized(source, output, beta: float, reference: bool) -> Callable:
+    out_scale, out_zero = _quantization(output, "output", "SOFTMAX")
+    if source.type == _I8 and output.type == _I8:
+        ensure_eq(out_zero, -128, "SOFTMAX int8 output zero point")
+        ensure(
+            abs(out_scale - np.float32(1 / 256)) <= np.float32(0.001 / 256),
+            "SOFTMAX int8 output scale != 1/256",
+        )
+    if output.type == _I16 and source.type == _I16:
+        ensure_eq(out_zero, 0, "SOFTMAX int16 output zero point")
+        ensure(
+            abs(out_scale - np.float32(1 / 32768)) <= np.float32(0.001 / 32768),
+            "SOFTMAX int16 output scale != 1/32768",
+        )
+    if source.type == _I16:
+        return _softmax_int16(source, output, beta)
+    if reference:
+        return _softmax_reference(source, output, beta)
+    return _softmax_float_table(source, output, np.float32(beta))
+
+
+def _log_softmax_float_table(source, output) -> Callable:
+    in_scale, _ = _quantization(source, "input", "LOG_SOFTMAX")
+    out_scale, out_zero = _quantization(output, "output", "LOG_SOFTMAX")
+    table = _float_exp_table(in_scale, np.float32(1))
+    ratio = in_scale / out_scale
+    info = np.iinfo(_DTYPES[source.type])
+
+    def compute(x, out):
+        rows = _rows(x)
+        maxima = np.maximum.reduce(rows, axis=-1).astype(np.float32)
+        exps = table[_distances(x)]
+        log_sums = _logf_rows(_sequential_row_sums(exps))
+        offsets = (in_scale * maxima + log_sums) / out_scale
+        log_probabilities = ratio * rows.astype(np.float32)
+        log_probabilities -= offsets[:, None]
+        quantized = _c_int32(np.rint(log_probabilities, out=log_probabilities) + np.float32(out_zero))
+        np.copyto(out, clip(quantized, info.min, info.max).reshape(out.shape), casting="unsafe")
+
+    return compute
+
+
+# Up to this many rows a LOG_SOFTMAX calls the C library's logf for each (exact); beyond, float64 log
+# rounded to float32, which differs from glibc's logf in the last bit for ~0.4% of arguments (moving a
+# result only when it lies within ~1e-5 of a rounding boundary).
+_LOGF_ROWS = 64
+
+
+def _logf_rows(values: np.ndarray) -> np.ndarray:
+    if values.size <= _LOGF_ROWS:
+        return logf(values)
+    return np.log(values.astype(np.float64)).astype(np.float32)
+
+
+def _log_softmax_reference(source, output) -> Callable:
+    in_scale, _ = _quantization(source, "input", "LOG_SOFTMAX")
+    multiplier, left_shift, diff_min = _softmax_input_scaling(in_scale, 1.0, "LOG_SOFTMAX")
+    table = _fixed_point_exps(multiplier, left_shift, diff_min)
+    reverse_multiplier, reverse_shift = quantize_multiplier((1 << (31 - left_shift)) / float(multiplier))
+    info = np.iinfo(_DTYPES[source.type])
+
+    def compute(x, out):
+        distances = _distances(x)
+        sums = wrap(np.add.reduce(table.summands[distances], axis=-1), 32)
+        log_sums = log_x_for_x_greater_than_or_equal_to_1(sums, 12, 5)[:, None]
+        limit = multiply_by_quantized_multiplier(
+            wrap(log_sums + INT32_MIN, 32), reverse_multiplier, reverse_shift
+        )
+        # elements with -distance > max(diff_min - 1, limit) count; all of them have a rescaled difference
+        kept = -distances > np.maximum(diff_min - 1, limit)
+        result = rounding_divide_by_pot(wrap(table.rescaled[distances] - log_sums, 32), 22) + info.max
+        result = np.where(kept, clip(result, info.min, info.max), info.min)
+        np.copyto(out, result.reshape(out.shape), casting="unsafe")
+
+    return compute
+
+
+def _log_softmax_quantized(source, output, reference: bool) -> Callable:
+    out_scale, out_zero = _quantization(output, "output", "LOG_SOFTMAX")
+    ensure(float(out_scale) == 16.0 / 256, f"LOG_SOFTMAX output scale {out_scale} != 16/256")
+    ensure_eq(out_zero, 255 if source.type == _U8 else 127, "LOG_SOFTMAX output zero point")
+    if reference:
+        return _log_softmax_reference(source, output)
+    return _log_softmax_float_table(source, output)
+
+
+def _l2_normalization_quantized(source, output) -> Callable:
+    out_scale, out_zero = _quantization(output, "output", "L2_NORMALIZATION")
+    _, in_zero = _quantization(source, "input", "L2_NORMALIZATION")
+    ensure(float(out_scale) == 1.0 / 128, f"L2_NORMALIZATION output scale {out_scale} != 1/128")
+    ensure_eq(out_zero, 128 if source.type == _U8 else 0, "L2_NORMALIZATION output zero point")
+    unsigned = source.type == _U8
+    info = np.iinfo(_DTYPES[source.type])
+
+    def compute(x, out):
+        differences = _rows(x).astype(np.int64) - in_zero
+        squares = wrap(np.add.reduce(differences * differences, axis=-1), 32)
+        multiplier, shift = inv_sqrt_multiplier(squares)
+        multiplier, shift = multiplier[:, None], shift[:, None]
+        if unsigned:  # 128 + (128 * d) * (1 / norm)
+            result = 128 + multiply_by_quantized_multiplier(128 * differences, multiplier, shift)
+        else:  # d * (1 / norm) in Q7
+            result = multiply_by_quantized_multiplier(differences, multiplier, shift + 7)
+        np.copyto(out, clip(result, info.min, info.max).reshape(out.shape), casting="unsafe")
+
+    return compute
+
+
 # ---- registration ------------------------------------------------------------------------------------
+# BUILTIN_REF differs from the default kernels for int16 TANH/LOGISTIC of power-of-two scales and for the
+# 8-bit SOFTMAX/LOG_SOFTMAX; elsewhere (HARD_SWISH, LEAKY_RELU, PRELU included) LiteRT's x86 build runs the
+# same arithmetic in both.
 
-for _op, _versions, _compute in (
-    (BuiltinOperator.RELU, (1, 3), _relu),
-    (BuiltinOperator.RELU6, (1, 3), _relu6),
-    (BuiltinOperator.RELU_N1_TO_1, (1, 1), _relu_n1_to_1),
-    (BuiltinOperator.RELU_0_TO_1, (1, 1), _relu_0_to_1),
-    (BuiltinOperator.TANH, (1, 3), _tanh),
-    (BuiltinOperator.LOGISTIC, (1, 3), _logistic),
-    (BuiltinOperator.HARD_SWISH, (1, 1), _hard_swish),
-    (BuiltinOperator.ELU, (1, 1), _elu),
+_ALL = _FLOAT + _QUANTIZED
+for _op, _versions, _compute, _quantized, _types in (
+    (BuiltinOperator.RELU, (1, 3), _relu, _relu_quantized(BuiltinOperator.RELU), _ALL),
+    (BuiltinOperator.RELU6, (1, 3), _relu6, _relu_quantized(BuiltinOperator.RELU6), _ALL),
+    (
+        BuiltinOperator.RELU_N1_TO_1,
+        (1, 1),
+        _relu_n1_to_1,
+        _relu_quantized(BuiltinOperator.RELU_N1_TO_1),
+        _FLOAT + _BYTES,
+    ),
+    (
+        BuiltinOperator.RELU_0_TO_1,
+        (1, 1),
+        _relu_0_to_1,
+        _relu_quantized(BuiltinOperator.RELU_0_TO_1),
+        _FLOAT + _BYTES,
+    ),
+    (
+        BuiltinOperator.HARD_SWISH,
+        (1, 1),
+        _hard_swish,
+        lambda i, o: _table_compute(_hard_swish_table(i, o), _DTYPES[i.type]),
+        _FLOAT + _BYTES,
+    ),
+    (BuiltinOperator.ELU, (1, 1), _elu, _elu_quantized, (*_FLOAT, _I8)),
 ):
-    _unary_kernel(_op, _versions, _compute)
+    _unary_kernel(_op, _versions, _compute, _quantized, _types)
+
+for _reference in (False, True):
+    _unary_kernel(
+        BuiltinOperator.TANH,
+        (1, 3),
+        _tanh,
+        _tanh_logistic_quantized(BuiltinOperator.TANH, _reference),
+        _ALL,
+        _reference,
+    )
+    _unary_kernel(
+        BuiltinOperator.LOGISTIC,
+        (1, 3),
+        _logistic,
+        _tanh_logistic_quantized(BuiltinOperator.LOGISTIC, _reference),
+        _ALL,
+        _reference,
+    )
+    register_builtin(
+        BuiltinOperator.SOFTMAX,
+        (1, 4),
+        types=_ALL,
+        reference=_reference,
+        prepare=_softmax_prepare(_reference),
+        invoke=nonempty_invoke,
+    )
+    register_builtin(
+        BuiltinOperator.LOG_SOFTMAX,
+        (1, 2),
+        types=_FLOAT + _BYTES,
+        reference=_reference,
+        prepare=_log_softmax_prepare(_reference),
+        invoke=nonempty_invoke,
+    )
 
 register_builtin(
-    BuiltinOperator.LEAKY_RELU, (1, 2), types=_FLOAT, prepare=leaky_relu_prepare, invoke=alpha_invoke
+    BuiltinOperator.LEAKY_RELU, (1, 2), types=_ALL, prepare=leaky_relu_prepare, invoke=alpha_invoke
 )
-register_builtin(BuiltinOperator.PRELU, (1, 1), types=_FLOAT, prepare=prelu_prepare, invoke=alpha_invoke)
-register_builtin(BuiltinOperator.GELU, (1, 3), types=_FLOAT, prepare=gelu_prepare, invoke=gelu_invoke)
-register_builtin(
-    BuiltinOperator.SOFTMAX, (1, 4), types=_FLOAT, prepare=softmax_prepare, invoke=softmax_invoke
-)
-register_builtin(
-    BuiltinOperator.LOG_SOFTMAX,
-    (1, 2),
-    types=_FLOAT,
-    prepare=_same_shape_prepare("LOG_SOFTMAX"),
-    invoke=log_softmax_invoke,
-)
+register_builtin(BuiltinOperator.PRELU, (1, 1), types=_ALL, prepare=prelu_prepare, invoke=alpha_invoke)
+register_builtin(BuiltinOperator.GELU, (1, 3), types=_ALL, prepare=gelu_prepare, invoke=compute_invoke)
 register_builtin(
     BuiltinOperator.L2_NORMALIZATION,
     (1, 2),
-    types=_FLOAT,
+    types=_FLOAT + _BYTES,
     prepare=l2_normalization_prepare,
-    invoke=l2_normalization_invoke,
+    invoke=nonempty_invoke,
 )
 register_builtin(
     BuiltinOperator.LOCAL_RESPONSE_NORMALIZATION,

@@ -12,7 +12,10 @@ that range is [lowest, max] of the type: an overflow gives +-FLT_MAX, not +-inf 
 Integer arithmetic wraps. MAXIMUM/MINIMUM pick `a > b ? a : b` / `a < b ? a : b`, so a NaN in the first
 input yields the second input and a NaN in the second yields NaN. Comparisons of int8/uint8 (and of
 quantized int16 for EQUAL/NOT_EQUAL) compare the inputs rescaled to a common fixed-point scale, as
-TFLite does; quantized ADD/SUB/MUL/DIV/SQUARED_DIFFERENCE are not implemented yet.
+TFLite does. MAXIMUM/MINIMUM, FLOOR_DIV and FLOOR_MOD treat int8/uint8/int16 as plain integers, whatever
+their quantization (so does TFLite). Quantized ADD, SUB, MUL, DIV and SQUARED_DIFFERENCE requantize
+bit-exactly as TFLite's kernels do, including the SIMD blocks of its optimized ADD and MUL (see the
+"quantized arithmetic" section); BUILTIN_REF gets their scalar reference kernels.
 """
 
 from __future__ import annotations
@@ -25,9 +28,17 @@ from typing import Any
 import numpy as np
 
 from ..core.types import BuiltinOperator, TensorType, type_name
-from ..errors import KernelError, ensure, ensure_type, ensure_types_eq
+from ..errors import KernelError, ensure, ensure_eq, ensure_type, ensure_types_eq
 from ..model.options import ActivationFunctionType
 from .common import broadcast_shape, check_arity, clip, input_tensor, is_constant, output_tensor
+from .quant.fixed_point import (
+    activation_range,
+    quantize_multiplier,
+    round_half_away,
+    rounding_divide_by_pot,
+    saturating_rounding_doubling_high_mul,
+)
+from .quant.neon import saturate, vqrdmulh, vshl, wrap
 from .registry import register_builtin
 
 T = TensorType
@@ -203,10 +214,6 @@ def _activation_bounds(activation: ActivationFunctionType, dtype: np.dtype) -> t
     return np.array(low).astype(dtype), np.array(high).astype(dtype)
 
 
-def _quantized_error(tensor, op_name: str) -> KernelError:
-    return KernelError(f"{op_name} of a quantized {type_name(tensor.type)} input is not supported yet")
-
-
 def _fold_constants(context, node, output, shape, data: BinaryOpData) -> BinaryOpData:
     """Both inputs constant: compute once now into a persistent read-only output (TFLite's MUL does)."""
     context.set_tensor_to_persistent_ro(output)
@@ -263,20 +270,680 @@ def _is_trailing(small: tuple[int, ...], shape: tuple[int, ...]) -> bool:
     return 0 < len(core) < len(shape) and tuple(shape[len(shape) - len(core) :]) == core
 
 
+# --- quantized arithmetic: ADD, SUB, MUL, DIV, SQUARED_DIFFERENCE on int8 / uint8 / int16 ----------------
+#
+# TFLite rescales each quantized input to a common fixed-point scale, combines, and requantizes to the
+# output (ArithmeticParams: offsets, multipliers, shifts, clamp). Its optimized ADD and MUL (what LiteRT's
+# BuiltinOpResolver runs; on x86 the NEON code through an SSE translation) compute whole SIMD blocks of
+# 8 or 16 elements differently from the scalar code that finishes each row: the input shift is applied
+# before the multiply (one rounding instead of two) or as a flooring vshl after it, and the 8-bit
+# kernels narrow through int16 lanes that saturate or wrap. (vqrdmulh itself equals the scalar
+# SaturatingRoundingDoublingHighMul: both round the high half up.)
+# Which elements a SIMD block computes follows TFLite's broadcast walk (_broadcast_walk): the whole flat
+# array when the shapes match; each innermost row of the "fivefold" broadcast pattern; and the generic
+# broadcast falls back to the scalar reference loop. The reference kernels (BUILTIN_REF) are scalar
+# throughout. SUB, DIV, SQUARED_DIFFERENCE and int16 MUL are scalar in both.
+#
+# Every output element is a function of its two input values and of the code path that computed it, so
+# for 8-bit inputs prepare tabulates that function over all 256 x 256 input pairs, once per path, and
+# invoke is a table lookup. For int16 inputs the per-input rescaling is tabulated over the 65536 values
+# where the formula separates (_Separable), and the rest computed in int64 NumPy arithmetic.
+
+_SCALAR, _BLOCK, _BROADCAST_BLOCK = "scalar", "block", "broadcast block"
+# Outputs up to this many elements keep their int64 index buffer between calls.
+_INDEX_BUFFER_LIMIT = 16384
+_TYPE_RANGE = {T.INT8: (-128, 127), T.UINT8: (0, 255), T.INT16: (-32768, 32767)}
+
+
+def _broadcast_walk(shape1, shape2) -> tuple[str, tuple[int, ...] | None]:
+    """TFLite's ProcessBroadcastShapes: ("elementwise", None) when the shapes match (up to leading 1s),
+    ("fivefold", (y0, y1, y2, y3, y4)) when the output is the nested loops y0 > y1 > y2 > y3 > y4 with
+    contiguous rows of y4 elements (y4 == 1: rows of y3 against one broadcast value), else ("generic",
+    None)."""
+    rank = max(len(shape1), len(shape2))
+    a = (1,) * (rank - len(shape1)) + tuple(shape1)
+    b = (1,) * (rank - len(shape2)) + tuple(shape2)
+    if a == b:
+        return "elementwise", None
+    i = rank - 1
+    while a[i] == b[i]:
+        i -= 1
+    if a[i] != 1:  # the second input broadcasts along the innermost differing dimension: swap
+        a, b = b, a
+    y = [1, 1, 1, 1, 1]
+    i = rank - 1
+    for slot, same in ((4, True), (3, None), (2, True), (1, False), (0, True)):
+        while i >= 0 and (a[i] == b[i] if same else (a[i] == 1 if same is None else b[i] == 1)):
+            y[slot] *= max(a[i], b[i])
+            i -= 1
+    return ("generic", None) if i >= 0 else ("fivefold", tuple(y))
+
+
+def _path_groups(walk, size: int, block: int, broadcast_block: int) -> list[tuple[str, np.ndarray | None]]:
+    """Which code path computes each output element: [(path, None)] when one path computes them all, else
+    the main path and (path, flat positions) for the others (the scalar tails of the SIMD rows).
+    `block` / `broadcast_block`: the SIMD widths of the elementwise and the scalar-broadcast loops (0:
+    none)."""
+    kind, y = walk
+    if kind == "elementwise":
+        row, step, simd = size, block, _BLOCK
+    elif kind == "fivefold" and y[4] > 1:
+        row, step, simd = y[4], block, _BLOCK
+    elif kind == "fivefold":
+        row, step, simd = y[3], broadcast_block, _BROADCAST_BLOCK
+    else:
+        return [(_SCALAR, None)]
+    whole = row - row % step if step else 0
+    if whole == 0 or size == 0:
+        return [(_SCALAR, None)]
+    if whole == row:
+        return [(simd, None)]
+    return [(simd, None), (_SCALAR, np.flatnonzero(np.arange(size) % row >= whole))]
+
+
+def _divide_by_pot_x86(x: np.ndarray, exponent) -> np.ndarray:
+    """gemmlowp's scalar RoundingDivideByPOT on int32 values for any exponent, as x86 code computes it:
+    exponents outside [0, 31] (which TFLite's DIV and SUB can produce) shift by their low 6 bits for the
+    int64 mask and by their low 5 bits for the int32 shift."""
+    x = np.asarray(x, np.int64)
+    exponent = np.asarray(exponent, np.int64)
+    mask = _wrap32((np.int64(1) << (exponent & 63)) - 1)
+    threshold = (mask >> 1) + (x < 0)
+    return (x >> (exponent & 31)) + ((x & mask) > threshold)
+
+
+def _mbqm_smaller_than_one(x: np.ndarray, multiplier: int, shift) -> np.ndarray:
+    """MultiplyByQuantizedMultiplierSmallerThanOneExp: no left shift, whatever the sign of `shift`."""
+    return _divide_by_pot_x86(saturating_rounding_doubling_high_mul(x, multiplier), -np.asarray(shift))
+
+
+def _mbqm_smaller_than_one_vectorized(x: np.ndarray, multiplier: int, shift: int) -> np.ndarray:
+    """The same in the compiler-vectorized int16 SUB loop (4 lanes): a right shift by a count outside
+    [0, 31] fills with the sign bit (psrad) where the scalar instruction masks the count."""
+    exponent = -shift
+    if 0 <= exponent <= 31:
+        return _mbqm_smaller_than_one(x, multiplier, shift)
+    x = saturating_rounding_doubling_high_mul(x, multiplier)
+    mask = int(_wrap32((1 << (exponent & 63)) - 1))
+    threshold = (mask >> 1) + (x < 0)
+    return (x >> 31) + ((x & mask) > threshold)
+
+
+def _clamp(x: np.ndarray, low: int, high: int, simd: bool) -> np.ndarray:
+    """The activation clamp: scalar code is min(high, max(low, x)), NEON max(low, min(high, x)) (they
+    would differ only for an empty activation range)."""
+    if simd:
+        return np.maximum(np.minimum(x, high), low)
+    return np.minimum(np.maximum(x, low), high)
+
+
+@dataclass(frozen=True)
+class _Rescale:
+    """One input's (or the output's) part of TFLite's ArithmeticParams."""
+
+    offset: int
+    multiplier: int
+    shift: int
+
+
+@dataclass(frozen=True)
+class _QuantParams:
+    first: _Rescale
+    second: _Rescale
+    output: _Rescale
+    left_shift: int
+    low: int  # the activation clamp
+    high: int
+
+
+def _scale(tensor) -> float:
+    return float(np.float32(tensor.params.scale))
+
+
+def _check_scales(op_name: str, *tensors) -> None:
+    for tensor in tensors:
+        scale = tensor.params.scale
+        ensure(
+            scale > 0 and math.isfinite(scale),
+            f"{op_name} of quantized {type_name(tensor.type)} tensors needs a positive scale, got {scale}.",
+        )
+
+
+def _check_zero_points(op_name: str, tensor_type, *tensors) -> None:
+    low, high = _TYPE_RANGE[tensor_type]
+    if tensor_type == T.INT16:
+        for tensor in tensors:
+            ensure_eq(tensor.params.zero_point, 0, f"{op_name} int16 zero point")
+        return
+    for tensor in tensors:
+        zero_point = tensor.params.zero_point
+        ensure(
+            low <= zero_point <= high,
+            f"{op_name} zero point {zero_point} is outside the {type_name(tensor_type)} range.",
+        )
+
+
+def _smaller_than_one(real: float, what: str) -> tuple[int, int]:
+    """QuantizeMultiplierSmallerThanOneExp, which aborts the process outside (0, 1) in TFLite."""
+    ensure(0.0 < real < 1.0, f"{what} {real} is outside (0, 1): TFLite cannot requantize this.")
+    return quantize_multiplier(real)
+
+
+def _activation_limits(node, output, op_name: str) -> tuple[int, int]:
+    low, high = _TYPE_RANGE[output.type]
+    try:
+        return activation_range(_activation(node), output.params.scale, output.params.zero_point, low, high)
+    except OverflowError:
+        raise KernelError("no_integer_overflow_from_quantization was not true.") from None
+
+
+def _add_sub_params(node, first, second, output, op_name: str) -> _QuantParams:
+    """PrepareGeneralSubOp / add.cc's general path: both inputs onto twice the larger input scale after a
+    left shift of 20 (8-bit) or 15 (int16), then the output multiplier."""
+    left_shift = 15 if output.type == T.INT16 else 20
+    s1, s2, so = _scale(first), _scale(second), _scale(output)
+    twice = 2 * max(s1, s2)
+    real_output = twice / float(np.float32(1 << left_shift) * np.float32(so))
+    m1, h1 = _smaller_than_one(s1 / twice, f"{op_name} input1 multiplier")
+    m2, h2 = _smaller_than_one(s2 / twice, f"{op_name} input2 multiplier")
+    if op_name == "SUB" and real_output > 1:  # then applied as if smaller than one: see _divide_by_pot_x86
+        mo, ho = quantize_multiplier(real_output)
+    else:
+        mo, ho = _smaller_than_one(real_output, f"{op_name} output multiplier")
+    low, high = _activation_limits(node, output, op_name)
+    return _QuantParams(
+        _Rescale(-first.params.zero_point, m1, h1),
+        _Rescale(-second.params.zero_point, m2, h2),
+        _Rescale(output.params.zero_point, mo, ho),
+        left_shift,
+        low,
+        high,
+    )
+
+
+def _product_params(node, first, second, output, real: float, op_name: str) -> _QuantParams:
+    """MUL and DIV: one multiplier, (input1 scale * input2 scale) / output scale or its DIV form."""
+    multiplier, shift = quantize_multiplier(real)
+    low, high = _activation_limits(node, output, op_name)
+    return _QuantParams(
+        _Rescale(-first.params.zero_point, 0, 0),
+        _Rescale(-second.params.zero_point, 0, 0),
+        _Rescale(output.params.zero_point, multiplier, shift),
+        0,
+        low,
+        high,
+    )
+
+
+@dataclass(frozen=True)
+class _Separable:
+    """A formula combine(first(x1), second(x2)) whose per-input parts depend on one input value each: for
+    int16 inputs the runner tabulates them over all 65536 values and calls only `combine` per element."""
+
+    first: Callable
+    second: Callable
+    combine: Callable
+
+    def __call__(self, x1, x2):
+        return self.combine(self.first(x1), self.second(x2))
+
+
+def _requantize(total: np.ndarray, multiplier: int, shift: int) -> np.ndarray:
+    """MultiplyByQuantizedMultiplier of int32 values held in an int64 array, computed in place: the left
+    shift (wrapping in int32), the doubling high multiply (TFLite's scalar one and vqrdmulh agree: the
+    high half of 2*x*m rounded half up), the right shift rounding halves away from zero."""
+    total = np.asarray(total)  # (a 0-d result arrives as a NumPy scalar)
+    if shift > 0:
+        total <<= shift
+        total += 1 << 31
+        total &= 0xFFFFFFFF
+        total -= 1 << 31
+    total *= multiplier
+    total += 1 << 30
+    total >>= 31
+    exponent = max(0, -shift)
+    if exponent:
+        negative = total < 0
+        total += 1 << (exponent - 1)
+        total -= negative
+        total >>= exponent
+    return total
+
+
+def _clamped(result: np.ndarray, low: int, high: int, simd: bool) -> np.ndarray:
+    """_clamp in place."""
+    result = np.asarray(result)
+    if simd and low > high:
+        result[...] = low
+    else:
+        np.clip(result, low, high, out=result)
+    return result
+
+
+def _add_sub_formulas(p: _QuantParams, sign: int, tensor_type, simd: bool) -> dict[str, Callable]:
+    """Functions (x1, x2) -> output values, int64 arrays in and out, one per code path."""
+    one, two, out, shift = p.first, p.second, p.output, p.left_shift
+
+    def scaled_first(x):
+        return _mbqm_smaller_than_one((x + one.offset) << shift, one.multiplier, one.shift)
+
+    def scaled_second(x):
+        return sign * _mbqm_smaller_than_one((x + two.offset) << shift, two.multiplier, two.shift)
+
+    def requantized(simd_clamp: bool, vectorized: bool = False):
+        def combine(v1, v2):
+            total = np.asarray(np.add(v1, v2, dtype=np.int64))
+            if vectorized:
+                total = _mbqm_smaller_than_one_vectorized(total, out.multiplier, out.shift)
+            elif out.shift <= 0:
+                total = _requantize(total, out.multiplier, out.shift)
+            else:  # SUB's output multiplier above 1: see _divide_by_pot_x86
+                total = _mbqm_smaller_than_one(total, out.multiplier, out.shift)
+            total += out.offset
+            return _clamped(total, p.low, p.high, simd_clamp)
+
+        return combine
+
+    formulas = {_SCALAR: _Separable(scaled_first, scaled_second, requantized(False))}
+    if tensor_type == T.INT16 and sign < 0 and out.shift > 0:  # see _mbqm_smaller_than_one_vectorized
+        formulas[_BLOCK] = _Separable(scaled_first, scaled_second, requantized(False, vectorized=True))
+    if not simd:
+        return formulas
+
+    def shifted_first(rescale: _Rescale):  # the shift folded into the left shift, before the multiply
+        return lambda x: vqrdmulh(vshl(x + rescale.offset, shift + rescale.shift), rescale.multiplier)
+
+    def shifted_last(rescale: _Rescale):  # the (flooring) right shift after the multiply
+        return lambda x: vshl(vqrdmulh(vshl(x + rescale.offset, shift), rescale.multiplier), rescale.shift)
+
+    if tensor_type == T.INT16:
+        formulas[_BLOCK] = _Separable(shifted_first(one), shifted_first(two), requantized(True))
+        return formulas
+    type_low, type_high = _TYPE_RANGE[tensor_type]
+
+    def narrowed(v1, v2):
+        """The requantized sum through the 8-bit kernels' int16 lanes: narrowing and the offset wrap."""
+        result = rounding_divide_by_pot(vqrdmulh(v1 + v2, out.multiplier), -out.shift)
+        result = saturate(wrap(wrap(result, 16) + out.offset, 16), type_low, type_high)
+        return _clamp(result, p.low, p.high, simd=True)
+
+    last = _Separable(shifted_last(one), shifted_last(two), narrowed)
+    formulas[_BROADCAST_BLOCK] = last
+    formulas[_BLOCK] = (
+        _Separable(shifted_first(one), shifted_first(two), narrowed) if tensor_type == T.INT8 else last
+    )
+    return formulas
+
+
+def _pot_formulas(first_shift: int, second_shift: int, sign: int, low: int, high: int) -> dict[str, Callable]:
+    """The int16 power-of-two path (LSTM cells): inputs rounded down to the output's scale by shifts,
+    then a saturating int16 add or subtract."""
+
+    def combine(v1, v2):
+        total = np.asarray(np.add(v1, v2, dtype=np.int64))
+        np.clip(total, -32768, 32767, out=total)
+        return _clamped(total, low, high, simd=False)
+
+    return {
+        _SCALAR: _Separable(
+            lambda x: rounding_divide_by_pot(x, -first_shift),
+            lambda x: sign * rounding_divide_by_pot(x, -second_shift),
+            combine,
+        )
+    }
+
+
+def _mul_formulas(p: _QuantParams, tensor_type, simd: bool) -> dict[str, Callable]:
+    one, two, out = p.first, p.second, p.output
+
+    def scalar(x1, x2):
+        product = _requantize((x1 + one.offset) * (x2 + two.offset), out.multiplier, out.shift)
+        product += out.offset
+        return _clamped(product, p.low, p.high, simd=False)
+
+    formulas = {_SCALAR: scalar}
+    if not simd:
+        return formulas
+    type_low, type_high = _TYPE_RANGE[tensor_type]
+    left, right = max(0, out.shift), max(0, -out.shift)
+
+    def vector(narrow):
+        def compute(x1, x2):
+            product = vshl((x1 + one.offset) * (x2 + two.offset), left)
+            product = narrow(rounding_divide_by_pot(vqrdmulh(product, out.multiplier), right))
+            result = saturate(wrap(product + out.offset, 16), type_low, type_high)
+            return _clamp(result, p.low, p.high, simd=True)
+
+        return compute
+
+    formulas[_BLOCK] = vector(lambda x: saturate(x, -32768, 32767))
+    # uint8's scalar-broadcast loop narrows with vmovn (wrapping) where the others saturate
+    formulas[_BROADCAST_BLOCK] = vector(
+        (lambda x: wrap(x, 16)) if tensor_type == T.UINT8 else (lambda x: saturate(x, -32768, 32767))
+    )
+    return formulas
+
+
+def _int16_to_8bit_mul_formulas(output_offset: int, low: int, high: int) -> dict[str, Callable]:
+    """MUL of int16 inputs into an int8/uint8 output: the Q0.15 product, divided by 2**8, clamped."""
+
+    def scalar(x1, x2):
+        product = _srdhm16(x1, x2)
+        rescaled = rounding_divide_by_pot(product, 8)
+        clamped = np.maximum(np.minimum(rescaled, high - output_offset), low - output_offset)
+        return output_offset + clamped
+
+    return {_SCALAR: scalar}
+
+
+def _srdhm16(a, b):
+    """gemmlowp's int16 SaturatingRoundingDoublingHighMul."""
+    product = np.asarray(a, np.int64) * b
+    nudged = product + np.where(product >= 0, 1 << 14, 1 - (1 << 14))
+    result = np.where(nudged >= 0, nudged >> 15, -((-nudged) >> 15))
+    return np.where((a == -32768) & (b == -32768), 32767, result)
+
+
+def _div_formulas(p: _QuantParams) -> dict[str, Callable]:
+    """Quantized DIV (scalar in every kernel): the divisor's reciprocal by gemmlowp's Newton-Raphson in
+    fixed point, the dividend normalized by its leading sign bits, one requantization."""
+    one, two, out = p.first, p.second, p.output
+
+    def scalar(x1, x2):
+        numerator, denominator = x1 + one.offset, x2 + two.offset
+        negative = denominator < 0
+        numerator = np.where(negative, -numerator, numerator)
+        denominator = np.where(negative, -denominator, denominator)
+        denominator = np.maximum(denominator, 1)  # zero divisors fail at invoke; never computed
+        headroom_plus_one = _count_leading_zeros32(denominator)
+        reciprocal_shift = 31 - headroom_plus_one
+        shifted = _wrap32((denominator << headroom_plus_one) - (1 << 31))
+        reciprocal = _one_over_one_plus_x(shifted)
+        headroom = _count_leading_sign_bits32(numerator)
+        quotient = saturating_rounding_doubling_high_mul(numerator << headroom, reciprocal)
+        total_shift = out.shift - reciprocal_shift - headroom
+        result = _mbqm_smaller_than_one(quotient, out.multiplier, total_shift) + out.offset
+        return _clamp(result, p.low, p.high, simd=False)
+
+    return {_SCALAR: scalar}
+
+
+def _wrap32(x):
+    return ((np.asarray(x, np.int64) + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+
+
+def _count_leading_zeros32(x: np.ndarray) -> np.ndarray:
+    """Leading zero bits of positive int32 values (< 2**31)."""
+    x = np.asarray(x, np.int64)
+    _, exponent = np.frexp(x.astype(np.float64))  # exact: x < 2**53; x = m * 2**e, 0.5 <= m < 1
+    return np.where(x > 0, 32 - exponent, 32)
+
+
+def _count_leading_sign_bits32(x: np.ndarray) -> np.ndarray:
+    """__builtin_clrsb on int32 (31 for 0)."""
+    x = np.asarray(x, np.int64)
+    magnitude = np.where(x < 0, ~x, x)
+    return np.where(x == 0, 31, _count_leading_zeros32(magnitude) - 1)
+
+
+def _saturating_shift_left(x: np.ndarray, exponent: int) -> np.ndarray:
+    """gemmlowp's SaturatingRoundingMultiplyByPOT for a positive exponent on int32 values."""
+    threshold = (1 << (31 - exponent)) - 1
+    return np.where(x > threshold, 2**31 - 1, np.where(x < -threshold, -(2**31), x << exponent))
+
+
+def _one_over_one_plus_x(a: np.ndarray) -> np.ndarray:
+    """gemmlowp's one_over_one_plus_x_for_x_in_0_1 on raw int32 Q0.31 values, as raw Q0.31."""
+    total = a + (2**31 - 1)  # RoundingHalfSum(a, One()): (a + b + sign) / 2, truncating
+    total = total + np.where(total >= 0, 1, -1)
+    half_denominator = np.where(total >= 0, total >> 1, -((-total) >> 1))
+    srdhm = saturating_rounding_doubling_high_mul
+    x = 1515870810 + srdhm(half_denominator, -1010580540)  # 48/17 - 32/17 * d, in Q2.29
+    for _ in range(3):
+        one_minus = (1 << 29) - srdhm(half_denominator, x)
+        x = x + _saturating_shift_left(srdhm(x, one_minus), 2)
+    return _saturating_shift_left(x, 1)
+
+
+def _squared_difference_formulas(p: _QuantParams) -> dict[str, Callable]:
+    one, two, out, shift = p.first, p.second, p.output, p.left_shift
+
+    def scalar(x1, x2):
+        difference = _mbqm_smaller_than_one((x1 + one.offset) << shift, one.multiplier, one.shift)
+        difference = difference - _mbqm_smaller_than_one(
+            (x2 + two.offset) << shift, two.multiplier, two.shift
+        )
+        result = _mbqm_smaller_than_one(difference * difference, out.multiplier, out.shift) + out.offset
+        return _clamp(result, p.low, p.high, simd=False)
+
+    return {_SCALAR: scalar}
+
+
+def _quantized_runner(context, node, formulas: dict[str, Callable], groups, check=None) -> Callable:
+    """The function invoke calls: a lookup in per-path tables of all 256 x 256 results for 8-bit inputs,
+    direct int64 arithmetic for int16 ones. `check(b)` validates the second input first (DIV)."""
+    tensors = context.tensors
+    first = tensors[node.inputs[0]]
+    output = tensors[node.outputs[0]]
+    shape = tuple(output.shape)
+    size = math.prod(shape)
+    if size == 0:
+        return _run_nothing
+    if first.type in (T.INT8, T.UINT8):
+        raw = np.arange(256, dtype=np.uint8).view(first.dtype).astype(np.int64)
+        with np.errstate(all="ignore"):
+            tables = {
+                path: formulas[path](raw[:, None], raw[None, :]).astype(output.dtype).reshape(-1)
+                for path, _ in groups
+            }
+        main = tables[groups[0][0]]
+        extras = [(tables[path], positions) for path, positions in groups[1:]]
+        kept = np.empty(shape, np.intp) if size <= _INDEX_BUFFER_LIMIT else None
+
+        def lookup(tensors, inputs, out):
+            b = tensors[inputs[1]].data
+            if check is not None:
+                check(b)
+            index = kept if kept is not None else np.empty(shape, np.intp)
+            np.left_shift(tensors[inputs[0]].data.view(np.uint8), 8, out=index, dtype=np.intp)
+            np.bitwise_or(index, b.view(np.uint8), out=index)
+            np.take(main, index, out=out, mode="clip")
+            for table, positions in extras:
+                out.reshape(-1)[positions] = table[index.reshape(-1)[positions]]
+
+        return lookup
+    if first.type == T.INT16 and all(isinstance(formulas[path], _Separable) for path, _ in groups):
+        return _int16_table_runner(formulas, groups, shape, check)
+    main_formula = formulas[groups[0][0]]
+    extras = [(formulas[path], positions) for path, positions in groups[1:]]
+
+    def compute(tensors, inputs, out):
+        b = tensors[inputs[1]].data
+        if check is not None:
+            check(b)
+        x1 = tensors[inputs[0]].data.astype(np.int64)
+        x2 = b.astype(np.int64)
+        out[...] = main_formula(x1, x2)
+        for formula, positions in extras:
+            flat1 = np.broadcast_to(x1, shape).reshape(-1)[positions]
+            flat2 = np.broadcast_to(x2, shape).reshape(-1)[positions]
+            out.reshape(-1)[positions] = formula(flat1, flat2)
+
+    return compute
+
+
+def _int16_table_runner(formulas: dict[str, _Separable], groups, shape, check) -> Callable:
+    """int16 inputs through a _Separable formula: each input's part looked up in a table over the 65536
+    values (indexed by the raw bits), then `combine` per element."""
+    raw = np.arange(1 << 16, dtype=np.uint16).view(np.int16).astype(np.int64)
+    tables = {
+        path: (formulas[path].first(raw).astype(np.int32), formulas[path].second(raw).astype(np.int32))
+        for path, _ in groups
+    }
+    main_path = groups[0][0]
+    first_table, second_table = tables[main_path]
+    combine = formulas[main_path].combine
+    extras = [(tables[path], formulas[path].combine, positions) for path, positions in groups[1:]]
+
+    def compute(tensors, inputs, out):
+        b = tensors[inputs[1]].data
+        if check is not None:
+            check(b)
+        bits1, bits2 = tensors[inputs[0]].data.view(np.uint16), b.view(np.uint16)
+        out[...] = combine(first_table.take(bits1), second_table.take(bits2))
+        for (table1, table2), extra, positions in extras:
+            flat1 = np.broadcast_to(bits1, shape).reshape(-1)[positions]
+            flat2 = np.broadcast_to(bits2, shape).reshape(-1)[positions]
+            out.reshape(-1)[positions] = extra(table1.take(flat1), table2.take(flat2))
+
+    return compute
+
+
+def _quantized_prepare(context, node, op_name: str, first, second, output, optimized: bool) -> None:
+    """Prepare of ADD/SUB/MUL/DIV/SQUARED_DIFFERENCE on quantized int8/uint8/int16 inputs."""
+    kind = first.type
+    shape = broadcast_shape(first.shape, second.shape)
+    walk = _broadcast_walk(first.shape, second.shape)
+    size = math.prod(shape)
+    block = broadcast_block = 0  # SIMD widths; 0: the kernel is scalar
+    check = None
+    if op_name in ("ADD", "SUB"):
+        _check_scales(op_name, first, second, output)
+        _check_zero_points(op_name, kind, first, second, output)
+        sign = 1 if op_name == "ADD" else -1
+        if kind == T.INT16 and _pot_int16(node, first, second, output):
+            first_shift, second_shift, low, high = _pot_params(node, first, second, output, op_name)
+            ensure(
+                walk[0] == "elementwise" or op_name == "SUB",
+                "ADD of power-of-two scaled int16 inputs does not broadcast in TFLite.",
+            )
+            formulas = _pot_formulas(first_shift, second_shift, sign, low, high)
+        else:
+            params = _add_sub_params(node, first, second, output, op_name)
+            simd = optimized and op_name == "ADD"
+            formulas = _add_sub_formulas(params, sign, kind, simd)
+            if _BLOCK in formulas and not simd:  # int16 SUB's loop as the compiler vectorized it
+                block = 4 if walk[0] == "elementwise" else 0
+            elif simd and kind == T.INT16:
+                block = 16 if walk[0] == "elementwise" else 0  # int16 broadcasts in the reference loop
+            elif simd:
+                block, broadcast_block = (16, 8) if kind == T.INT8 else (8, 8)
+    elif op_name == "MUL":
+        ensure(
+            output.type == kind or (kind == T.INT16 and output.type in (T.INT8, T.UINT8)),
+            "Unsupported combination of input and output types in Mul.",
+        )
+        _check_scales(op_name, first, second, output)
+        # float arithmetic in TFLite (the scales are floats), widened to double afterwards
+        real = float(
+            np.float32(first.params.scale) * np.float32(second.params.scale) / np.float32(output.params.scale)
+        )
+        params = _product_params(node, first, second, output, real, op_name)
+        if kind == T.INT16 and output.type != T.INT16:
+            ensure(walk[0] == "elementwise", "MUL of int16 inputs into an 8-bit output does not broadcast.")
+            formulas = _int16_to_8bit_mul_formulas(output.params.zero_point, params.low, params.high)
+        elif kind == T.INT16:
+            _check_zero_points(op_name, kind, first, second, output)
+            formulas = _mul_formulas(params, kind, simd=False)
+        else:
+            _check_zero_points(op_name, kind, first, second, output)
+            simd = optimized
+            formulas = _mul_formulas(params, kind, simd)
+            if simd:
+                block = broadcast_block = 16 if kind == T.INT8 else 8
+    elif op_name == "DIV":
+        _check_scales(op_name, first, second, output)
+        _check_zero_points(op_name, kind, first, second, output)
+        real = float(
+            np.float32(first.params.scale)
+            / (np.float32(second.params.scale) * np.float32(output.params.scale))
+        )
+        params = _product_params(node, first, second, output, real, op_name)
+        formulas = _div_formulas(params)
+        check = _zero_check(second, "data[i] != zero_point was not true.", second.params.zero_point)
+    else:  # SQUARED_DIFFERENCE
+        _check_scales(op_name, first, second, output)
+        _check_zero_points(op_name, kind, first, second, output)
+        params = _squared_difference_params(first, second, output)
+        formulas = _squared_difference_formulas(params)
+    if walk[0] != "elementwise" and not (walk[0] == "fivefold" and (block or broadcast_block)):
+        _output_shape(first, second, op_name)  # TFLite's broadcast loop: its rank limit
+    groups = _path_groups(walk, size, block, broadcast_block)
+    fold = op_name == "MUL" and is_constant(first) and is_constant(second)
+    if fold:
+        context.set_tensor_to_persistent_ro(output)
+    context.resize_tensor(output, shape)
+    runner = _quantized_runner(context, node, formulas, groups, check)
+    if fold:
+        runner(context.tensors, node.inputs, output.data)
+        runner = _run_nothing
+    node.user_data = runner
+
+
+def _pot_int16(node, first, second, output) -> bool:
+    """int16 ADD/SUB take the power-of-two path when the pot_scale_int16 option is set and every scale
+    is a power of two."""
+    if not getattr(node.builtin_data, "pot_scale_int16", False):
+        return False
+    return all(_checked_log2(tensor.params.scale) is not None for tensor in (first, second, output))
+
+
+def _checked_log2(scale: float) -> int | None:
+    """CheckedLog2: the rounded log2 when the scale is within 1e-3 (in log2) of a power of two."""
+    with np.errstate(all="ignore"):
+        log2 = np.float32(np.log(np.float32(scale))) * np.float32(1.0 / np.log(np.float32(2.0)))
+    if not np.isfinite(log2):
+        return None
+    rounded = np.float32(round_half_away(float(log2)))
+    return int(rounded) if abs(log2 - rounded) < np.float32(1e-3) else None
+
+
+def _pot_params(node, first, second, output, op_name: str) -> tuple[int, int, int, int]:
+    out_log2 = _checked_log2(output.params.scale)
+    first_shift = _checked_log2(first.params.scale) - out_log2
+    second_shift = _checked_log2(second.params.scale) - out_log2
+    ensure(
+        first_shift == 0 or second_shift == 0,
+        "data->input1_shift == 0 || data->input2_shift == 0 was not true.",
+    )
+    ensure(first_shift <= 0, "data->input1_shift <= 0 was not true.")
+    ensure(second_shift <= 0, "data->input2_shift <= 0 was not true.")
+    low, high = _activation_limits(node, output, op_name)
+    return first_shift, second_shift, low, high
+
+
+def _squared_difference_params(first, second, output) -> _QuantParams:
+    """squared_difference.cc: inputs onto twice the larger scale after a left shift of 7, the output
+    multiplier on the squared difference; no fused activation."""
+    left_shift = 7
+    s1, s2, so = _scale(first), _scale(second), _scale(output)
+    twice = 2 * max(s1, s2)
+    real_output = (twice * twice) / float(np.float32(1 << (2 * left_shift)) * np.float32(so))
+    m1, h1 = _smaller_than_one(s1 / twice, "SQUARED_DIFFERENCE input1 multiplier")
+    m2, h2 = _smaller_than_one(s2 / twice, "SQUARED_DIFFERENCE input2 multiplier")
+    mo, ho = _smaller_than_one(real_output, "SQUARED_DIFFERENCE output multiplier")
+    return _QuantParams(
+        _Rescale(-first.params.zero_point, m1, h1),
+        _Rescale(-second.params.zero_point, m2, h2),
+        _Rescale(output.params.zero_point, mo, ho),
+        left_shift,
+        -128,
+        127,
+    )
+
+
 # --- ADD, SUB, MUL, DIV ----------------------------------------------------------------------------------
 
 
-def _arithmetic_prepare(op_name: str, ufunc: np.ufunc, types: tuple[TensorType, ...]):
+def _arithmetic_prepare(op_name: str, ufunc: np.ufunc, types: tuple[TensorType, ...], optimized: bool = True):
     def prepare(context, node):
-        first, second, output = _binary_tensors(context, node, op_name)
+        first, second, output = _binary_tensors(context, node, op_name, same_output_type=op_name != "MUL")
         kind = first.type
-        if kind in _QUANTIZED and kind not in types:
-            raise _quantized_error(first, op_name)
-        if kind == T.INT16 and (
-            output.quantization is not None or (op_name == "ADD" and first.quantization is not None)
-        ):
-            raise _quantized_error(first, op_name)
         ensure_type(first, types, "input", op_name)
+        if _quantized_arithmetic(op_name, first, output):
+            _quantized_prepare(context, node, op_name, first, second, output, optimized)
+            return
+        ensure_types_eq(first, output, f"{op_name} input/output types")
         activation = _activation(node)
         if kind == T.COMPLEX64:
             ensure(
@@ -296,6 +963,22 @@ def _arithmetic_prepare(op_name: str, ufunc: np.ufunc, types: tuple[TensorType, 
         node.user_data = data
 
     return prepare
+
+
+def _quantized_arithmetic(op_name: str, first, output) -> bool:
+    """Whether TFLite takes its quantized path: always for int8/uint8; for int16, ADD and MUL only with
+    a quantized output (else plain integer arithmetic), SUB and DIV always. The inputs and output must
+    then all carry quantization."""
+    if first.type not in _QUANTIZED:
+        return False
+    if first.type == T.INT16 and op_name in ("ADD", "MUL") and output.quantization is None:
+        return False
+    for tensor, what in ((first, "input"), (output, "output")):
+        ensure(
+            tensor.quantization is not None,
+            f"{op_name} of {type_name(first.type)} tensors needs a quantized {what}.",
+        )
+    return True
 
 
 def _int_divide(divisor, low, high, shape: tuple[int, ...]) -> Callable:
@@ -344,16 +1027,25 @@ def _float64_operands(shape: tuple[int, ...]) -> Callable:
     return fresh
 
 
-def _zero_check(divisor, message: str) -> Callable[[np.ndarray], None]:
-    """The invoke-time 'no zero divisor' check; decided once in prepare when the divisor is constant."""
+def _zero_check(divisor, message: str, zero: int = 0) -> Callable[[np.ndarray], None]:
+    """The invoke-time 'no zero divisor' check (`zero`: the value standing for 0, a quantized divisor's
+    zero point); decided once in prepare when the divisor is constant."""
     if is_constant(divisor):
-        if np.all(divisor.data != 0):
+        if np.all(divisor.data != zero):
             return lambda b: None
 
         def always_fails(b):
             raise KernelError(message)
 
         return always_fails
+
+    if zero != 0:
+
+        def check_quantized(b):
+            if (b == zero).any():
+                raise KernelError(message)
+
+        return check_quantized
 
     def check(b):
         if np.count_nonzero(b) != b.size:
@@ -489,9 +1181,10 @@ def _int_pow(a, b, out):
 
 def _squared_difference_prepare(context, node):
     first, second, output = _binary_tensors(context, node, "SQUARED_DIFFERENCE")
-    if first.type == T.INT8:
-        raise _quantized_error(first, "SQUARED_DIFFERENCE")
-    ensure_type(first, (T.FLOAT32, T.INT32), "input", "SQUARED_DIFFERENCE")
+    ensure_type(first, _SQUARED_DIFFERENCE_TYPES, "input", "SQUARED_DIFFERENCE")
+    if _quantized_arithmetic("SQUARED_DIFFERENCE", first, output):
+        _quantized_prepare(context, node, "SQUARED_DIFFERENCE", first, second, output, True)
+        return
     context.resize_tensor(output, _output_shape(first, second, "SQUARED_DIFFERENCE"))
     node.user_data = BinaryOpData(_squared_difference, elementwise=True)
 
@@ -501,6 +1194,7 @@ def _squared_difference(a, b, out):
     np.multiply(out, out, out=out)
 
 
+_SQUARED_DIFFERENCE_TYPES = (T.FLOAT32, T.INT32, T.INT8)
 _FLOOR_DIV_TYPES = (T.FLOAT32, T.INT32, T.INT16, T.INT8)
 _FLOOR_MOD_TYPES = (T.FLOAT32, T.INT32, T.INT64, T.INT16, T.INT8)
 
@@ -686,48 +1380,21 @@ def _rescaled(op_name: str, ufunc: np.ufunc, first, second) -> Callable:
 
 
 def _rescale_table(tensor, op_name: str) -> np.ndarray:
-    """The rescaled int32 value of every raw value, indexed by the raw bits read as unsigned."""
+    """The rescaled int32 value of every raw value, indexed by the raw bits read as unsigned. A scale above
+    1 gets a left-shifting multiplier that TFLite still applies as a right shift (see _divide_by_pot_x86);
+    a scale of exactly 1 fails a CHECK in TFLite (QuantizeMultiplierGreaterThanOne), 0 has no multiplier."""
     scale, zero_point = float(tensor.params.scale), int(tensor.params.zero_point)
-    if not 0.0 < scale < 1.0:
+    if not (0.0 < scale < math.inf and scale != 1.0):
         raise KernelError(
-            f"{op_name} on {type_name(tensor.type)} needs quantized inputs with a scale in (0, 1), "
-            f"got scale {scale}."
+            f"{op_name} on {type_name(tensor.type)} needs quantized inputs with a positive scale other "
+            f"than 1, got scale {scale}."
         )
-    multiplier, shift = _quantize_multiplier(scale)
+    multiplier, shift = quantize_multiplier(scale)
     bits = tensor.dtype.itemsize * 8
     raw = np.arange(2**bits, dtype=np.int64)
     if tensor.dtype.kind == "i":
         raw = np.where(raw >= 2 ** (bits - 1), raw - 2**bits, raw)
-    shifted = (raw - zero_point) * 256
-    return _rounding_divide_by_pot(_doubling_high_mul(shifted, multiplier), -shift).astype(np.int32)
-
-
-def _quantize_multiplier(real: float) -> tuple[int, int]:
-    """A multiplier in (0, 1) as a Q31 fixed-point value and a (non-positive) power-of-two exponent."""
-    fraction, shift = math.frexp(real)
-    fixed = math.floor(fraction * 2.0**31 + 0.5)  # round half away from zero (positive here)
-    if fixed == 2**31:
-        fixed //= 2
-        shift += 1
-    if shift < -31:
-        return 0, 0
-    return fixed, shift
-
-
-def _doubling_high_mul(values: np.ndarray, multiplier: int) -> np.ndarray:
-    """gemmlowp's SaturatingRoundingDoublingHighMul of int32 values by an int32 multiplier (int64 math)."""
-    product = values * multiplier
-    nudged = product + np.where(product >= 0, 1 << 30, 1 - (1 << 30))
-    result = np.where(nudged >= 0, nudged >> 31, -((-nudged) >> 31))  # C division truncates toward zero
-    limit = -(2**31)
-    return np.where((values == limit) & (multiplier == limit), 2**31 - 1, result)
-
-
-def _rounding_divide_by_pot(values: np.ndarray, exponent: int) -> np.ndarray:
-    """gemmlowp's RoundingDivideByPOT: divide by 2**exponent rounding half away from zero."""
-    mask = (1 << exponent) - 1
-    threshold = (mask >> 1) + (values < 0)
-    return (values >> exponent) + ((values & mask) > threshold)
+    return _mbqm_smaller_than_one((raw - zero_point) * 256, multiplier, shift).astype(np.int32)
 
 
 # --- logical ---------------------------------------------------------------------------------------------
@@ -759,15 +1426,15 @@ def _logical_not_invoke(context, node):
 # --- registration ----------------------------------------------------------------------------------------
 
 _ARITHMETIC = (
-    (BuiltinOperator.ADD, np.add, (1, 6), (T.FLOAT32, T.FLOAT16, T.INT32, T.INT64, T.INT16)),
-    (BuiltinOperator.SUB, np.subtract, (1, 5), _NUMERIC),
+    (BuiltinOperator.ADD, np.add, (1, 6), (T.FLOAT32, T.FLOAT16, T.INT32, T.INT64, *_QUANTIZED)),
+    (BuiltinOperator.SUB, np.subtract, (1, 5), (*_NUMERIC, *_QUANTIZED)),
     (
         BuiltinOperator.MUL,
         np.multiply,
         (1, 8),
-        (T.FLOAT32, T.FLOAT16, T.INT32, T.UINT32, T.INT64, T.INT16, T.COMPLEX64),
+        (T.FLOAT32, T.FLOAT16, T.INT32, T.UINT32, T.INT64, *_QUANTIZED, T.COMPLEX64),
     ),
-    (BuiltinOperator.DIV, np.true_divide, (1, 2), (T.FLOAT32, T.INT32)),
+    (BuiltinOperator.DIV, np.true_divide, (1, 2), (T.FLOAT32, T.INT32, *_QUANTIZED)),
 )
 for _op, _ufunc, _versions, _types in _ARITHMETIC:
     register_builtin(
@@ -775,6 +1442,16 @@ for _op, _ufunc, _versions, _types in _ARITHMETIC:
         _versions,
         types=_types,
         prepare=_finish_prepare(_arithmetic_prepare(_op.name, _ufunc, _types)),
+        invoke=binary_invoke,
+    )
+# BUILTIN_REF's ADD and MUL: TFLite's reference kernels, scalar code without the SIMD blocks' rounding.
+for _op, _ufunc, _versions, _types in _ARITHMETIC[0:3:2]:
+    register_builtin(
+        _op,
+        _versions,
+        types=_types,
+        reference=True,
+        prepare=_finish_prepare(_arithmetic_prepare(_op.name, _ufunc, _types, optimized=False)),
         invoke=binary_invoke,
     )
 
@@ -802,7 +1479,7 @@ register_builtin(
 register_builtin(
     BuiltinOperator.SQUARED_DIFFERENCE,
     (1, 2),
-    types=(T.FLOAT32, T.INT32),
+    types=_SQUARED_DIFFERENCE_TYPES,
     prepare=_finish_prepare(_squared_difference_prepare),
     invoke=binary_invoke,
 )

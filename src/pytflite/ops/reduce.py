@@ -3,14 +3,22 @@
 The axis tensor (int32, negative values count from the end, duplicates ignored) is resolved in prepare
 when it is constant; a computed axis makes the output dynamic and is resolved at invoke. keep_dims keeps
 reduced dimensions as 1. Integer MEAN divides the int64 sum truncating toward zero, as TFLite does;
-MAX/MIN of an empty slice give the type's lowest/highest value, not an error. REDUCE_MAX/MIN also take
-quantized uint8/int8/int16: the result is one of the inputs, so input and output must share their
-quantization and no requantization happens.
+MAX/MIN of an empty slice give the type's lowest/highest value, not an error. REDUCE_MAX/MIN (and
+REDUCE_PROD of unquantized int8/int16) of uint8/int8/int16 pass raw values through: input and output must
+share their scale and zero point (and int16 zero points be 0), as TFLite checks.
+
+Quantized MEAN, SUM and REDUCE_PROD requantize (see _quantized_mean, _quantized_sum, _quantized_prod):
+MEAN by TFLite's integer QuantizedMeanOrSum, or, for a 4-D int8/uint8 input reduced over [1, 2] with
+keep_dims, by its optimized kernel (per-channel sums, the scale folded into one multiplier, SIMD blocks
+of 16 channels rounding halves up); SUM by the optimized kernel's float arithmetic; REDUCE_PROD one
+requantizing multiplication per element, in memory order. BUILTIN_REF's MEAN always takes the integer
+path, and its SUM is TFLite's reference code, which reads the input bytes as uint8.
 
 ARG_MAX/ARG_MIN pick the first index among ties and skip NaNs (an all-NaN slice gives 0); along the
 innermost axis TFLite's row kernel treats NaNs in its own way, which _innermost_nan_arg reproduces.
-CUMSUM adds sequentially in the input's type (exclusive: the running sum before each element; reverse:
-from the end). TOPK_V2 sorts each last-axis row descending, ties by lower index, NaNs last.
+Quantized inputs are compared raw. CUMSUM adds sequentially in the input's type (exclusive: the running
+sum before each element; reverse: from the end). TOPK_V2 sorts each last-axis row descending, ties by
+lower index, NaNs last.
 """
 
 from __future__ import annotations
@@ -24,9 +32,17 @@ import numpy as np
 from ..core.types import AllocationType, BuiltinOperator, TensorType, type_name
 from ..errors import KernelError, ensure, ensure_eq, ensure_type, ensure_types_eq
 from .common import check_arity, ensure_same_quantization, input_tensor, is_constant, output_tensor
+from .quant.fixed_point import (
+    multiply_by_quantized_multiplier,
+    multiply_by_quantized_multiplier_int64,
+    multiply_by_quantized_multiplier_simd,
+    quantize_multiplier,
+    round_half_away,
+)
 from .registry import register_builtin
 
 _NUMBERS = (TensorType.FLOAT32, TensorType.INT32, TensorType.INT64)
+_QUANTIZED = (TensorType.UINT8, TensorType.INT8, TensorType.INT16)
 
 
 def resolve_axes(axis: np.ndarray, rank: int) -> tuple[int, ...]:
@@ -53,21 +69,43 @@ def _kept(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
     return reduced_shape(shape, axes, keep_dims=True)
 
 
-# A reducer makes, for an input shape and dtype and the axes, the function that reduces an input into the
-# output viewed with the reduced dimensions kept as 1: everything per shape is worked out once.
-Reducer = Callable[[tuple[int, ...], tuple[int, ...], np.dtype], Callable[[np.ndarray, np.ndarray], None]]
+@dataclass(frozen=True)
+class ReduceSpec:
+    """What a reducer is made for: the input shape and type, the resolved axes, and for quantized
+    inputs the (scale, zero point) of input and output and which TFLite kernel (optimized or reference)
+    to follow."""
+
+    shape: tuple[int, ...]
+    axes: tuple[int, ...]
+    dtype: np.dtype
+    keep_dims: bool = False
+    source_quantization: tuple[float, int] | None = None
+    output_quantization: tuple[float, int] | None = None
+    optimized: bool = True
+
+    @property
+    def count(self) -> int:
+        """Elements reduced into each output element."""
+        return math.prod(self.shape[a] for a in self.axes)
 
 
-def _mean(shape: tuple[int, ...], axes: tuple[int, ...], dtype: np.dtype) -> Callable:
-    count = math.prod(shape[a] for a in axes)
-    if np.issubdtype(dtype, np.integer):
+# A reducer makes, from a ReduceSpec, the function that reduces an input into the output viewed with the
+# reduced dimensions kept as 1: everything per shape is worked out once.
+Reducer = Callable[[ReduceSpec], Callable[[np.ndarray, np.ndarray], None]]
+
+
+def _mean(spec: ReduceSpec) -> Callable:
+    if spec.source_quantization is not None:
+        return _quantized_mean(spec)
+    axes, count = spec.axes, spec.count
+    if np.issubdtype(spec.dtype, np.integer):
 
         def integer_mean(x, out):
             total = np.add.reduce(x, axis=axes, dtype=np.int64, keepdims=True)
             np.copyto(out, np.where(total < 0, -((-total) // count), total // count), casting="unsafe")
 
         return integer_mean
-    divisor = np.array(count, dtype)
+    divisor = np.array(count, spec.dtype)
 
     def mean(x, out):
         np.add.reduce(x, axis=axes, out=out, keepdims=True)
@@ -76,12 +114,25 @@ def _mean(shape: tuple[int, ...], axes: tuple[int, ...], dtype: np.dtype) -> Cal
     return mean
 
 
+def _sum(spec: ReduceSpec) -> Callable:
+    if spec.source_quantization is not None:
+        return _quantized_sum(spec) if spec.optimized else _reference_quantized_sum(spec)
+    return _plain(np.add)(spec)
+
+
+def _prod(spec: ReduceSpec) -> Callable:
+    if spec.source_quantization is not None:
+        return _quantized_prod(spec)
+    return _plain(np.multiply)(spec)
+
+
 def _extreme(ufunc: np.ufunc, lowest: bool) -> Reducer:
     """MAX/MIN: an empty slice gives the type's lowest/highest value."""
 
-    def make(shape: tuple[int, ...], axes: tuple[int, ...], dtype: np.dtype) -> Callable:
-        limits = np.finfo(dtype) if np.issubdtype(dtype, np.floating) else np.iinfo(dtype)
+    def make(spec: ReduceSpec) -> Callable:
+        limits = np.finfo(spec.dtype) if np.issubdtype(spec.dtype, np.floating) else np.iinfo(spec.dtype)
         initial = limits.min if lowest else limits.max
+        axes = spec.axes
 
         def reduce(x, out):
             ufunc.reduce(x, axis=axes, out=out, keepdims=True, initial=initial)
@@ -92,7 +143,9 @@ def _extreme(ufunc: np.ufunc, lowest: bool) -> Reducer:
 
 
 def _plain(ufunc: np.ufunc) -> Reducer:
-    def make(shape: tuple[int, ...], axes: tuple[int, ...], dtype: np.dtype) -> Callable:
+    def make(spec: ReduceSpec) -> Callable:
+        axes = spec.axes
+
         def reduce(x, out):
             ufunc.reduce(x, axis=axes, out=out, keepdims=True)
 
@@ -101,14 +154,231 @@ def _plain(ufunc: np.ufunc) -> Reducer:
     return make
 
 
+# --- quantized MEAN, SUM, REDUCE_PROD ---------------------------------------------------------------------
+
+_TYPE_RANGE = {
+    np.dtype(np.int8): (-128, 127),
+    np.dtype(np.uint8): (0, 255),
+    np.dtype(np.int16): (-32768, 32767),
+}
+
+
+def _wrap32(x: np.ndarray) -> np.ndarray:
+    return ((x + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+
+
+def _int32_sum(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+    """The int32 accumulator TFLite sums into (wrapping on overflow), with the reduced axes kept."""
+    return _wrap32(np.add.reduce(x, axis=axes, dtype=np.int64, keepdims=True))
+
+
+def _fast_mean_applies(spec: ReduceSpec) -> bool:
+    """TFLite's optimized MEAN kernel: a 4-D int8/uint8 input with keep_dims, reduced over exactly H, W."""
+    return (
+        spec.optimized
+        and spec.dtype != np.int16
+        and spec.keep_dims
+        and len(spec.shape) == 4
+        and sorted(spec.axes) == [1, 2]
+    )
+
+
+def _quantized_mean(spec: ReduceSpec) -> Callable:
+    if spec.count == 0 or math.prod(spec.shape) == 0:
+        return _zeros  # TFLite fills the output of an empty input with "NaN", which is 0 for integers
+    if _fast_mean_applies(spec):
+        return _fast_quantized_mean(spec)
+    (source_scale, source_zero_point), (output_scale, output_zero_point) = (
+        spec.source_quantization,
+        spec.output_quantization,
+    )
+    multiplier, shift = quantize_multiplier(source_scale / output_scale)
+    # reference_ops::QuantizedMeanOrSum: 1 / count folded into the multiplier, keeping its precision
+    count = spec.count
+    extra = min(count.bit_length() - 1, 32, 31 + shift)
+    multiplier = (multiplier << extra) // count
+    shift -= extra
+    low, high = _TYPE_RANGE[spec.dtype]
+    axes, offset = spec.axes, source_zero_point * count
+
+    def mean(x, out):
+        total = _wrap32(_int32_sum(x, axes) - offset)
+        result = multiply_by_quantized_multiplier(total, multiplier, shift) + output_zero_point
+        np.copyto(out, np.clip(result, low, high), casting="unsafe")
+
+    return mean
+
+
+def _fast_quantized_mean(spec: ReduceSpec) -> Callable:
+    """optimized_integer_ops::Mean (int8) / optimized_ops::Mean (uint8): the raw sum over H x W of each
+    channel, times input_scale / (H * W * output_scale) as one multiplier (computed in float32), plus a
+    bias from the zero points; channels in whole blocks of 16 use the SIMD multiply (rounding halves
+    up), the last depth % 16 the scalar one. (Single-threaded, as LiteRT runs by default: with more
+    threads each thread's channel range has its own blocks.)"""
+    (source_scale, source_zero_point), (output_scale, output_zero_point) = (
+        spec.source_quantization,
+        spec.output_quantization,
+    )
+    f32 = np.float32
+    count = f32(spec.shape[1] * spec.shape[2])
+    real = f32(source_scale) / (count * f32(output_scale))
+    multiplier, shift = quantize_multiplier(float(real))
+    temp = f32(source_zero_point) * f32(source_scale) / f32(output_scale)
+    temp = temp + f32(0.5) if temp > 0 else temp - f32(0.5)
+    bias = output_zero_point - int(temp)  # the C cast truncates
+    low, high = _TYPE_RANGE[spec.dtype]
+    depth = spec.shape[3]
+    blocked = depth - depth % 16
+
+    def mean(x, out):
+        total = _int32_sum(x, (1, 2))
+        result = np.empty(total.shape, np.int64)
+        result[..., :blocked] = multiply_by_quantized_multiplier_simd(total[..., :blocked], multiplier, shift)
+        result[..., blocked:] = multiply_by_quantized_multiplier(total[..., blocked:], multiplier, shift)
+        np.copyto(out, np.clip(result + bias, low, high), casting="unsafe")
+
+    return mean
+
+
+def _zeros(x, out):
+    out[...] = 0
+
+
+def _quantized_sum(spec: ReduceSpec) -> Callable:
+    """optimized_ops::QuantizedMeanOrSum with compute_sum: the int32 sum requantized in float32 arithmetic,
+    round(sum * (input_scale / output_scale) + bias) + output zero point, rounding halves away from 0."""
+    (source_scale, source_zero_point), (output_scale, output_zero_point) = (
+        spec.source_quantization,
+        spec.output_quantization,
+    )
+    f32 = np.float32
+    scale = f32(source_scale) / f32(output_scale)
+    bias = f32(-source_zero_point) * scale * f32(spec.count)
+    low, high = _TYPE_RANGE[spec.dtype]
+    axes = spec.axes
+
+    def quantized_sum(x, out):
+        total = _int32_sum(x, axes).astype(np.float32)  # int to float, rounding as C does
+        value = total * scale + bias
+        with np.errstate(invalid="ignore"):
+            result = _float_to_int32(round_half_away(value)) + output_zero_point
+        np.copyto(out, np.clip(result, low, high), casting="unsafe")
+
+    return quantized_sum
+
+
+def _float_to_int32(value: np.ndarray) -> np.ndarray:
+    """static_cast<int32_t> of floats as x86 computes it: out-of-range values and NaN give INT32_MIN."""
+    inside = (value >= -(2.0**31)) & (value < 2.0**31)
+    return np.where(inside, np.where(inside, value, 0).astype(np.int64), -(2**31))
+
+
+def _reference_quantized_sum(spec: ReduceSpec) -> Callable:
+    """BUILTIN_REF's SUM: reference_ops::QuantizedMeanOrSum instantiated for uint8 whatever the input type,
+    so int8 bytes are summed as uint8 values and the result clamped to [0, 255] and stored as bytes."""
+    if spec.dtype == np.int16:  # (it would read half the input's bytes and write half the output's)
+        raise KernelError("TFLite's reference SUM kernel reads int16 input as uint8 bytes: unsupported.")
+    (source_scale, source_zero_point), (output_scale, output_zero_point) = (
+        spec.source_quantization,
+        spec.output_quantization,
+    )
+    multiplier, shift = quantize_multiplier(source_scale / output_scale)
+    axes, offset = spec.axes, source_zero_point * spec.count
+
+    def reference_sum(x, out):
+        total = _wrap32(_int32_sum(x.view(np.uint8), axes) - offset)
+        result = multiply_by_quantized_multiplier(total, multiplier, shift) + output_zero_point
+        np.copyto(out.view(np.uint8), np.clip(result, 0, 255), casting="unsafe")
+
+    return reference_sum
+
+
+def _quantized_prod(spec: ReduceSpec) -> Callable:
+    """QuantizedReduceProd: each output's elements multiplied in memory order, every product requantized by
+    input_scale / output_scale ** (1 / count), and the result once more. The optimized kernel drops axes
+    of size 1 first, and with none left copies the input unchanged; the reference kernel requantizes."""
+    (source_scale, source_zero_point), (output_scale, output_zero_point) = (
+        spec.source_quantization,
+        spec.output_quantization,
+    )
+    count = spec.count
+    if count == 0 or math.prod(spec.shape) == 0:
+        return _leave  # TFLite returns before writing anything
+    if count == 1 and spec.optimized:  # only axes of size 1: the optimized kernel copies the raw values
+        return _copy
+    multiplier, shift = quantize_multiplier(source_scale / math.pow(output_scale, 1.0 / count))
+    low, high = _TYPE_RANGE[spec.dtype]
+    rank = len(spec.shape)
+    order = [a for a in range(rank) if a not in spec.axes] + sorted(spec.axes)
+
+    def requantize(x):
+        return _wrap32(multiply_by_quantized_multiplier_int64(x, multiplier, shift))
+
+    def product(x, out):
+        rows = x.transpose(order).reshape(-1, count).astype(np.int64) - source_zero_point
+        current = rows[:, 0]
+        for column in range(1, count):
+            current = requantize(current * rows[:, column])
+        result = requantize(current) + output_zero_point
+        np.copyto(out, np.clip(result, low, high).reshape(out.shape), casting="unsafe")
+
+    return product
+
+
+def _copy(x, out):
+    out[...] = x.reshape(out.shape)
+
+
+def _leave(x, out):
+    """The output keeps whatever it held."""
+
+
 @dataclass
 class ReduceData:
     run: Callable[[np.ndarray, np.ndarray], None] | None  # None: the axis tensor is computed at run time
     kept: tuple[int, ...] = ()  # the output's shape with the reduced dimensions kept
+    quantized: bool = False  # the reduction requantizes (its reducer gets the quantization parameters)
 
 
-def reducer(op_name: str, make: Reducer, types: tuple[TensorType, ...]):
+def _quantization_rule(op_name: str, source, output) -> bool:
+    """Validate the quantized input and output of a reduction; True when it requantizes (MEAN and SUM of
+    8/16-bit inputs, REDUCE_PROD of quantized int8/int16), False for a pass-through or plain integers."""
+    if source.type not in _QUANTIZED:
+        return False
+    if source.type == TensorType.INT16:
+        ensure_eq(source.params.zero_point, 0, f"{op_name} int16 input zero point")
+        ensure_eq(output.params.zero_point, 0, f"{op_name} int16 output zero point")
+    if op_name == "REDUCE_PROD" and source.quantization is not None:
+        ensure(
+            source.type in (TensorType.INT8, TensorType.INT16),
+            f"Unsupported quantized data type: {type_name(source.type)}",
+        )
+    elif op_name not in ("MEAN", "SUM"):
+        # TFLite's generic reduction (MAX, MIN, plain integer PROD) passes raw values through
+        ensure_same_quantization(source, output)
+        return False
+    for tensor, what in ((source, "input"), (output, "output")):
+        ensure(
+            tensor.params.scale > 0,
+            f"{op_name} of {type_name(source.type)} needs a quantized {what} with a positive scale.",
+        )
+    return True
+
+
+def reducer(op_name: str, make: Reducer, types: tuple[TensorType, ...], optimized: bool = True):
     """Prepare and invoke functions for one reduction."""
+
+    def spec_for(node, source, output, axes) -> ReduceSpec:
+        quantized = node.user_data.quantized
+        return ReduceSpec(
+            tuple(source.shape),
+            axes,
+            source.dtype,
+            bool(node.builtin_data.keep_dims),
+            (source.params.scale, source.params.zero_point) if quantized else None,
+            (output.params.scale, output.params.zero_point) if quantized else None,
+            optimized,
+        )
 
     def prepare(context, node):
         check_arity(node, 2)
@@ -120,15 +390,15 @@ def reducer(op_name: str, make: Reducer, types: tuple[TensorType, ...]):
         ensure_type(source, types, "input", op_name)
         ensure_eq(output.type, source.type, f"{op_name} output type")
         ensure_type(axis, TensorType.INT32, "axis", op_name)
-        if source.type in _QUANTIZED:
-            ensure_same_quantization(source, output)
+        quantized = _quantization_rule(op_name, source, output)
         if axis.allocation_type not in (AllocationType.MMAP_RO, AllocationType.PERSISTENT_RO):
-            node.user_data = ReduceData(None)
+            node.user_data = ReduceData(None, quantized=quantized)
             context.set_tensor_to_dynamic(output)
             return
         shape = tuple(source.shape)
         axes = resolve_axes(axis.data, len(shape))
-        node.user_data = ReduceData(make(shape, axes, source.dtype), _kept(shape, axes))
+        node.user_data = ReduceData(None, _kept(shape, axes), quantized)
+        node.user_data.run = make(spec_for(node, source, output, axes))
         context.resize_tensor(output, reduced_shape(shape, axes, node.builtin_data.keep_dims))
 
     def invoke(context, node):
@@ -139,32 +409,34 @@ def reducer(op_name: str, make: Reducer, types: tuple[TensorType, ...]):
         if run is None:
             shape = tuple(source.shape)
             axes = resolve_axes(tensors[node.inputs[1]].data, len(shape))
-            context.resize_tensor(
-                tensors[node.outputs[0]], reduced_shape(shape, axes, node.builtin_data.keep_dims)
-            )
-            run, kept = make(shape, axes, source.dtype), _kept(shape, axes)
+            output = tensors[node.outputs[0]]
+            context.resize_tensor(output, reduced_shape(shape, axes, node.builtin_data.keep_dims))
+            run, kept = make(spec_for(node, source, output, axes)), _kept(shape, axes)
         run(source.data, tensors[node.outputs[0]].data.reshape(kept))
 
     return prepare, invoke
 
 
-_QUANTIZED = (TensorType.UINT8, TensorType.INT8, TensorType.INT16)
 _EXTREMES = (*_NUMBERS, *_QUANTIZED)
+_INTEGER_PRODUCTS = (*_NUMBERS, TensorType.UINT8, TensorType.INT8, TensorType.INT16)
 
-
+# op: (reducer, types, versions, has a BUILTIN_REF variant)
 _REDUCERS = {
-    BuiltinOperator.MEAN: (_mean, _NUMBERS, (1, 3)),
-    BuiltinOperator.SUM: (_plain(np.add), _NUMBERS, (1, 2)),
-    BuiltinOperator.REDUCE_PROD: (_plain(np.multiply), _NUMBERS, (1, 2)),
-    BuiltinOperator.REDUCE_MAX: (_extreme(np.maximum, lowest=True), _EXTREMES, (1, 3)),
-    BuiltinOperator.REDUCE_MIN: (_extreme(np.minimum, lowest=False), _EXTREMES, (1, 3)),
-    BuiltinOperator.REDUCE_ANY: (_plain(np.logical_or), (TensorType.BOOL,), (1, 1)),
-    BuiltinOperator.REDUCE_ALL: (_plain(np.logical_and), (TensorType.BOOL,), (1, 1)),
+    BuiltinOperator.MEAN: (_mean, (*_NUMBERS, *_QUANTIZED), (1, 3), True),
+    BuiltinOperator.SUM: (_sum, (*_NUMBERS, *_QUANTIZED), (1, 2), True),
+    BuiltinOperator.REDUCE_PROD: (_prod, _INTEGER_PRODUCTS, (1, 2), True),
+    BuiltinOperator.REDUCE_MAX: (_extreme(np.maximum, lowest=True), _EXTREMES, (1, 3), False),
+    BuiltinOperator.REDUCE_MIN: (_extreme(np.minimum, lowest=False), _EXTREMES, (1, 3), False),
+    BuiltinOperator.REDUCE_ANY: (_plain(np.logical_or), (TensorType.BOOL,), (1, 1), False),
+    BuiltinOperator.REDUCE_ALL: (_plain(np.logical_and), (TensorType.BOOL,), (1, 1), False),
 }
 
-for _op, (_compute, _types, _versions) in _REDUCERS.items():
+for _op, (_compute, _types, _versions, _has_reference) in _REDUCERS.items():
     _prepare, _invoke = reducer(_op.name, _compute, _types)
     register_builtin(_op, _versions, types=_types, prepare=_prepare, invoke=_invoke)
+    if _has_reference:
+        _prepare, _invoke = reducer(_op.name, _compute, _types, optimized=False)
+        register_builtin(_op, _versions, types=_types, reference=True, prepare=_prepare, invoke=_invoke)
 
 
 # --- ARG_MAX / ARG_MIN ----------------------------------------------------------------------------
