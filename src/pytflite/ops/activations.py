@@ -53,10 +53,12 @@ from ..model.options import ActivationFunctionType
 from .common import broadcast_shape, check_arity, clip, input_tensor, is_constant, output_tensor
 from .quant.fixed_point import (
     INT32_MIN,
+    float_to_int32,
     multiply_by_quantized_multiplier,
     quantize_multiplier,
     round_half_away,
     rounding_divide_by_pot,
+    wrap,
 )
 from .quant.gemmlowp import (
     FixedPointMath,
@@ -64,19 +66,20 @@ from .quant.gemmlowp import (
     get_reciprocal,
     inv_sqrt_multiplier,
     log_x_for_x_greater_than_or_equal_to_1,
-    wrap,
 )
 from .quant.lut import (
     SIGMOID_TABLE_UINT16,
     c_double_function,
     erfcf,
+    every_value,
     expf,
     expm1f,
-    float_to_int32,
+    int16_table,
     logf,
     lookup_16bit,
     populate_8bit,
     populate_16bit,
+    table_kernel,
     tanhf,
 )
 from .registry import register_builtin
@@ -271,7 +274,7 @@ def leaky_relu_prepare(context, node):
     if source.type == TensorType.FLOAT32:
         node.user_data = AlphaData(alpha, _alpha_compute(alpha, _select_above))
         return
-    table = _table_compute(_leaky_relu_table(source, output, node.builtin_data.alpha), _DTYPES[source.type])
+    table = table_kernel(_leaky_relu_table(source, output, node.builtin_data.alpha), _DTYPES[source.type])
     node.user_data = AlphaData(alpha, lambda x, _alpha, out: table(x, out))
 
 
@@ -634,7 +637,6 @@ _U8, _I8, _I16 = TensorType.UINT8, TensorType.INT8, TensorType.INT16
 _BYTES = (_U8, _I8)
 _QUANTIZED = (_U8, _I8, _I16)
 _DTYPES = {_U8: np.dtype(np.uint8), _I8: np.dtype(np.int8), _I16: np.dtype(np.int16)}
-_UNSIGNED = {np.dtype(np.uint8): np.uint8, np.dtype(np.int8): np.uint8, np.dtype(np.int16): np.uint16}
 
 
 def _quantization(tensor, what: str, op_name: str) -> tuple[np.float32, int]:
@@ -661,31 +663,9 @@ def _multiplier(real, op_name: str) -> tuple[int, int]:
     return multiplier, shift % 32 if shift > 31 else shift
 
 
-def _every_value(dtype: np.dtype) -> np.ndarray:
-    info = np.iinfo(dtype)
-    return np.arange(info.min, info.max + 1, dtype=np.int64)
-
-
 def _wrap_to(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """C's conversion of int32 results into a narrower integer type (two's-complement wrap)."""
     return wrap(np.asarray(values, np.int64), 8 * dtype.itemsize).astype(dtype)
-
-
-def _table_compute(table_by_value: np.ndarray, dtype: np.dtype) -> Callable:
-    """compute(x, out): out = table[x] for a table over every input value (indexed by value - min)."""
-    # reordered so that the input's bits read as unsigned index it (as TFLite's int8 tables are)
-    table = np.roll(np.asarray(table_by_value).astype(dtype), int(np.iinfo(dtype).min))
-    unsigned = _UNSIGNED[dtype]
-
-    def compute(x, out):
-        np.take(table, x.view(unsigned), out=out, mode="clip")
-
-    return compute
-
-
-def _c_int32(values) -> np.ndarray:
-    """static_cast<int32_t> of float values as x86 does it (INT32_MIN when out of range)."""
-    return float_to_int32(np.asarray(values))
 
 
 # RELU family: (TFLite's QuantizedReluX) out_zp + rescale(x - in_zp), clamped to the quantized bounds.
@@ -710,13 +690,13 @@ def _relu_quantized(op: BuiltinOperator) -> Callable:
 
         def bound(value: float) -> int:
             quotient = round_half_away(float(np.float32(value) / out_scale))
-            return int(wrap(np.int64(out_zero) + _c_int32(quotient), 32))
+            return int(wrap(np.int64(out_zero) + float_to_int32(quotient), 32))
 
         lowest = max(info.min, bound(low))
         highest = info.max if high == math.inf else min(info.max, bound(high))
-        values = _every_value(dtype)
+        values = every_value(dtype)
         result = wrap(out_zero + multiply_by_quantized_multiplier(values - in_zero, multiplier, shift), 32)
-        return _table_compute(_wrap_to(np.minimum(np.maximum(result, lowest), highest), dtype), dtype)
+        return table_kernel(_wrap_to(np.minimum(np.maximum(result, lowest), highest), dtype), dtype)
 
     return quantized
 
@@ -730,7 +710,7 @@ def _leaky_relu_table(source, output, alpha: float) -> np.ndarray:
         _ensure_zero_points("LEAKY_RELU", ("input", in_zero), ("output", out_zero))
     dtype = _DTYPES[source.type]
     info = np.iinfo(dtype)
-    values = _every_value(dtype) - in_zero
+    values = every_value(dtype) - in_zero
     positive = multiply_by_quantized_multiplier(values, identity_multiplier, identity_shift)
     if source.type == _I16:  # the optimized int16 kernel applies the signed multiplier directly
         negative = multiply_by_quantized_multiplier(values, alpha_multiplier, alpha_shift)
@@ -769,7 +749,7 @@ def _hard_swish_table(source, output) -> np.ndarray:
     reluish_multiplier, reluish_exponent = _int16_multiplier(hires_input_scale / np.float32(3.0 / 32768.0))
     dtype = _DTYPES[source.type]
     info = np.iinfo(dtype)
-    hires = wrap((_every_value(dtype) - in_zero) * 128, 16)
+    hires = wrap((every_value(dtype) - in_zero) * 128, 16)
     preshift_output = _Q15.mul(hires, output_multiplier)
     reluish = hires
     if reluish_exponent > 0:
@@ -834,7 +814,7 @@ def _tanh_logistic_quantized(op: BuiltinOperator, reference: bool) -> Callable:
             if not tanh:
                 ensure(float(out_scale) == 1.0 / 256, "output->params.scale == 1. / 256 was not true.")
             transform = tanhf if tanh else _sigmoid_float
-            return _table_compute(
+            return table_kernel(
                 populate_8bit(transform, in_scale, in_zero, out_scale, out_zero, dtype), dtype
             )
         if not tanh:
@@ -854,13 +834,13 @@ def _tanh_logistic_quantized(op: BuiltinOperator, reference: bool) -> Callable:
         exact, out_log2 = _checked_log2(out_scale)
         ensure(exact, f"{op.name} output scale {out_scale} is not a power of two")
         ensure_eq(out_log2, -15, f"{op.name} int16 output scale log2")
-        values = _every_value(dtype)
+        values = every_value(dtype)
         if reference or multiplier > 0:
             table = _int16_sigmoid_interpolation(values, multiplier, left_shift, tanh)
         else:  # the optimized kernel: gemmlowp's int16 fixed-point functions on Q3.12 inputs
             raw = _Q15.multiply_by_pot(values, left_shift)
             table = _Q15.tanh(raw, 3) if tanh else _Q15.logistic(raw, 3)
-        return _table_compute(table, dtype)
+        return table_kernel(table, dtype)
 
     return quantized
 
@@ -872,7 +852,7 @@ def _elu_quantized(source, output):
     def transform(x):
         return np.where(x < 0, expm1f(np.minimum(x, 0)), x)
 
-    return _table_compute(
+    return table_kernel(
         populate_8bit(transform, in_scale, in_zero, out_scale, out_zero, np.int8), np.dtype(np.int8)
     )
 
@@ -894,9 +874,8 @@ def _gelu_quantized(source, output, approximate: bool) -> Callable:
     dtype = _DTYPES[source.type]
     transform = _gelu_transform(approximate)
     if source.type in _BYTES:
-        return _table_compute(populate_8bit(transform, in_scale, in_zero, out_scale, out_zero, dtype), dtype)
-    table = populate_16bit(transform, in_scale, in_zero, out_scale, out_zero)
-    return _table_compute(lookup_16bit(_every_value(dtype), table), dtype)
+        return table_kernel(populate_8bit(transform, in_scale, in_zero, out_scale, out_zero, dtype), dtype)
+    return table_kernel(int16_table(transform, in_scale, in_zero, out_scale, out_zero), dtype)
 
 
 # PRELU: x >= 0 rescaled by in_scale / out_scale, x < 0 multiplied by alpha and rescaled by
@@ -943,7 +922,7 @@ _PRELU_INT16_TABLES = 16
 def _prelu_quantized(source, alpha, output, shape) -> AlphaData:
     arithmetic = _prelu_arithmetic(source, alpha, output)
     dtype = _DTYPES[source.type]
-    values = _every_value(dtype)
+    values = every_value(dtype)
     if source.type == _I16:
         distinct, slots = np.unique(alpha.data, return_inverse=True) if is_constant(alpha) else (None, None)
         if distinct is None or distinct.size > _PRELU_INT16_TABLES:
@@ -1012,7 +991,7 @@ def _softmax_float_table(source, output, beta: np.float32) -> Callable:
     truncating = output.type == _U8
     offset = 0 if truncating else out_zero
     # probabilities reach 1 / out_scale: past int32, the conversion needs C's overflow behaviour
-    convert = _c_int32 if 1 / float(out_scale) >= 2**31 - 1 else (lambda v: v.astype(np.int64))
+    convert = float_to_int32 if 1 / float(out_scale) >= 2**31 - 1 else (lambda v: v.astype(np.int64))
     half = np.float32(0.5)
 
     def compute(x, out):
@@ -1151,7 +1130,7 @@ def _log_softmax_float_table(source, output) -> Callable:
         offsets = (in_scale * maxima + log_sums) / out_scale
         log_probabilities = ratio * rows.astype(np.float32)
         log_probabilities -= offsets[:, None]
-        quantized = _c_int32(np.rint(log_probabilities, out=log_probabilities) + np.float32(out_zero))
+        quantized = float_to_int32(np.rint(log_probabilities, out=log_probabilities) + np.float32(out_zero))
         np.copyto(out, clip(quantized, info.min, info.max).reshape(out.shape), casting="unsafe")
 
     return compute
@@ -1250,7 +1229,7 @@ for _op, _versions, _compute, _quantized, _types in (
         BuiltinOperator.HARD_SWISH,
         (1, 1),
         _hard_swish,
-        lambda i, o: _table_compute(_hard_swish_table(i, o), _DTYPES[i.type]),
+        lambda i, o: table_kernel(_hard_swish_table(i, o), _DTYPES[i.type]),
         _FLOAT + _BYTES,
     ),
     (BuiltinOperator.ELU, (1, 1), _elu, _elu_quantized, (*_FLOAT, _I8)),

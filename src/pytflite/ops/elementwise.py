@@ -37,8 +37,9 @@ from .quant.fixed_point import (
     round_half_away,
     rounding_divide_by_pot,
     saturating_rounding_doubling_high_mul,
+    wrap,
 )
-from .quant.neon import saturate, vqrdmulh, vshl, wrap
+from .quant.neon import saturate, vshl
 from .registry import register_builtin
 
 T = TensorType
@@ -551,10 +552,15 @@ def _add_sub_formulas(p: _QuantParams, sign: int, tensor_type, simd: bool) -> di
         return formulas
 
     def shifted_first(rescale: _Rescale):  # the shift folded into the left shift, before the multiply
-        return lambda x: vqrdmulh(vshl(x + rescale.offset, shift + rescale.shift), rescale.multiplier)
+        return lambda x: saturating_rounding_doubling_high_mul(
+            vshl(x + rescale.offset, shift + rescale.shift), rescale.multiplier
+        )
 
     def shifted_last(rescale: _Rescale):  # the (flooring) right shift after the multiply
-        return lambda x: vshl(vqrdmulh(vshl(x + rescale.offset, shift), rescale.multiplier), rescale.shift)
+        return lambda x: vshl(
+            saturating_rounding_doubling_high_mul(vshl(x + rescale.offset, shift), rescale.multiplier),
+            rescale.shift,
+        )
 
     if tensor_type == T.INT16:
         formulas[_BLOCK] = _Separable(shifted_first(one), shifted_first(two), requantized(True))
@@ -563,7 +569,9 @@ def _add_sub_formulas(p: _QuantParams, sign: int, tensor_type, simd: bool) -> di
 
     def narrowed(v1, v2):
         """The requantized sum through the 8-bit kernels' int16 lanes: narrowing and the offset wrap."""
-        result = rounding_divide_by_pot(vqrdmulh(v1 + v2, out.multiplier), -out.shift)
+        result = rounding_divide_by_pot(
+            saturating_rounding_doubling_high_mul(v1 + v2, out.multiplier), -out.shift
+        )
         result = saturate(wrap(wrap(result, 16) + out.offset, 16), type_low, type_high)
         return _clamp(result, p.low, p.high, simd=True)
 
@@ -610,7 +618,9 @@ def _mul_formulas(p: _QuantParams, tensor_type, simd: bool) -> dict[str, Callabl
     def vector(narrow):
         def compute(x1, x2):
             product = vshl((x1 + one.offset) * (x2 + two.offset), left)
-            product = narrow(rounding_divide_by_pot(vqrdmulh(product, out.multiplier), right))
+            product = narrow(
+                rounding_divide_by_pot(saturating_rounding_doubling_high_mul(product, out.multiplier), right)
+            )
             result = saturate(wrap(product + out.offset, 16), type_low, type_high)
             return _clamp(result, p.low, p.high, simd=True)
 

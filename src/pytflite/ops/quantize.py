@@ -43,10 +43,12 @@ from ..errors import KernelError, ensure, ensure_eq, ensure_type
 from .common import check_arity, input_tensor, is_constant, output_tensor
 from .quant.fixed_point import (
     INT32_MIN,
+    float_to_int32,
     multiply_by_quantized_multiplier,
     multiply_by_quantized_multiplier_simd,
     quantize_multiplier,
     round_half_away,
+    wrap,
 )
 from .registry import register_builtin
 
@@ -216,17 +218,6 @@ _RANGES = {
 }
 
 
-def _as_int32(values: np.ndarray) -> np.ndarray:
-    """C's float-to-int32 conversion of already-integral values: out of range or NaN gives INT32_MIN."""
-    valid = (values >= INT32_MIN) & (values <= 2**31 - 1)
-    return np.where(valid, values, INT32_MIN).astype(np.int64)
-
-
-def _wrapping_add(values: np.ndarray, offset) -> np.ndarray:
-    """int32 addition that wraps around, as the C kernels' does."""
-    return ((values + offset + 2**31) & 0xFFFFFFFF) - 2**31
-
-
 def _float_quantizer(output, optimized: bool) -> Compute:
     """compute(x, out): out = clamp(zero_point + round(x / scale)) per tensor or per channel."""
     quantization = output.quantization
@@ -246,7 +237,7 @@ def _float_quantizer(output, optimized: bool) -> Compute:
         scale, zero_point = np.float32(output.params.scale), output.params.zero_point
 
     def finish(rounded: np.ndarray) -> np.ndarray:
-        return np.clip(_wrapping_add(_as_int32(rounded), zero_point), lowest, highest)
+        return np.clip(wrap(float_to_int32(rounded) + zero_point), lowest, highest)
 
     if output.type in PACKED_TYPES:
         return lambda x, out: pack_into(finish(round_half_away(x / scale)).astype(np.int8), output.type, out)
@@ -284,8 +275,8 @@ def _requantizer(source, output, optimized: bool) -> Compute:
     in_zero, out_zero = source.params.zero_point, output.params.zero_point
 
     def requantize(q: np.ndarray, scaled=multiply_by_quantized_multiplier) -> np.ndarray:
-        shifted = _wrapping_add(q.astype(np.int64), -in_zero)
-        return np.clip(_wrapping_add(scaled(shifted, multiplier, shift), out_zero), lowest, highest)
+        shifted = wrap(q.astype(np.int64) - in_zero)
+        return np.clip(wrap(scaled(shifted, multiplier, shift) + out_zero), lowest, highest)
 
     if source.type == TensorType.INT32:
         return lambda q, out: np.copyto(out, requantize(q), casting="unsafe")

@@ -33,6 +33,7 @@ from ..core.types import AllocationType, BuiltinOperator, TensorType, type_name
 from ..errors import KernelError, ensure, ensure_eq, ensure_type, ensure_types_eq
 from .common import check_arity, ensure_same_quantization, input_tensor, is_constant, output_tensor
 from .quant.fixed_point import (
+    float_to_int32,
     multiply_by_quantized_multiplier,
     multiply_by_quantized_multiplier_int64,
     multiply_by_quantized_multiplier_simd,
@@ -261,16 +262,10 @@ def _quantized_sum(spec: ReduceSpec) -> Callable:
         total = _int32_sum(x, axes).astype(np.float32)  # int to float, rounding as C does
         value = total * scale + bias
         with np.errstate(invalid="ignore"):
-            result = _float_to_int32(round_half_away(value)) + output_zero_point
+            result = float_to_int32(round_half_away(value)) + output_zero_point
         np.copyto(out, np.clip(result, low, high), casting="unsafe")
 
     return quantized_sum
-
-
-def _float_to_int32(value: np.ndarray) -> np.ndarray:
-    """static_cast<int32_t> of floats as x86 computes it: out-of-range values and NaN give INT32_MIN."""
-    inside = (value >= -(2.0**31)) & (value < 2.0**31)
-    return np.where(inside, np.where(inside, value, 0).astype(np.int64), -(2**31))
 
 
 def _reference_quantized_sum(spec: ReduceSpec) -> Callable:

@@ -42,12 +42,14 @@ from ..core.types import BuiltinOperator, TensorType, storage_dtype, type_name
 from ..errors import KernelError, ensure, ensure_eq, ensure_type, ensure_types_eq
 from .common import check_arity, input_tensor, output_tensor
 from .quant.fixed_point import (
+    float_to_int32,
     multiply_by_quantized_multiplier,
     quantize_multiplier,
-    round_half_away,
     rounding_divide_by_pot,
     saturating_rounding_doubling_high_mul,
+    wrap,
 )
+from .quant.lut import every_value, expf, int16_table, logf, populate_8bit, table_kernel
 from .quantize import PACKED_TYPES, pack_into, unpack_packed
 from .registry import register_builtin
 
@@ -131,101 +133,6 @@ _F32 = np.float32
 _INT32_MIN = -(2**31)
 
 
-def _c_int32(values: np.ndarray, saturate: bool = False) -> np.ndarray:
-    """static_cast<int32_t>(float): truncation toward zero. Out of int32's range (undefined in C) x86's
-    cvttss2si gives INT32_MIN, NaN included; with `saturate`, values clamp to int32's limits instead
-    (as LiteRT's LUT builder behaves: the compiler folds its clamp into the conversion)."""
-    values = np.asarray(values)
-    with np.errstate(invalid="ignore"):
-        inside = (values >= -(2.0**31)) & (values < 2.0**31)
-        whole = np.trunc(np.where(inside, values, 0)).astype(np.int64)
-    if saturate:
-        return np.where(inside, whole, np.where(values > 0, 2**31 - 1, _INT32_MIN))
-    return np.where(inside, whole, _INT32_MIN)
-
-
-def _wrap(values: np.ndarray, bits: int) -> np.ndarray:
-    """Two's-complement wrap to a signed integer of `bits` bits (C's narrowing conversions)."""
-    half = 1 << (bits - 1)
-    return ((np.asarray(values, np.int64) + half) & ((1 << bits) - 1)) - half
-
-
-def _libm(function: np.ufunc):
-    """A float32 libm function (expf, logf) as float64 then rounded once to float32."""
-
-    def compute(x: np.ndarray) -> np.ndarray:
-        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-            return function(x.astype(np.float64)).astype(np.float32)
-
-    return compute
-
-
-def _input_values(dtype) -> np.ndarray:
-    """Every value of an 8- or 16-bit type, ordered as the type's unsigned view indexes them."""
-    info = np.iinfo(dtype)
-    return np.arange(1 << info.bits, dtype=np.int64).astype(np.dtype(f"u{info.bits // 8}")).view(dtype)
-
-
-def _lut_int8(in_scale, in_zero, out_scale, out_zero, transform) -> np.ndarray:
-    """TFLite's LUTPopulate<int8_t>, indexed by the input's uint8 view."""
-    values = _input_values(np.int8).astype(np.int64)
-    dequantized = _F32(in_scale) * (values - in_zero).astype(np.float32)
-    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        inverse = _F32(1) / _F32(out_scale)
-        rescaled = round_half_away(transform(dequantized) * inverse)
-        quantized = _c_int32(rescaled + _F32(out_zero), saturate=True)
-    return np.clip(quantized, -128, 127).astype(np.int8)
-
-
-def _lut_int16_samples(in_scale, in_zero, out_scale, out_zero, transform) -> np.ndarray:
-    """TFLite's LUTPopulate<int16_t> (float32 arithmetic throughout): 512 samples of the function over
-    the input range, each corrected by half the error of interpolating its midpoint, and the last
-    value; as int16 (NaN, from inf - inf, becomes 0 as the x86 cast does)."""
-    low, high = -32768, 32767
-    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-        input_min = _F32(in_scale) * _F32(low - in_zero)
-        input_max = _F32(in_scale) * _F32(high - in_zero)
-        output_min = _F32(out_scale) * _F32(low - out_zero)
-        output_max = _F32(out_scale) * _F32(high - out_zero)
-        step = (input_max - input_min) / _F32(512)
-        half_step = step / _F32(2)
-        scaling = _F32(65536) / (output_max - output_min)
-        steps = np.arange(512, dtype=np.float32)
-        at = input_min + steps * step
-        value = transform(at)
-        midpoint = transform(at + half_step)
-        following = transform(input_min + (steps + _F32(1)) * step)
-        sample = round_half_away(value * scaling)
-        interpolated = round_half_away((following * scaling + round_half_away(value * scaling)) / _F32(2))
-        bias = round_half_away((interpolated - round_half_away(midpoint * scaling)) / _F32(2))
-        last = round_half_away(transform(np.array([input_max], np.float32)) * scaling)
-        samples = np.concatenate([sample - bias, last])
-        # std::min(std::max(v, table_min), table_max) lets NaN through; the int16 cast makes it 0
-        clamped = np.where(samples < _F32(low), _F32(low), samples)
-        clamped = np.where(_F32(high) < clamped, _F32(high), clamped)
-    return _wrap(_c_int32(clamped), 16)
-
-
-def _lut_int16(in_scale, in_zero, out_scale, out_zero, transform) -> np.ndarray:
-    """TFLite's int16 LUTLookup over every input value (indexed by the input's uint16 view): the sample
-    at the top 9 bits plus the slope to the next one times the low 7 bits, rounded, in int16."""
-    lut = _lut_int16_samples(in_scale, in_zero, out_scale, out_zero, transform)
-    values = _input_values(np.int16).astype(np.int64)
-    index = 256 + (values >> 7)
-    slope = _wrap(lut[index + 1] - lut[index], 16)
-    delta = (slope * (values & 0x7F) + 64) >> 7
-    return _wrap(lut[index] + delta, 16).astype(np.int16)
-
-
-def _lookup(table: np.ndarray) -> Compute:
-    index_dtype = np.uint8 if table.dtype == np.int8 else np.uint16
-
-    def compute(x, out):
-        np.take(table, x.view(index_dtype), out=out)
-
-    return compute
-
-
 def _affine(tensor, role: str, op_name: str) -> tuple[float, int]:
     """The first scale and zero point of a tensor TFLite requires to be affine-quantized."""
     quantization = tensor.quantization
@@ -246,12 +153,6 @@ def _elementwise_params(source, output, op_name: str) -> tuple[float, int, float
     return in_scale, in_zero, out_scale, out_zero
 
 
-def _requantize(x: np.ndarray, multiplier: int, shift: int) -> np.ndarray:
-    """TFLite's scalar MultiplyByQuantizedMultiplier, including a left shift of 32 or more (a scale
-    ratio of 2**31 or more): C's `1 << shift` is then undefined and x86 shifts by `shift % 32`."""
-    return multiply_by_quantized_multiplier(x, multiplier, shift % 32 if shift > 31 else shift)
-
-
 def _clamped(values: np.ndarray, dtype) -> np.ndarray:
     info = np.iinfo(dtype)
     return np.clip(values, info.min, info.max).astype(dtype)
@@ -259,16 +160,21 @@ def _clamped(values: np.ndarray, dtype) -> np.ndarray:
 
 def _abs_quantized(source, output) -> Compute:
     in_scale, in_zero, out_scale, out_zero = _elementwise_params(source, output, "ABS")
-    values = _input_values(source.dtype).astype(np.int64)
+    values = every_value(source.dtype)
     magnitude = np.abs(values - in_zero)
     if _F32(in_scale) != _F32(out_scale):
         multiplier, shift = quantize_multiplier(float(_F32(in_scale) / _F32(out_scale)))
-        magnitude = _requantize(magnitude, multiplier, shift)
-    return _lookup(_clamped(magnitude + out_zero, source.dtype))
+        magnitude = multiply_by_quantized_multiplier(magnitude, multiplier, shift)
+    return table_kernel(_clamped(magnitude + out_zero, source.dtype), source.dtype)
 
 
-def _table_builder(source) -> Callable:
-    return _lut_int8 if source.type == T.INT8 else _lut_int16
+def _lut(source, in_scale, in_zero, out_scale, out_zero, transform) -> Compute:
+    """TFLite's LUTPopulate table (int8) or interpolated int16 lookup of `transform`, as a kernel."""
+    if source.type == T.INT8:
+        table = populate_8bit(transform, in_scale, in_zero, out_scale, out_zero, np.int8)
+    else:
+        table = int16_table(transform, in_scale, in_zero, out_scale, out_zero)
+    return table_kernel(table, source.dtype)
 
 
 def _exp_quantized(source, output) -> Compute:
@@ -278,19 +184,18 @@ def _exp_quantized(source, output) -> Compute:
     if source.type == T.INT16:
         ensure_eq(in_zero, 0, "EXP int16 input zero point")
         ensure_eq(out_zero, 0, "EXP int16 output zero point")
-    return _lookup(_table_builder(source)(in_scale, in_zero, out_scale, out_zero, _libm(np.exp)))
+    return _lut(source, in_scale, in_zero, out_scale, out_zero, expf)
 
 
 def _log_quantized(source, output) -> Compute:
     in_scale, in_zero, out_scale, out_zero = _elementwise_params(source, output, "LOG")
     lowest = int(np.iinfo(source.dtype).min)
     output_min = _F32(lowest - out_zero) * _F32(out_scale)
-    log = _libm(np.log)
 
     def transform(x):
-        return np.where(x <= _F32(0), output_min, log(np.where(x > 0, x, _F32(1))))
+        return np.where(x <= _F32(0), output_min, logf(np.where(x > 0, x, _F32(1))))
 
-    return _lookup(_table_builder(source)(in_scale, in_zero, out_scale, out_zero, transform))
+    return _lut(source, in_scale, in_zero, out_scale, out_zero, transform)
 
 
 def _checked(compute: Compute, low: int, high: int, message: str) -> Compute:
@@ -312,14 +217,16 @@ def _valid_range(valid: np.ndarray, values: np.ndarray) -> tuple[int, int]:
 
 def _sqrt_quantized(source, output) -> Compute:
     in_scale, in_zero, out_scale, out_zero = _elementwise_params(source, output, "SQRT")
-    values = _input_values(source.dtype).astype(np.int64)
+    values = every_value(source.dtype)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         dequantized = _F32(in_scale) * (values - in_zero).astype(np.float32)
         valid = ~(dequantized < _F32(0))
         quotient = np.sqrt(np.where(valid, dequantized, _F32(0))) / _F32(out_scale)
-    table = _clamped(_wrap(_c_int32(quotient) + out_zero, 32), source.dtype)
+    table = _clamped(wrap(float_to_int32(quotient) + out_zero, 32), source.dtype)
     low, high = _valid_range(valid, values)
-    return _checked(_lookup(table), low, high, "Sqrt is only defined for non-negative values")
+    return _checked(
+        table_kernel(table, source.dtype), low, high, "Sqrt is only defined for non-negative values"
+    )
 
 
 def _saturating_left_shift(x: np.ndarray, exponent: int) -> np.ndarray:
@@ -342,10 +249,10 @@ def _inv_sqrt_multipliers(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     x = np.full(values.shape, 1 << 28, np.int64)  # 1.0
     for _ in range(5):  # x = 1.5 x - (input / 2) x^3, products by SRDHM, rescaled to 3 integer bits
         cube = _saturating_left_shift(srdhm(srdhm(x, x), x), 6)
-        x = _saturating_left_shift(_wrap(srdhm(half_three, x) - srdhm(half_input, cube), 32), 3)
+        x = _saturating_left_shift(wrap(srdhm(half_three, x) - srdhm(half_input, cube), 32), 3)
     x = srdhm(x, 1518500250)
     negative = shift < 0
-    x = np.where(negative, _wrap(x << np.where(negative, -shift, 0), 32), x)
+    x = np.where(negative, wrap(x << np.where(negative, -shift, 0), 32), x)
     shift = np.where(negative, 0, shift)
     return x, -shift
 
@@ -361,20 +268,20 @@ def _rsqrt_quantized(source, output) -> Compute:
             with np.errstate(divide="ignore", invalid="ignore"):
                 return np.where(x <= _F32(0), limit, _F32(1) / np.sqrt(np.where(x > 0, x, _F32(1))))
 
-        table = _lut_int16(in_scale, in_zero, out_scale, out_zero, transform)
-        return _checked(_lookup(table), in_zero, int(info.max), message)
+        table = int16_table(transform, in_scale, in_zero, out_scale, out_zero)
+        return _checked(table_kernel(table, np.int16), in_zero, int(info.max), message)
     # int8: 1 / sqrt(input_scale) / output_scale, with sqrt in float32 and the division in double
     multiplier, shift = quantize_multiplier(1.0 / float(np.sqrt(_F32(in_scale)) * _F32(out_scale)))
-    values = _input_values(np.int8).astype(np.int64)
+    values = every_value(np.int8)
     offsets = values - in_zero
     inverse, inverse_shift = _inv_sqrt_multipliers(np.maximum(offsets, 2))
     small = offsets <= 1  # GetInvSqrtQuantizedMultiplierExp treats 0 and 1 as 1: INT32_MAX, shift 0
     inverse = np.where(small, 2**31 - 1, inverse)
     inverse_shift = np.where(small, 0, inverse_shift)
     scaled = multiply_by_quantized_multiplier(np.ones_like(values), inverse, inverse_shift + 20)
-    result = _requantize(scaled, multiplier, shift - 20) + out_zero
+    result = multiply_by_quantized_multiplier(scaled, multiplier, shift - 20) + out_zero
     result = np.where(offsets == 0, 127, result)  # a zero input gives the largest output
-    return _checked(_lookup(_clamped(result, np.int8)), in_zero, 127, message)
+    return _checked(table_kernel(_clamped(result, np.int8), np.int8), in_zero, 127, message)
 
 
 _QUANTIZED_BUILDERS = {

@@ -4,8 +4,10 @@ A real multiplier M (an input scale over an output scale, say) becomes an int32 
 binary point after bit 31 and a power-of-two `shift`: M ~= multiplier * 2**(shift - 31). Applying it
 to an int32 accumulator x is TFLite's default (double-rounding) MultiplyByQuantizedMultiplier:
     RoundingDivideByPOT(SaturatingRoundingDoublingHighMul(x * 2**left, multiplier), right)
-where the first rounds the high 32 bits of the doubled product half away from zero, and the second
-divides by 2**right rounding half away from zero. Everything is int64 NumPy arithmetic over whole
+where the first rounds the high 32 bits of the doubled product half up (toward +inf; its nudge of
+1 - 2**30 for negative products and C's truncating division make it so) and the second divides by
+2**right rounding half away from zero. NEON's vector forms (vqrdmulh, then vrshl) differ only in the
+second rounding, which goes half up too. Everything is int64 NumPy arithmetic over whole
 arrays; `shift` and `multiplier` may be arrays too (per-channel quantization).
 """
 
@@ -57,14 +59,12 @@ def quantize_multipliers(reals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def saturating_rounding_doubling_high_mul(a: np.ndarray, b) -> np.ndarray:
-    """High 32 bits of 2*a*b, rounded half away from zero (gemmlowp's SRDHM); int32 values in int64."""
-    a = np.asarray(a, dtype=np.int64)
-    product = a * b
-    nudged = product + np.where(product >= 0, 1 << 30, 1 - (1 << 30))
-    # divide by 2**31 truncating toward zero (C's division), not flooring as >> does
-    result = (nudged + np.where(nudged < 0, (1 << 31) - 1, 0)) >> 31
-    overflow = (a == INT32_MIN) & (np.asarray(b) == INT32_MIN)
-    return np.where(overflow, INT32_MAX, result) if np.any(overflow) else result
+    """High 32 bits of 2*a*b rounded half up (gemmlowp's SRDHM, NEON's vqrdmulh); int32 values in int64.
+
+    gemmlowp nudges negative products by 1 - 2**30 and divides truncating toward zero, which equals
+    adding 2**30 and flooring; only INT32_MIN * INT32_MIN saturates."""
+    product = np.asarray(a, dtype=np.int64) * b
+    return np.minimum((product + (1 << 30)) >> 31, INT32_MAX)
 
 
 def rounding_divide_by_pot(x: np.ndarray, exponent) -> np.ndarray:
@@ -76,15 +76,42 @@ def rounding_divide_by_pot(x: np.ndarray, exponent) -> np.ndarray:
     return (x >> exponent) + (remainder > threshold)
 
 
+def wrap(values, bits: int = 32) -> np.ndarray:
+    """Two's-complement truncation to `bits` bits: C's narrowing conversions and overflowing int32
+    arithmetic (vmovn in NEON code)."""
+    half = 1 << (bits - 1)
+    result = np.add(values, half, dtype=np.int64)
+    result &= (1 << bits) - 1
+    result -= half
+    return result
+
+
 def _wrap_int32(x: np.ndarray) -> np.ndarray:
-    return ((x + 2**31) & 0xFFFFFFFF) - 2**31
+    return wrap(x, 32)
+
+
+def float_to_int32(values, saturate: bool = False) -> np.ndarray:
+    """static_cast<int32_t>(float) as x86 computes it: truncation toward zero, and INT32_MIN (cvttss2si's
+    "integer indefinite") for NaN and values out of int32's range. With `saturate`, out-of-range values
+    clamp to int32's limits instead, as where LiteRT's compiler folds a following clamp into the
+    conversion. Returned as int64."""
+    values = np.asarray(values)
+    with np.errstate(invalid="ignore"):
+        inside = (values >= -(2.0**31)) & (values < 2.0**31)
+        whole = np.trunc(np.where(inside, values, 0)).astype(np.int64)
+    if saturate:
+        return np.where(inside, whole, np.where(values > 0, INT32_MAX, INT32_MIN))
+    return np.where(inside, whole, INT32_MIN)
 
 
 def multiply_by_quantized_multiplier(x: np.ndarray, multiplier, shift) -> np.ndarray:
-    """TFLite's default MultiplyByQuantizedMultiplier for int32 accumulators (double rounding)."""
+    """TFLite's default MultiplyByQuantizedMultiplier for int32 accumulators (double rounding).
+
+    A left shift of 32 or more (a real multiplier of 2**31 or more) makes C's `1 << shift` undefined;
+    x86 shifts by `shift % 32`, and so does this."""
     x = np.asarray(x, dtype=np.int64)
     shift = np.asarray(shift, dtype=np.int64)
-    left = np.maximum(shift, 0)
+    left = np.maximum(shift, 0) & 31
     right = np.maximum(-shift, 0)
     if np.any(left):
         x = _wrap_int32(x << left)  # C multiplies in int32: a left shift may wrap
@@ -101,8 +128,7 @@ def multiply_by_quantized_multiplier_simd(x: np.ndarray, multiplier, shift) -> n
     right = np.maximum(-shift, 0)
     if np.any(left):
         x = _wrap_int32(x << left)
-    high = (x * multiplier + (1 << 30)) >> 31
-    high = np.minimum(high, INT32_MAX)  # saturates only for INT32_MIN * INT32_MIN
+    high = saturating_rounding_doubling_high_mul(x, multiplier)
     return (high + ((np.int64(1) << right) >> 1)) >> right
 
 

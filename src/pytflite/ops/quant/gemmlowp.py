@@ -20,22 +20,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .fixed_point import rounding_divide_by_pot
+from .fixed_point import rounding_divide_by_pot, wrap
 
 
 def count_leading_zeros32(x: np.ndarray) -> np.ndarray:
     """Leading zero bits of uint32 values (32 for 0)."""
     _, exponent = np.frexp(np.asarray(x, np.int64).astype(np.float64))  # exact: below 2**53
     return 32 - exponent.astype(np.int64)
-
-
-def wrap(x: np.ndarray, bits: int) -> np.ndarray:
-    """Two's-complement wrap-around into a signed `bits`-bit integer."""
-    half = 1 << (bits - 1)
-    result = np.add(x, half, dtype=np.int64)
-    result &= (1 << bits) - 1
-    result -= half
-    return result
 
 
 class FixedPointMath:

@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .fixed_point import INT32_MIN, round_half_away
+from .fixed_point import float_to_int32, round_half_away, wrap
 
 FloatFunction = Callable[[np.ndarray], np.ndarray]
 
@@ -80,10 +80,26 @@ erfcf = c_float_function("erfcf")
 logf = c_float_function("logf")
 
 
-def float_to_int32(values: np.ndarray) -> np.ndarray:
-    """C's float-to-int32 conversion on x86 (truncation; out of range and NaN give INT32_MIN)."""
-    valid = (values >= INT32_MIN) & (values < 2.0**31)
-    return np.where(valid, np.trunc(np.where(valid, values, 0)), INT32_MIN).astype(np.int64)
+def every_value(dtype: np.dtype) -> np.ndarray:
+    """Every value of an 8- or 16-bit integer type, in increasing order, as int64."""
+    info = np.iinfo(dtype)
+    return np.arange(info.min, info.max + 1, dtype=np.int64)
+
+
+_UNSIGNED = {np.dtype(np.uint8): np.uint8, np.dtype(np.int8): np.uint8, np.dtype(np.int16): np.uint16}
+
+
+def table_kernel(table_by_value: np.ndarray, dtype: np.dtype) -> Callable:
+    """compute(x, out): out = table[x] for a table over every input value (indexed by value - min)."""
+    dtype = np.dtype(dtype)
+    # reordered so that the input's bits read as unsigned index it (as TFLite's int8 tables are)
+    table = np.roll(np.asarray(table_by_value).astype(dtype), int(np.iinfo(dtype).min))
+    unsigned = _UNSIGNED[dtype]
+
+    def compute(x, out):
+        np.take(table, x.view(unsigned), out=out, mode="clip")
+
+    return compute
 
 
 def populate_8bit(
@@ -96,7 +112,7 @@ def populate_8bit(
 ) -> np.ndarray:
     """TFLite's 256-entry table (LUTPopulate for int8/uint8), here indexed by input value - min."""
     info = np.iinfo(dtype)
-    values = np.arange(info.min, info.max + 1, dtype=np.int64)
+    values = every_value(dtype)
     f32 = np.float32
     with np.errstate(all="ignore"):
         dequantized = f32(input_scale) * (values - input_zero_point).astype(np.float32)
@@ -104,9 +120,9 @@ def populate_8bit(
         inverse_scale = f32(1) / f32(output_scale)
         rescaled = round_half_away(transformed * inverse_scale)
         # LiteRT's build clamps values beyond int32 to the type's range (the compiler folds the clamp
-        # into the float domain), so the clamp is applied before the conversion
-        quantized = np.clip(rescaled + f32(output_zero_point), info.min, info.max)
-    return quantized.astype(dtype)
+        # into the conversion); NaN still converts to INT32_MIN, hence the type's minimum
+        quantized = float_to_int32(rescaled + f32(output_zero_point), saturate=True)
+    return np.clip(quantized, info.min, info.max).astype(dtype)
 
 
 def populate_16bit(
@@ -137,11 +153,12 @@ def populate_16bit(
         interpolated = round_half_away((following * scaling + sample) / t(2))
         midpoint_error = interpolated - round_half_away(midpoint * scaling)
         bias = round_half_away(midpoint_error / t(2))
-        table = np.empty(513, np.int64)
-        table[:512] = np.clip(sample - bias, t(lowest), t(highest))
         last = round_half_away(transform(np.array([input_max], t)) * scaling)
-        table[512] = np.clip(last, t(lowest), t(highest))[0]
-    return table
+        samples = np.concatenate([sample - bias, last])
+        # std::min(std::max(v, lowest), highest) lets NaN through, and the int16 cast makes it 0
+        clamped = np.where(samples < t(lowest), t(lowest), samples)
+        clamped = np.where(t(highest) < clamped, t(highest), clamped)
+    return wrap(float_to_int32(clamped), 16)
 
 
 def lookup_16bit(values: np.ndarray, table: np.ndarray) -> np.ndarray:
@@ -150,12 +167,20 @@ def lookup_16bit(values: np.ndarray, table: np.ndarray) -> np.ndarray:
     index = 256 + (values >> 7)
     offset = values & 0x7F
     base = table[index]
-    slope = _wrap16(table[index + 1] - base)
-    return _wrap16(base + ((slope * offset + 64) >> 7))
+    slope = wrap(table[index + 1] - base, 16)
+    return wrap(base + ((slope * offset + 64) >> 7), 16)
 
 
-def _wrap16(x: np.ndarray) -> np.ndarray:
-    return ((x + 32768) & 0xFFFF) - 32768
+def int16_table(
+    transform: FloatFunction,
+    input_scale: float,
+    input_zero_point: int,
+    output_scale: float,
+    output_zero_point: int,
+) -> np.ndarray:
+    """The int16 result of TFLite's interpolated lookup for every int16 input, as a table by value."""
+    table = populate_16bit(transform, input_scale, input_zero_point, output_scale, output_zero_point)
+    return lookup_16bit(every_value(np.int16), table)
 
 
 # TFLite's sigmoid(i / 24) table in unsigned Q0.16 (common.h's sigmoid_table_uint16), which its int16
