@@ -1,11 +1,11 @@
 """Time pytflite against ai-edge-litert on the public corpus, in one run, with the same inputs.
 
-For every model of ../shared/corpus/public that pytflite can run (float models; the others are listed as
-skipped), this measures the median invoke time of pytflite, of LiteRT's builtin kernels
+For every model of ../shared/corpus/public that pytflite can run (the others are listed as skipped), this
+measures the median invoke time of pytflite, of LiteRT's builtin kernels
 (BUILTIN_WITHOUT_DEFAULT_DELEGATES) and of LiteRT with XNNPACK (AUTO), all with the same num_threads, and
 prints the ratios, their geometric mean over the models where LiteRT's builtin kernels take >= 1 ms (and
->= 0.25 ms),
-whether each model stays within LiteRT's time + 5 us per node, and the arena against its lower bound.
+>= 0.25 ms), per kind of model (float; integer: int8/int16x8 activations; hybrid: float activations with
+int8 weights), whether each model stays within LiteRT's time + 5 us per node, and the arena against its lower bound.
 It also measures the per-node overhead on a chain of 1000 tiny ADDs.
 
     .venv/bin/python benchmarks/bench_corpus.py [--threads 1] [--min-time 0.5] [--models mlp,small_cnn]
@@ -55,6 +55,30 @@ def prepared(interpreter, inputs: list[np.ndarray]):
     for detail, value in zip(interpreter.get_input_details(), inputs):
         interpreter.set_tensor(detail["index"], value)
     return interpreter
+
+
+_INTEGER = (TensorType.INT8, TensorType.UINT8, TensorType.INT16)
+_WEIGHTED = (
+    BuiltinOperator.CONV_2D,
+    BuiltinOperator.DEPTHWISE_CONV_2D,
+    BuiltinOperator.TRANSPOSE_CONV,
+    BuiltinOperator.FULLY_CONNECTED,
+    BuiltinOperator.BATCH_MATMUL,
+)
+
+
+def model_kind(interpreter) -> str:
+    """integer (its matrix products take quantized activations), hybrid (float activations times int8
+    weights) or float."""
+    kinds = set()
+    for subgraph in interpreter.subgraphs:
+        for node, registration in subgraph.nodes:
+            if registration.builtin_code in _WEIGHTED:
+                activations, weights = (subgraph.tensors[i].type for i in node.inputs[:2])
+                kinds.add(
+                    "integer" if activations in _INTEGER else "hybrid" if weights != activations else "float"
+                )
+    return next((k for k in ("integer", "hybrid") if k in kinds), "float")
 
 
 def litert_interpreter(model: bytes, resolver: str, threads: int):
@@ -117,6 +141,7 @@ def main() -> int:
         rows.append(
             {
                 "model": name,
+                "kind": model_kind(ours),
                 "nodes": nodes,
                 **{f"{k}_ms": v * 1e3 for k, v in times.items()},
                 "vs_builtin": times["pytflite"] / times["builtin"],
@@ -143,20 +168,21 @@ def main() -> int:
 
     print(f"pytflite vs ai-edge-litert, num_threads={args.threads}, median invoke time")
     print(
-        f"{'model':<22}{'nodes':>6}{'pytflite ms':>13}{'builtin ms':>12}{'xnnpack ms':>12}{'/builtin':>10}{'/xnnpack':>10}{'budget':>8}{'arena/LB':>10}"
+        f"{'model':<22}{'kind':>8}{'nodes':>6}{'pytflite ms':>13}{'builtin ms':>12}{'xnnpack ms':>12}{'/builtin':>10}{'/xnnpack':>10}{'budget':>8}{'arena/LB':>10}"
     )
     for r in rows:
         print(
-            f"{r['model']:<22}{r['nodes']:>6}{r['pytflite_ms']:>13.3f}{r['builtin_ms']:>12.3f}{r['xnnpack_ms']:>12.3f}"
+            f"{r['model']:<22}{r['kind']:>8}{r['nodes']:>6}{r['pytflite_ms']:>13.3f}{r['builtin_ms']:>12.3f}{r['xnnpack_ms']:>12.3f}"
             f"{r['vs_builtin']:>10.2f}{r['vs_xnnpack']:>10.2f}{'ok' if r['within_node_budget'] else 'over':>8}"
             f"{r['arena_vs_lower_bound']:>10.3f}"
         )
-    for threshold in HEAVY_MS:
-        ratios = [r["vs_builtin"] for r in rows if r["builtin_ms"] >= threshold]
-        print(
-            f"geometric mean /builtin over the {len(ratios)} models with builtin >= {threshold} ms: "
-            + (f"{geometric_mean(ratios):.2f}x" if ratios else "-")
-        )
+    for kind in ("float", "integer", "hybrid"):
+        for threshold in HEAVY_MS:
+            ratios = [r["vs_builtin"] for r in rows if r["kind"] == kind and r["builtin_ms"] >= threshold]
+            print(
+                f"geometric mean /builtin over the {len(ratios)} {kind} models with builtin >= {threshold} ms: "
+                + (f"{geometric_mean(ratios):.2f}x" if ratios else "-")
+            )
     if rows:
         print(
             f"geometric mean /builtin over all {len(rows)} models: {geometric_mean([r['vs_builtin'] for r in rows]):.2f}x"
