@@ -1,6 +1,8 @@
-"""Convolutions (float32) against LiteRT: CONV_2D, DEPTHWISE_CONV_2D, TRANSPOSE_CONV, CONV_3D and
-CONV_3D_TRANSPOSE — strides, dilation, padding, groups / depth multiplier, bias, activations, constant
-and runtime filters, runtime output shapes, resizing, and the errors TFLite reports."""
+"""Convolutions against LiteRT: CONV_2D, DEPTHWISE_CONV_2D, TRANSPOSE_CONV, CONV_3D and CONV_3D_TRANSPOSE
+— strides, dilation, padding, groups / depth multiplier, bias, activations, constant and runtime filters,
+runtime output shapes, resizing, and the errors TFLite reports; then the quantized (uint8, int8,
+int16x8: bit-exact) and hybrid (float32 input, int8 filter) variants of the first three, with LiteRT's
+optimized kernels and its reference ones (BUILTIN_REF)."""
 
 from __future__ import annotations
 
@@ -12,8 +14,9 @@ from hypothesis import strategies as st
 import pytflite
 from pytflite import BuiltinOperator as Op
 from pytflite import TensorType as T
+from pytflite.core.quantization import AffineQuantization
 from pytflite.model.builder import ModelBuilder
-from tests.oracle import assert_matches, compare_with_litert, requires_litert
+from tests.oracle import assert_matches, compare_with_litert, litert, litert_interpreter, requires_litert
 from tests.single_op import Operand, SingleOpModel
 
 pytestmark = requires_litert
@@ -586,3 +589,571 @@ def test_resizing_the_batch_replans_every_kernel():
         for interpreter in (ours, theirs):
             interpreter.resize_tensor_input(interpreter.get_input_details()[0]["index"], feed.shape)
         assert_matches(run(ours, [feed])[0], run(theirs, [feed])[0])
+
+
+# --- quantized (uint8, int8, int16x8) and hybrid convolutions ----------------------------------------------
+#
+# Integer outputs must equal LiteRT's bit for bit, hybrid (float32) ones within 1e-5. Each model runs
+# several invokes with different inputs in one interpreter of each kind (the hybrid kernels keep state
+# between invokes), with LiteRT's optimized kernels and, where the reference kernels differ, BUILTIN_REF.
+
+RESOLVERS = ("BUILTIN_WITHOUT_DEFAULT_DELEGATES", "BUILTIN_REF")
+INTEGER = {T.UINT8: np.uint8, T.INT8: np.int8, T.INT16: np.int16}
+
+
+def _compare_invokes(model: bytes, feed_sets, resolver: str = RESOLVERS[0], rtol: float = 1e-5) -> None:
+    """One interpreter of each kind, allocated once, invoked once per feed set; outputs must match."""
+    kind = getattr(litert.OpResolverType, resolver)
+    interpreters = [
+        pytflite.Interpreter(model_content=model, experimental_op_resolver_type=kind),
+        litert_interpreter(model, experimental_op_resolver_type=kind),
+    ]
+    for interpreter in interpreters:
+        interpreter.allocate_tensors()
+    for step, feeds in enumerate(feed_sets):
+        results = []
+        for interpreter in interpreters:
+            for detail, value in zip(interpreter.get_input_details(), feeds):
+                interpreter.set_tensor(detail["index"], value)
+            interpreter.invoke()
+            results.append([interpreter.get_tensor(d["index"]) for d in interpreter.get_output_details()])
+        for i, (ours, theirs) in enumerate(zip(*results)):
+            assert_matches(ours, theirs, rtol, what=f"invoke {step} output {i} ({resolver})")
+
+
+def _affine(scales, axis: int = 0, zero_points=None) -> AffineQuantization:
+    scales = np.asarray(scales, np.float32).reshape(-1)
+    zero_points = np.zeros(scales.size, np.int64) if zero_points is None else zero_points
+    return AffineQuantization(scales, zero_points, axis)
+
+
+def _integers(rng, tensor_type: T, shape, low=None) -> np.ndarray:
+    info = np.iinfo(INTEGER[tensor_type])
+    return rng.integers(info.min if low is None else low, int(info.max) + 1, shape).astype(
+        INTEGER[tensor_type]
+    )
+
+
+def _activation_params(rng, tensor_type: T) -> tuple[float, int]:
+    """A random scale and zero point for an activation of this type (int16: zero point 0)."""
+    scale = float(np.float32(10.0 ** rng.uniform(-3, 0)))
+    if tensor_type == T.INT16:
+        return scale, 0
+    info = np.iinfo(INTEGER[tensor_type])
+    return scale, int(rng.integers(info.min, int(info.max) + 1))
+
+
+def _filter_and_bias(
+    rng, in_type: T, out_channels: int, filter_shape, axis: int, in_scale: float, per_channel
+):
+    """A quantized filter (uint8: per tensor with a zero point; else int8, symmetric) and its bias
+    (int32, int16x8: int64) quantized at input scale * filter scale."""
+    if in_type == T.UINT8:
+        w = _integers(rng, T.UINT8, filter_shape)
+        w_scale = np.float32(10.0 ** rng.uniform(-3, -1))
+        w_quant = (float(w_scale), int(rng.integers(0, 256)))
+        b_quant = (float(np.float32(in_scale) * w_scale), 0)
+        scales = np.array([w_scale])
+    else:
+        w = _integers(rng, T.INT8, filter_shape, low=-127)
+        scales = (10.0 ** rng.uniform(-3, -1, out_channels if per_channel else 1)).astype(np.float32)
+        w_quant = _affine(scales, axis)
+        b_quant = _affine(np.float32(in_scale) * scales)
+    bias_type = np.int64 if in_type == T.INT16 else np.int32
+    b = rng.integers(-(2**15), 2**15, out_channels).astype(bias_type)
+    return w, w_quant, b, b_quant, scales
+
+
+def _output_scale(in_scale: float, w_scales, depth: int, in_type: T, squeeze: float) -> float:
+    """An output scale that keeps most outputs in range; `squeeze` > 1 makes them saturate."""
+    typical = in_scale * float(np.max(w_scales)) * np.sqrt(depth) * (64 if in_type != T.INT16 else 8000)
+    return float(np.float32(typical / (100 if in_type != T.INT16 else 20000) / squeeze))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    in_type=st.sampled_from([T.INT8, T.INT8, T.INT16, T.UINT8]),
+    batch=st.integers(1, 2),
+    size=st.tuples(st.integers(1, 8), st.integers(1, 8)),
+    kernel=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+    in_per_group=st.integers(1, 20),
+    out_channels=st.integers(1, 20),
+    groups=st.sampled_from([1, 1, 1, 2]),
+    strides=st.tuples(st.integers(1, 2), st.integers(1, 2)),
+    dilation=st.tuples(st.integers(1, 2), st.integers(1, 2)),
+    padding=st.sampled_from(["SAME", "VALID"]),
+    activation=st.sampled_from(ACTIVATIONS),
+    per_channel=st.booleans(),
+    squeeze=st.sampled_from([1.0, 1.0, 8.0]),
+    resolver=st.sampled_from(RESOLVERS),
+    seed=st.integers(0, 2**16),
+)
+def test_quantized_conv2d(
+    in_type,
+    batch,
+    size,
+    kernel,
+    in_per_group,
+    out_channels,
+    groups,
+    strides,
+    dilation,
+    padding,
+    activation,
+    per_channel,
+    squeeze,
+    resolver,
+    seed,
+):
+    """uint8 (per-tensor filter with a zero point), int8 and int16x8 (int64 bias), per-tensor or
+    per-channel filter scales, grouped (int8), every padding, stride, dilation and fused activation."""
+    if in_type != T.INT8:
+        groups = 1
+    if in_type == T.UINT8:
+        per_channel = False
+    rng = np.random.default_rng(seed)
+    if any(_valid_out(size[i], kernel[i], strides[i], dilation[i]) <= 0 for i in range(2)):
+        padding = "SAME"
+    out_channels = groups * max(1, out_channels // groups)
+    in_scale, in_zero = _activation_params(rng, in_type)
+    filter_shape = (out_channels, *kernel, in_per_group)
+    w, w_quant, b, b_quant, scales = _filter_and_bias(
+        rng, in_type, out_channels, filter_shape, 0, in_scale, per_channel
+    )
+    depth = kernel[0] * kernel[1] * in_per_group
+    out_scale, out_zero = _activation_params(rng, in_type)
+    out_scale = _output_scale(in_scale, scales, depth, in_type, squeeze)
+    options = {
+        "padding": padding,
+        "stride_h": strides[0],
+        "stride_w": strides[1],
+        "dilation_h_factor": dilation[0],
+        "dilation_w_factor": dilation[1],
+        "fused_activation_function": activation,
+    }
+    x_shape = (batch, *size, groups * in_per_group)
+    operands = [
+        Operand(_integers(rng, in_type, x_shape), quantization=(in_scale, in_zero)),
+        Operand(w, constant=True, quantization=w_quant),
+        Operand(b, constant=True, quantization=b_quant),
+    ]
+    model, _ = SingleOpModel(
+        Op.CONV_2D, operands, [in_type], options, version=4, output_quantization=[(out_scale, out_zero)]
+    ).build()
+    feeds = [[_integers(rng, in_type, x_shape)] for _ in range(2)]
+    _compare_invokes(model, feeds, resolver)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    in_type=st.sampled_from([T.INT8, T.INT8, T.INT16, T.UINT8]),
+    batch=st.integers(1, 2),
+    size=st.tuples(st.integers(1, 8), st.integers(1, 8)),
+    kernel=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+    channels=st.integers(1, 19),
+    multiplier=st.sampled_from([1, 1, 2, 3]),
+    strides=st.tuples(st.integers(1, 2), st.integers(1, 2)),
+    dilation=st.tuples(st.integers(1, 2), st.integers(1, 2)),
+    padding=st.sampled_from(["SAME", "VALID"]),
+    activation=st.sampled_from(ACTIVATIONS),
+    bias=st.sampled_from([True, True, False]),
+    squeeze=st.sampled_from([1.0, 1.0, 8.0]),
+    resolver=st.sampled_from(RESOLVERS),
+    seed=st.integers(0, 2**16),
+)
+def test_quantized_depthwise_conv2d(
+    in_type,
+    batch,
+    size,
+    kernel,
+    channels,
+    multiplier,
+    strides,
+    dilation,
+    padding,
+    activation,
+    bias,
+    squeeze,
+    resolver,
+    seed,
+):
+    """Depth multipliers, channel counts off the NEON blocks of 8, every padding/stride/dilation; no
+    bias only with BUILTIN_REF (LiteRT's optimized kernel crashes without one)."""
+    if not bias:
+        resolver = "BUILTIN_REF"
+    rng = np.random.default_rng(seed)
+    if any(_valid_out(size[i], kernel[i], strides[i], dilation[i]) <= 0 for i in range(2)):
+        padding = "SAME"
+    out_channels = channels * multiplier
+    in_scale, in_zero = _activation_params(rng, in_type)
+    w, w_quant, b, b_quant, scales = _filter_and_bias(
+        rng, in_type, out_channels, (1, *kernel, out_channels), 3, in_scale, in_type != T.UINT8
+    )
+    out_scale = _output_scale(in_scale, scales, kernel[0] * kernel[1], in_type, squeeze)
+    _, out_zero = _activation_params(rng, in_type)
+    options = _depthwise_options(padding, strides, dilation, multiplier, activation)
+    x_shape = (batch, *size, channels)
+    operands = [
+        Operand(_integers(rng, in_type, x_shape), quantization=(in_scale, in_zero)),
+        Operand(w, constant=True, quantization=w_quant),
+    ]
+    if bias:
+        operands.append(Operand(b, constant=True, quantization=b_quant))
+    model, _ = SingleOpModel(
+        Op.DEPTHWISE_CONV_2D,
+        operands,
+        [in_type],
+        options,
+        version=5,
+        output_quantization=[(out_scale, out_zero)],
+    ).build()
+    _compare_invokes(model, [[_integers(rng, in_type, x_shape)] for _ in range(2)], resolver)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    kind=st.sampled_from(["int8", "int8", "int16_int64", "int16_int32", "uint8"]),
+    batch=st.integers(1, 2),
+    size=st.tuples(st.integers(1, 5), st.integers(1, 5)),
+    kernel=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+    channels=st.tuples(st.integers(1, 6), st.integers(1, 19)),
+    strides=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+    padding=st.sampled_from(["SAME", "VALID"]),
+    bias=st.booleans(),
+    activation=st.sampled_from(ACTIVATIONS),
+    squeeze=st.sampled_from([1.0, 1.0, 8.0]),
+    resolver=st.sampled_from(RESOLVERS),
+    seed=st.integers(0, 2**16),
+)
+def test_quantized_transpose_conv(
+    kind, batch, size, kernel, channels, strides, padding, bias, activation, squeeze, resolver, seed
+):
+    """uint8, int8 and int16x8 with an int64 bias or an int32 one (quantized_bias_type INT32)."""
+    in_type = {"int8": T.INT8, "uint8": T.UINT8}.get(kind, T.INT16)
+    rng = np.random.default_rng(seed)
+    in_channels, out_channels = channels
+    out_size = [(size[i] - 1) * strides[i] + (1 if padding == "SAME" else kernel[i]) for i in range(2)]
+    in_scale, in_zero = _activation_params(rng, in_type)
+    w, w_quant, b, b_quant, scales = _filter_and_bias(
+        rng, in_type, out_channels, (out_channels, *kernel, in_channels), 0, in_scale, in_type != T.UINT8
+    )
+    options = {
+        "padding": padding,
+        "stride_h": strides[0],
+        "stride_w": strides[1],
+        "fused_activation_function": activation,
+    }
+    if kind == "int16_int32":
+        b = b.astype(np.int32)
+        options["quantized_bias_type"] = T.INT32
+    elif kind == "int16_int64":
+        options["quantized_bias_type"] = T.INT64
+    out_scale = _output_scale(in_scale, scales, kernel[0] * kernel[1] * in_channels, in_type, squeeze)
+    _, out_zero = _activation_params(rng, in_type)
+    x_shape = (batch, *size, in_channels)
+    operands = [
+        Operand(np.array([batch, *out_size, out_channels], np.int32), constant=True),
+        Operand(w, constant=True, quantization=w_quant),
+        Operand(_integers(rng, in_type, x_shape), quantization=(in_scale, in_zero)),
+    ]
+    if bias:
+        operands.append(Operand(b, constant=True, quantization=b_quant))
+    model, _ = SingleOpModel(
+        Op.TRANSPOSE_CONV,
+        operands,
+        [in_type],
+        options,
+        version=5,
+        output_quantization=[(out_scale, out_zero)],
+    ).build()
+    _compare_invokes(model, [[_integers(rng, in_type, x_shape)] for _ in range(2)], resolver)
+
+
+def _hybrid_input(rng, shape) -> np.ndarray:
+    """Floats of mixed magnitudes and signs (some batches all positive: zero point -128), with values on
+    quantization half-steps, where the NEON block rounding and the scalar tail differ."""
+    x = rng.standard_normal(shape).astype(np.float32) * np.float32(10.0 ** rng.uniform(-2, 1))
+    if rng.random() < 0.3:
+        x = np.abs(x)
+    flat = x.reshape(shape[0], -1)
+    extent = np.abs(flat).max(axis=1, keepdims=True)
+    steps = rng.integers(-127, 128, flat.shape) + 0.5
+    halves = (steps * extent / 127).astype(np.float32)
+    pick = rng.random(flat.shape) < 0.2
+    flat[pick] = halves[pick]
+    return x
+
+
+def _hybrid_filter(rng, shape, minus_128: bool) -> np.ndarray:
+    w = rng.integers(-127, 128, shape).astype(np.int8)
+    if minus_128:
+        w[rng.random(shape) < 0.15] = -128
+    return w
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    batch=st.integers(1, 3),
+    size=st.tuples(st.integers(1, 7), st.integers(1, 7)),
+    kernel=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+    in_per_group=st.integers(1, 40),
+    out_channels=st.integers(1, 13),
+    groups=st.sampled_from([1, 1, 1, 2]),
+    strides=st.tuples(st.integers(1, 2), st.integers(1, 2)),
+    dilation=st.tuples(st.integers(1, 2), st.integers(1, 2)),
+    padding=st.sampled_from(["SAME", "VALID"]),
+    activation=st.sampled_from(ACTIVATIONS),
+    scales=st.sampled_from(["uniform", "per_channel"]),
+    minus_128=st.booleans(),
+    constant_filter=st.sampled_from([True, True, False]),
+    resolver=st.sampled_from(RESOLVERS),
+    seed=st.integers(0, 2**16),
+)
+def test_hybrid_conv2d(
+    batch,
+    size,
+    kernel,
+    in_per_group,
+    out_channels,
+    groups,
+    strides,
+    dilation,
+    padding,
+    activation,
+    scales,
+    minus_128,
+    constant_filter,
+    resolver,
+    seed,
+):
+    """float32 input, int8 filter: per-tensor (equal per-channel scales: symmetric input
+    quantization, SSE dot product when O % 4 != 0, weights of -128 included) or distinct per-channel
+    scales / groups (asymmetric input, zero point times the row sums). Window depths off the 16-value
+    blocks; three invokes with different inputs; a runtime filter changes between invokes (TFLite
+    keeps the row sums of the first)."""
+    rng = np.random.default_rng(seed)
+    if any(_valid_out(size[i], kernel[i], strides[i], dilation[i]) <= 0 for i in range(2)):
+        padding = "SAME"
+    out_channels = groups * max(1, out_channels // groups)
+    filter_shape = (out_channels, *kernel, in_per_group)
+    w = _hybrid_filter(rng, filter_shape, minus_128)
+    if scales == "uniform":  # TFLite wants one scale per output channel, even when they are equal
+        quantization = _affine(np.full(out_channels, 10.0 ** rng.uniform(-3, -1)))
+    else:
+        quantization = _affine(10.0 ** rng.uniform(-3, -1, out_channels))
+    options = {
+        "padding": padding,
+        "stride_h": strides[0],
+        "stride_w": strides[1],
+        "dilation_h_factor": dilation[0],
+        "dilation_w_factor": dilation[1],
+        "fused_activation_function": activation,
+    }
+    x_shape = (batch, *size, groups * in_per_group)
+    b = rng.standard_normal(out_channels).astype(np.float32)
+    operands = [
+        Operand(_hybrid_input(rng, x_shape)),
+        Operand(w, constant=constant_filter, quantization=quantization),
+        Operand(b, constant=True),
+    ]
+    model, _ = SingleOpModel(Op.CONV_2D, operands, [T.FLOAT32], options, version=2).build()
+    feeds = []
+    for _ in range(3):
+        feed = [_hybrid_input(rng, x_shape)]
+        if not constant_filter:
+            feed.append(_hybrid_filter(rng, filter_shape, minus_128))
+        feeds.append(feed)
+    _compare_invokes(model, feeds, resolver)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    batch=st.integers(1, 3),
+    size=st.tuples(st.integers(1, 7), st.integers(1, 7)),
+    kernel=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+    channels=st.integers(1, 11),
+    multiplier=st.sampled_from([1, 1, 2, 3]),
+    strides=st.tuples(st.integers(1, 2), st.integers(1, 2)),
+    dilation=st.tuples(st.integers(1, 2), st.integers(1, 2)),
+    padding=st.sampled_from(["SAME", "VALID"]),
+    activation=st.sampled_from(ACTIVATIONS),
+    minus_128=st.booleans(),
+    resolver=st.sampled_from(RESOLVERS),
+    seed=st.integers(0, 2**16),
+)
+def test_hybrid_depthwise_conv2d(
+    batch,
+    size,
+    kernel,
+    channels,
+    multiplier,
+    strides,
+    dilation,
+    padding,
+    activation,
+    minus_128,
+    resolver,
+    seed,
+):
+    """float32 input, int8 filter with per-channel scales: channel counts off NEON's blocks of 4
+    (whose two scalings are ordered differently), three invokes with different inputs."""
+    rng = np.random.default_rng(seed)
+    if any(_valid_out(size[i], kernel[i], strides[i], dilation[i]) <= 0 for i in range(2)):
+        padding = "SAME"
+    out_channels = channels * multiplier
+    w = _hybrid_filter(rng, (1, *kernel, out_channels), minus_128)
+    quantization = _affine(10.0 ** rng.uniform(-3, -1, out_channels), axis=3)
+    options = _depthwise_options(padding, strides, dilation, multiplier, activation)
+    x_shape = (batch, *size, channels)
+    operands = [
+        Operand(_hybrid_input(rng, x_shape)),
+        Operand(w, constant=True, quantization=quantization),
+        Operand(rng.standard_normal(out_channels).astype(np.float32), constant=True),
+    ]
+    model, _ = SingleOpModel(Op.DEPTHWISE_CONV_2D, operands, [T.FLOAT32], options, version=6).build()
+    _compare_invokes(model, [[_hybrid_input(rng, x_shape)] for _ in range(3)], resolver)
+
+
+@pytest.mark.parametrize("constant_filter", [True, False])
+def test_hybrid_conv2d_row_sums_wrap_in_int16_lanes(constant_filter):
+    """The per-channel kernel's weight row sums add 16-value blocks in eight int16 lanes: rows of
+    2408 weights of mostly 127 wrap them, and TFLite subtracts zero point * the wrapped sum."""
+    rng = np.random.default_rng(3)
+    depth = 2408  # 150 blocks of 16 and one of 8: 302 weights per lane
+    w = np.full((4, 1, 1, depth), 127, np.int8)
+    w[:, :, :, rng.random(depth) < 0.05] = -5
+    quantization = _affine([0.002, 0.003, 0.004, 0.005])
+    x = np.abs(_hybrid_input(rng, (1, 2, 2, depth)))  # all positive: zero point -128
+    operands = [
+        Operand(x),
+        Operand(w, constant=constant_filter, quantization=quantization),
+        Operand(np.zeros(4, np.float32), constant=True),
+    ]
+    model, _ = SingleOpModel(Op.CONV_2D, operands, [T.FLOAT32], {"stride_h": 1, "stride_w": 1}).build()
+    feeds = [[np.abs(_hybrid_input(rng, x.shape))] + ([] if constant_filter else [w]) for _ in range(2)]
+    _compare_invokes(model, feeds)
+    state = _kernel_state(model)
+    if constant_filter:
+        assert state.hybrid.stale is not None  # the sums did wrap
+
+
+def test_hybrid_conv2d_sse_dot_product_flips_minus_128():
+    """Per-tensor scale, 3 output channels (not ruy): -128 weights against negative inputs."""
+    rng = np.random.default_rng(4)
+    w = np.full((3, 1, 1, 32), -128, np.int8)
+    w[:, :, :, 20:] = 7  # past the 16-value blocks: exact there
+    x = -np.abs(_hybrid_input(rng, (1, 2, 3, 32)))
+    operands = [
+        Operand(x),
+        Operand(w, constant=True, quantization=_affine([0.01] * 3)),
+        Operand(np.zeros(3, np.float32), constant=True),
+    ]
+    model, _ = SingleOpModel(Op.CONV_2D, operands, [T.FLOAT32], {"stride_h": 1, "stride_w": 1}).build()
+    _compare_invokes(model, [[x], [-x]])
+    assert _kernel_state(model).hybrid.flipped is not None
+
+
+def _int8_conv_model(**changes) -> bytes:
+    """A small int8 CONV_2D whose parts `changes` replaces (input, filter, bias, output type...)."""
+    rng = np.random.default_rng(0)
+    parts = {
+        "x": Operand(rng.integers(-128, 128, (1, 4, 4, 3)).astype(np.int8), quantization=(0.1, 2)),
+        "w": Operand(
+            rng.integers(-127, 128, (2, 3, 3, 3)).astype(np.int8),
+            constant=True,
+            quantization=_affine([0.01, 0.02]),
+        ),
+        "b": Operand(np.zeros(2, np.int32), constant=True, quantization=_affine([0.001, 0.002])),
+        "out": T.INT8,
+        "out_q": (0.5, 0),
+        "op": Op.CONV_2D,
+        "options": {"padding": "SAME", "stride_h": 1, "stride_w": 1},
+    }
+    parts.update(changes)
+    return SingleOpModel(
+        parts["op"],
+        [parts["x"], parts["w"], parts["b"]],
+        [parts["out"]],
+        parts["options"],
+        version=3,
+        output_quantization=[parts["out_q"]],
+    ).build()[0]
+
+
+@pytest.mark.parametrize(
+    "changes, op, message",
+    [
+        (
+            {
+                "w": Operand(
+                    np.ones((2, 3, 3, 3), np.int8),
+                    constant=True,
+                    quantization=_affine([0.01, 0.02], 0, [1, 0]),
+                )
+            },
+            "CONV_2D",
+            "filter zero points must be 0",
+        ),
+        ({"out": T.UINT8, "out_q": (0.5, 128)}, "CONV_2D", "output type UINT8 != input type INT8"),
+        (
+            {
+                "x": Operand(np.zeros((1, 4, 4, 3), np.float32)),
+                "w": Operand(np.ones((2, 3, 3, 3), np.int8), constant=True, quantization=_affine([0.1])),
+                "b": Operand(np.zeros(2, np.float32), constant=True),
+                "out": T.FLOAT32,
+                "out_q": None,
+            },
+            "CONV_2D",
+            "hybrid filter has 1 scales for 2 output channels",
+        ),
+        (
+            {"b": Operand(np.zeros(2, np.int64), constant=True, quantization=_affine([0.001, 0.002]))},
+            "CONV_2D",
+            "bias of a INT8 input must be INT32, got INT64",
+        ),
+        (
+            {
+                "x": Operand(np.zeros((1, 4, 4, 3), np.int16), quantization=(0.1, 3)),
+                "b": Operand(np.zeros(2, np.int64), constant=True, quantization=_affine([0.001, 0.002])),
+                "out": T.INT16,
+            },
+            "CONV_2D",
+            "int16 input zero point",
+        ),
+        (
+            {"w": Operand(np.ones((2, 3, 3, 3), np.uint8), constant=True, quantization=(0.1, 3))},
+            "CONV_2D",
+            "needs a INT8 filter, got UINT8",
+        ),
+        (
+            {
+                "x": Operand(np.zeros((1, 4, 4, 3), np.float32)),
+                "w": Operand(np.ones((1, 3, 3, 3), np.uint8), constant=True, quantization=(0.1, 3)),
+                "b": Operand(np.zeros(3, np.float32), constant=True),
+                "out": T.FLOAT32,
+                "out_q": None,
+                "op": Op.DEPTHWISE_CONV_2D,
+                "options": {"padding": "SAME", "stride_h": 1, "stride_w": 1, "depth_multiplier": 1},
+            },
+            "DEPTHWISE_CONV_2D",
+            "Type FLOAT32 with filter type UINT8 not currently supported",
+        ),
+    ],
+)
+def test_quantized_conv_errors(changes, op, message):
+    _fails_to_prepare(_int8_conv_model(**changes), op, message)
+
+
+def test_hybrid_conv2d_runtime_filter_keeps_first_row_sums():
+    """A runtime filter that changes between invokes: TFLite's per-channel kernel subtracts the zero
+    point times the row sums of the first invoke's filter (stale afterwards), and so does pytflite."""
+    rng = np.random.default_rng(1)
+    x = np.abs(rng.standard_normal((1, 3, 3, 8)).astype(np.float32))  # zero point -128
+    first, second = (rng.integers(-127, 128, (4, 1, 1, 8)).astype(np.int8) for _ in range(2))
+    operands = [
+        Operand(x),
+        Operand(first, quantization=_affine([0.01, 0.02, 0.03, 0.04])),
+        Operand(np.zeros(4, np.float32), constant=True),
+    ]
+    model, _ = SingleOpModel(Op.CONV_2D, operands, [T.FLOAT32], {"stride_h": 1, "stride_w": 1}).build()
+    _compare_invokes(model, [[x, first], [x, second], [2 * x, second]])

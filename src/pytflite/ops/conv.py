@@ -23,7 +23,11 @@ and the bias absorbs zero_point * sum(weights), exactly as gemmlowp/ruy do. The 
 then go through the fixed-point requantization LiteRT's kernel applies (Requant below).
 
 Hybrid variants (float32 input, int8 weights: CONV_2D and DEPTHWISE_CONV_2D) quantize each batch of the
-input as TFLite does (quant/hybrid_input.py), accumulate exactly the same way, and scale back to float32.
+input as TFLite does (quant/hybrid_inputs.py), accumulate exactly the same way, and scale back to float32.
+Where LiteRT's x86 kernels are not exact, they are reproduced: the per-tensor CONV_2D's SSE dot product
+(output channels not a multiple of 4) turns weight -128 times a negative input into -128 * |input|, and
+the per-channel CONV_2D's weight row sums (for the input zero point) add in int16 lanes that wrap and are
+taken on the first invoke after prepare only (stale when a runtime filter changes).
 """
 
 from __future__ import annotations
@@ -51,7 +55,12 @@ from .common import (
     set_temporaries,
 )
 from .quant import fixed_point as fp
-from .quant.hybrid_input import asymmetric_quantize_floats, symmetric_quantize_floats
+from .quant.hybrid_inputs import (
+    quantize_rows_asymmetric,
+    quantize_rows_symmetric,
+    sign_transfer_split,
+    sse_row_sums,
+)
 from .registry import register_builtin
 from .windows import (
     Staging,
@@ -164,7 +173,8 @@ class Requant:
         s = np.asarray(self.shift, np.int64).reshape(-1)
         self.multiplier, self.shift = m, s
         left, right = np.maximum(s, 0), np.maximum(-s, 0)
-        self._left = _uniform(left) if np.any(left) else None
+        # the int64 overload folds a left shift into its total shift
+        self._left = _uniform(left) if np.any(left) and self.rounding != "wide" else None
         if self.rounding == "simd":
             total = 31 + right
             add = (np.int64(1) << 30) + np.where(right > 0, np.int64(1) << (30 + right), 0)
@@ -467,7 +477,33 @@ class HybridConv:
     reference: bool  # per channel, BUILTIN_REF / grouped: (acc * filter scale) * input scale
     low: float
     high: float
-    bias_row: np.ndarray | None = None  # the bias tiled over an output row
+    # per tensor, O % 4 != 0 (TFLite's SSE dot product, not ruy): the im2col columns it multiplies in
+    # 16-value blocks, where a weight of -128 meets a negative input with the wrong sign; 0: exact
+    blocked: int = 0
+    row_sums: bool = False  # per channel, optimized: the zero point times SSE-summed weight rows
+    flipped: np.ndarray | None = None  # [1, K, O]: the weights of -128 the SSE kernel flips (constant)
+    stale: np.ndarray | None = None  # float64 [O]: exact row sums - the ones TFLite uses (None: equal)
+    used_sums: np.ndarray | None = None  # int64 [O]: the row sums TFLite took (runtime filter)
+    scale_row: np.ndarray | None = None  # per channel: the filter scales tiled over an output row
+    bias_row: np.ndarray | None = None  # a constant bias tiled over an output row
+
+    def split(self, raw: np.ndarray, layout, dtype):
+        """The filter [O, ...] as the product's matrix, and the matrix of its flipped weights (or None)."""
+        flat = raw.reshape(raw.shape[0], -1)
+        parts = sign_transfer_split(flat, self.blocked) if self.blocked else None
+        if parts is None:
+            return np.ascontiguousarray(layout(raw.astype(dtype))), None
+        kept, flipped = (np.ascontiguousarray(layout(p.reshape(raw.shape).astype(dtype))) for p in parts)
+        return kept, flipped
+
+    def stale_sums(self, raw: np.ndarray) -> np.ndarray | None:
+        """Exact row sums minus the ones TFLite subtracts (SseReductionSumVector, wrapping in int16
+        lanes, taken from the filter of the first invoke after prepare), or None when they agree."""
+        flat = raw.reshape(raw.shape[0], -1)
+        if self.used_sums is None:
+            self.used_sums = sse_row_sums(flat)
+        difference = flat.astype(np.int64).sum(axis=1) - self.used_sums
+        return difference.astype(np.float64) if difference.any() else None
 
 
 @dataclass
@@ -699,9 +735,8 @@ def conv2d_prepare(optimized: bool = True):
             _conv2d_integer(context, node, state, options, source, weights, bias, output, window, optimized)
             return
         if weights.type in (TensorType.INT8, TensorType.UINT8, TensorType.INT4):
-            raise KernelError(
-                f"CONV_2D of a FLOAT32 input with {weights.type.name} weights (hybrid quantization) is not supported yet"
-            )
+            _conv2d_hybrid(context, node, state, options, source, weights, bias, output, window, optimized)
+            return
         for tensor, role in ((weights, "filter"), (output, "output"), (bias, "bias")):
             ensure_type(tensor, _FLOAT, role, "CONV_2D")
         constant = _constant_data(weights)
@@ -825,30 +860,42 @@ def _conv2d_hybrid(context, node, state, options, source, weights, bias, output,
     out_channels = weights.shape[0]
     groups = source.shape[3] // weights.shape[3]
     quantization = weights.quantization
-    scales = np.array([np.float32(weights.params.scale)], np.float32)
-    if isinstance(quantization, AffineQuantization) and quantization.scale.size > 0:
-        scales = quantization.scale.astype(np.float32)
-        if scales.size > 1:
-            axis = quantization.quantized_dimension
-            ensure(
-                0 <= axis < 4 and scales.size == weights.shape[axis],
-                f"{op} filter has {scales.size} scales for dimension {axis} of {list(weights.shape)}",
-            )
+    ensure(
+        isinstance(quantization, AffineQuantization) and quantization.scale.size > 0,
+        f"{op} hybrid filter must have affine quantization with scales",
+    )
+    scales = quantization.scale.astype(np.float32)
+    axis = quantization.quantized_dimension
+    # TFLite's hybrid Prepare wants a scale per output channel (equal scales: per-tensor arithmetic)
+    ensure(
+        axis == 0 and scales.size == out_channels,
+        f"{op} hybrid filter has {scales.size} scales for {out_channels} output channels "
+        f"(quantized dimension {axis})",
+    )
     per_channel = bool(scales.size > 1 and np.any(scales != scales[0])) or groups != 1
     scales = np.broadcast_to(scales, (out_channels,)).astype(np.float32) if per_channel else scales[:1]
     low, high = _float_range(options.fused_activation_function)
-    state.hybrid = HybridConv(per_channel, scales, per_channel and (not optimized or groups != 1), low, high)
+    reference = per_channel and (not optimized or groups != 1)
+    hybrid = state.hybrid = HybridConv(per_channel, scales, reference, low, high)
+    depth = int(np.prod(weights.shape[1:]))
+    # Per tensor, both resolvers run optimized_ops::HybridConv: ruy (exact) when O % 4 == 0, else the SSE
+    # kernel; per channel, the optimized kernel subtracts zero point * row sums.
+    hybrid.blocked = depth & ~15 if not per_channel and out_channels % 4 else 0
+    hybrid.row_sums = per_channel and not reference
     constant = _constant_data(weights)
-    # |q - offset| <= 255 (asymmetric) or 127 (symmetric)
+    # |q - offset| <= 255 (asymmetric) or 127 (symmetric); the flipped weights' product is bounded by
+    # the same sum of |w| (they are split off the filter)
     magnitude = 255 if per_channel else 127
     if constant is not None:
         bound = magnitude * int(np.abs(constant.astype(np.int64)).reshape(out_channels, -1).sum(axis=1).max())
     else:
-        bound = magnitude * 128 * int(np.prod(weights.shape[1:]))
+        bound = magnitude * 128 * depth
     dtype = _float_dtype(bound)
     matrix = None
     if constant is not None:
-        matrix = np.ascontiguousarray(state.layout(constant.astype(dtype)))
+        matrix, hybrid.flipped = hybrid.split(constant, state.layout, dtype)
+        if hybrid.row_sums:
+            hybrid.stale = hybrid.stale_sums(constant)
     temporaries = _plan_conv(
         context,
         state,
@@ -865,6 +912,11 @@ def _conv2d_hybrid(context, node, state, options, source, weights, bias, output,
         dtype,
         np.dtype(dtype).itemsize,
     )
+    if per_channel:
+        hybrid.scale_row = _bias_row(scales, window.out[1])
+    constant_bias = _constant_data(bias)
+    if constant_bias is not None:
+        hybrid.bias_row = _bias_row(constant_bias.astype(np.float32), window.out[1])
     pixels = source.shape[0] * window.out[0] * window.out[1]
     if pixels:
         if dtype != np.float32:  # the quantized input, as the product's type
@@ -884,15 +936,15 @@ def _float_range(activation) -> tuple[float, float]:
     }.get(activation, (-np.inf, np.inf))
 
 
-def _quantize_input(x: np.ndarray, per_channel: bool) -> tuple[np.ndarray, np.ndarray]:
+def _quantize_input(x: np.ndarray, per_channel: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Each batch of a hybrid kernel's input quantized (asymmetrically when `per_channel`), as float32
-    (q - zero point) values shaped like x (exact); and the per-batch scaling factors."""
+    (q - zero point) values shaped like x (exact); the per-batch scaling factors and zero points."""
     rows = x.reshape(x.shape[0], -1)
     if per_channel:
-        quantized, scales, _ = asymmetric_quantize_floats(rows, centered=True)
+        quantized, scales, zero_points = quantize_rows_asymmetric(rows, centered=True)
     else:
-        quantized, scales = symmetric_quantize_floats(rows)
-    return quantized.reshape(x.shape), scales
+        (quantized, scales), zero_points = quantize_rows_symmetric(rows), None
+    return quantized.reshape(x.shape), scales, zero_points
 
 
 def _conv2d_hybrid_invoke(context, node, state: ConvState) -> None:
@@ -901,35 +953,45 @@ def _conv2d_hybrid_invoke(context, node, state: ConvState) -> None:
     if out.size == 0:
         return
     hybrid = state.hybrid
-    quantized, scales = _quantize_input(tensors[node.inputs[0]].data, hybrid.per_channel)
+    quantized, scales, zero_points = _quantize_input(tensors[node.inputs[0]].data, hybrid.per_channel)
     if state.dtype != quantized.dtype:
         staged = tensors[state.wide].data
         np.copyto(staged, quantized)
         quantized = staged
-    w = state.weights
+    w, flipped, stale = state.weights, hybrid.flipped, hybrid.stale
     if w is None:
-        w = np.ascontiguousarray(state.layout(tensors[node.inputs[1]].data.astype(state.dtype)))
+        raw = tensors[node.inputs[1]].data
+        w, flipped = hybrid.split(raw, state.layout, state.dtype)
+        stale = hybrid.stale_sums(raw) if hybrid.row_sums else None
     batches, width, channels = out.shape[0], out.shape[-2], out.shape[-1]
     acc = tensors[state.acc].data
     _conv_product(tensors, state, quantized, w, acc.reshape(-1, channels))
     # rows of W*C values: the per-channel factors and bias tiled over an output row
     rows = out.reshape(batches, -1, width * channels)
     sums = acc.reshape(rows.shape)
+    if flipped is not None:  # the SSE kernel's -128 * |x| (rare: computed apart, exact)
+        extra = np.empty_like(acc)
+        _conv_product(tensors, state, np.abs(quantized), flipped, extra.reshape(-1, channels))
+        np.add(acc, extra, out=acc)
+    if stale is not None:  # TFLite's int32 accumulators, in float64 (exact), then cast to float32
+        sums = sums.reshape(batches, -1, channels) + zero_points[:, None, None] * stale
+        sums = sums.reshape(rows.shape)
     if sums.dtype != np.float32:
         np.copyto(rows, sums, casting="unsafe")  # float(int32 accumulator)
         sums = rows
     if not hybrid.per_channel:  # MatrixBatchVectorMultiplyAccumulate: acc * (input scale * filter scale)
-        np.multiply(sums, (scales * hybrid.scales[0]).astype(np.float32)[:, None, None], out=rows)
+        factors = scales * hybrid.scales[0]
+        np.multiply(sums, factors[0] if batches == 1 else factors[:, None, None], out=rows)
     elif hybrid.reference:  # reference HybridConvPerChannel: acc * filter scale * input scale
-        np.multiply(sums, np.tile(hybrid.scales, width), out=rows)
-        np.multiply(rows, scales[:, None, None], out=rows)
-    else:  # optimized HybridConvPerChannel: acc * (filter scale * input scale)
-        factors = (hybrid.scales[None, :] * scales[:, None]).astype(np.float32)
-        np.multiply(sums, np.tile(factors, width)[:, None, :], out=rows)
-    bias = tensors[node.inputs[2]].data
+        np.multiply(sums, hybrid.scale_row, out=rows)
+        np.multiply(rows, scales[0] if batches == 1 else scales[:, None, None], out=rows)
+    elif batches == 1:  # optimized HybridConvPerChannel: acc * (filter scale * input scale)
+        np.multiply(sums, hybrid.scale_row * scales[0], out=rows)
+    else:
+        np.multiply(sums, (hybrid.scale_row * scales[:, None])[:, None, :], out=rows)
     bias_row = hybrid.bias_row
-    if bias_row is None or bias_row.size != width * channels or not is_constant(tensors[node.inputs[2]]):
-        bias_row = hybrid.bias_row = _bias_row(bias, width)
+    if bias_row is None:
+        bias_row = _bias_row(tensors[node.inputs[2]].data, width)
     np.add(rows, bias_row, out=rows)
     if hybrid.low > -np.inf or hybrid.high < np.inf:
         clip(rows, np.float32(hybrid.low), np.float32(hybrid.high), out=rows)
@@ -1065,6 +1127,9 @@ class HybridDepthwise:
     reference: bool  # BUILTIN_REF: acc * (filter scale * input scale); else NEON's order per channel
     low: float
     high: float
+    scale_row: np.ndarray | None = None  # the scales tiled over an output row (OW*C)
+    blocked_row: np.ndarray | None = None  # NEON: which of them are in blocks of 4 (None: all)
+    bias_row: np.ndarray | None = None  # a constant bias tiled over an output row
 
 
 @dataclass
@@ -1173,9 +1238,8 @@ def _depthwise_prepare(context, node, optimized: bool) -> None:
         _depthwise_integer(context, node, state, options, source, weights, bias, output, window, optimized)
         return
     if hybrid:
-        raise KernelError(
-            f"{op} of a FLOAT32 input with {weights.type.name} weights (hybrid quantization) is not supported yet"
-        )
+        _depthwise_hybrid(context, node, state, options, source, weights, bias, output, window, optimized)
+        return
     if bias is not None:
         ensure_type(bias, _FLOAT, "bias", op)
     temporaries = []
@@ -1296,7 +1360,14 @@ def _depthwise_hybrid(context, node, state, options, source, weights, bias, outp
     )
     scales = np.broadcast_to(quantization.scale.astype(np.float32), (out_channels,)).copy()
     low, high = _float_range(options.fused_activation_function)
-    state.hybrid = HybridDepthwise(scales, not optimized, low, high)
+    hybrid = state.hybrid = HybridDepthwise(scales, not optimized, low, high)
+    width = window.out[1]
+    hybrid.scale_row = _bias_row(scales, width)
+    if out_channels % 4:
+        hybrid.blocked_row = np.tile(np.arange(out_channels) < out_channels - out_channels % 4, width)
+    constant_bias = _constant_data(bias)
+    if constant_bias is not None:
+        hybrid.bias_row = _bias_row(constant_bias.astype(np.float32), width)
     constant = _constant_data(weights)
     taps = weights.shape[1] * weights.shape[2]
     if constant is not None:
@@ -1361,7 +1432,7 @@ def _depthwise_integer_invoke(context, node, state: DepthwiseState, out: np.ndar
 def _depthwise_hybrid_invoke(context, node, state: DepthwiseState, out: np.ndarray) -> None:
     tensors = context.tensors
     hybrid = state.hybrid
-    quantized, scales = _quantize_input(tensors[node.inputs[0]].data, True)
+    quantized, scales, _ = _quantize_input(tensors[node.inputs[0]].data, True)
     if state.dtype != quantized.dtype:
         quantized = quantized.astype(state.dtype)
     w = state.weights
@@ -1369,21 +1440,26 @@ def _depthwise_hybrid_invoke(context, node, state: DepthwiseState, out: np.ndarr
         w = _tile_weights(tensors[node.inputs[1]].data.astype(state.dtype), out.shape[2])
     acc = tensors[state.acc].data
     _depthwise_sums(tensors, state, quantized, w, acc)
-    np.copyto(out.reshape(acc.shape), acc, casting="unsafe")  # float(int32 accumulator)
-    per_batch = scales[:, None, None, None]
-    if hybrid.reference:
-        np.multiply(out, (hybrid.scales * per_batch).astype(np.float32), out=out)
-    else:
-        channels = hybrid.scales.size
-        blocked = np.arange(channels) < channels - channels % 4
-        first = np.where(blocked, hybrid.scales, per_batch).astype(np.float32)
-        second = np.where(blocked, per_batch, hybrid.scales).astype(np.float32)
-        np.multiply(out, first, out=out)
-        np.multiply(out, second, out=out)
+    rows = out.reshape(acc.shape)  # [N, OH, OW*C]
+    np.copyto(rows, acc, casting="unsafe")  # float(int32 accumulator)
+    per_batch = scales[0] if scales.size == 1 else scales[:, None, None]
+    scale_row = hybrid.scale_row
+    if hybrid.reference:  # acc * (filter scale * input scale)
+        np.multiply(rows, scale_row * per_batch, out=rows)
+    elif hybrid.blocked_row is None:  # NEON blocks of 4 channels: (acc * filter scale) * input scale
+        np.multiply(rows, scale_row, out=rows)
+        np.multiply(rows, per_batch, out=rows)
+    else:  # and the last C % 4 channels in scalar code: (acc * input scale) * filter scale
+        blocked = hybrid.blocked_row
+        np.multiply(rows, np.where(blocked, scale_row, per_batch), out=rows)
+        np.multiply(rows, np.where(blocked, per_batch, scale_row), out=rows)
     if len(node.inputs) == 3:
-        np.add(out, tensors[node.inputs[2]].data, out=out)
+        bias_row = hybrid.bias_row
+        if bias_row is None:
+            bias_row = _bias_row(tensors[node.inputs[2]].data, out.shape[2])
+        np.add(rows, bias_row, out=rows)
     if hybrid.low > -np.inf or hybrid.high < np.inf:
-        clip(out, np.float32(hybrid.low), np.float32(hybrid.high), out=out)
+        clip(rows, np.float32(hybrid.low), np.float32(hybrid.high), out=rows)
 
 
 # --- TRANSPOSE_CONV and CONV_3D_TRANSPOSE: one matrix product, then a sum of its columns per output ---------

@@ -15,6 +15,8 @@ A row of zeros (asymmetric: min == max) quantizes to zeros with scale 1 and zero
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..common import clip
@@ -42,18 +44,32 @@ def _round_rows(products: np.ndarray) -> None:
         tail[...] = whole
 
 
+# Up to this many rows, the per-row parameters are computed with Python scalars: a NumPy call on a
+# handful of values costs ~1 us, and the vectorized recipe takes ~20 of them (a hybrid CONV_2D quantizes
+# one row per batch: the parameters would cost more than quantizing the row).
+_FEW_ROWS = 8
+
+
+def _row_ranges(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's min and max, widened to include 0 (NeonMinMax starts from 0)."""
+    return np.minimum(values.min(axis=1), np.float32(0)), np.maximum(values.max(axis=1), np.float32(0))
+
+
 def quantize_rows_symmetric(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """int8-valued float32 [rows, size] and float32 scales [rows] (NeonSymmetricQuantizeFloats)."""
     values = np.asarray(values, np.float32)
+    rows = values.shape[0]
     if values.shape[1] == 0:
-        return np.zeros(values.shape, np.float32), np.ones(values.shape[0], np.float32)
-    extent = np.abs(values).max(axis=1)  # max(|min|, |max|)
+        return np.zeros(values.shape, np.float32), np.ones(rows, np.float32)
+    low, high = _row_ranges(values)
+    extent = np.maximum(-low, high)  # max(|min|, |max|)
     zero = extent == 0
     any_zero = zero.any()
     if any_zero:
         extent[zero] = 1
     scales = extent / _127
-    quantized = values * (_127 / extent)[:, None]
+    inverse = _127 / extent
+    quantized = values * (inverse[0] if rows == 1 else inverse[:, None])
     _round_rows(quantized)
     clip(quantized, -_127, _127, out=quantized)
     if any_zero:
@@ -62,20 +78,12 @@ def quantize_rows_symmetric(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     return quantized, scales
 
 
-def quantize_rows_asymmetric(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """int8-valued float32 [rows, size], float32 scales [rows] and int64 zero points [rows]
-    (NeonAsymmetricQuantizeFloats)."""
-    values = np.asarray(values, np.float32)
-    rows = values.shape[0]
-    if values.shape[1] == 0:
-        return np.zeros(values.shape, np.float32), np.ones(rows, np.float32), np.zeros(rows, np.int64)
-    low = np.minimum(values.min(axis=1), np.float32(0))
-    high = np.maximum(values.max(axis=1), np.float32(0))
-    flat = low == high
-    any_flat = flat.any()
+def _asymmetric_parameters(low: np.ndarray, high: np.ndarray):
+    """AsymmetricQuantizeFloats' per-row parameters for the ranges [low, high] (low < high; float32):
+    float32 scales, int64 zero points, float32 inverse scales. The scale is float32(high - low) / 255
+    in double, the zero point the one of whichever end loses less, clamped and rounded half away from
+    zero (in double), the inverse float32(1.0 / scale) (0 when the scale underflows to 0)."""
     spread = (high - low).astype(np.float64)  # the subtraction is float32, as in C
-    if any_flat:
-        spread[flat] = 255.0
     scale = spread / 255.0
     low_scaled, high_scaled = low / scale, high / scale  # float64
     from_low = -128.0 - low_scaled
@@ -83,12 +91,67 @@ def quantize_rows_asymmetric(values: np.ndarray) -> tuple[np.ndarray, np.ndarray
     zero_point = np.where(128.0 + np.abs(low_scaled) < 127.0 + np.abs(high_scaled), from_low, from_high)
     nudged = round_half_away(np.clip(zero_point, -128.0, 127.0)).astype(np.int64)
     scales = scale.astype(np.float32)
-    with np.errstate(divide="ignore"):  # a scale that underflows to 0 gets an inverse of 0, as in TFLite
+    with np.errstate(divide="ignore"):
         inverse = np.where(scales == 0, 0.0, 1.0 / scales.astype(np.float64)).astype(np.float32)
-    quantized = values * inverse[:, None]
+    return scales, nudged, inverse
+
+
+def _asymmetric_row(low: float, high: float) -> tuple[float, int, float]:
+    """_asymmetric_parameters of one row, in Python floats (doubles, as in C): the same steps."""
+    scale = float(np.float32(high) - np.float32(low)) / 255.0
+    low_scaled, high_scaled = low / scale, high / scale
+    zero_point = (
+        -128.0 - low_scaled if 128.0 + abs(low_scaled) < 127.0 + abs(high_scaled) else 127.0 - high_scaled
+    )
+    nudged = int(round_half_away(min(max(zero_point, -128.0), 127.0)))
+    scale32 = float(np.float32(scale))
+    return scale32, nudged, float(np.float32(1.0 / scale32)) if scale32 else 0.0
+
+
+def quantize_rows_asymmetric(
+    values: np.ndarray, centered: bool = False
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """int8-valued float32 [rows, size], float32 scales [rows] and int64 zero points [rows]
+    (NeonAsymmetricQuantizeFloats). With `centered`, the values come back minus their row's zero point
+    (clamp(r + zp, -128, 127) - zp, exact): what a kernel that subtracts the zero point multiplies.
+    A row whose range is empty (all zeros) gives zeros, scale 1 and zero point 0."""
+    values = np.asarray(values, np.float32)
+    rows = values.shape[0]
+    if values.shape[1] == 0:
+        return np.zeros(values.shape, np.float32), np.ones(rows, np.float32), np.zeros(rows, np.int64)
+    ranges = None
+    if rows <= _FEW_ROWS:
+        ranges = [
+            (min(a, 0.0), max(b, 0.0))
+            for a, b in zip(values.min(axis=1).tolist(), values.max(axis=1).tolist())
+        ]
+        if not all(math.isfinite(a) and math.isfinite(b) for a, b in ranges):
+            ranges = None  # NaN or infinity: the vectorized recipe gives what C's casts give
+    if ranges is not None:
+        flat = [a == b for a, b in ranges]
+        any_flat = any(flat)
+        params = [(1.0, 0, 0.0) if f else _asymmetric_row(a, b) for (a, b), f in zip(ranges, flat)]
+        scales = np.array([p[0] for p in params], np.float32)
+        nudged = np.array([p[1] for p in params], np.int64)
+        inverse = np.array([p[2] for p in params], np.float32)
+    else:
+        low, high = _row_ranges(values)
+        flat = low == high
+        any_flat = flat.any()
+        if any_flat:
+            low, high = np.where(flat, np.float32(-1), low), np.where(flat, np.float32(1), high)
+        scales, nudged, inverse = _asymmetric_parameters(low, high)
+    if rows == 1:  # scalars broadcast faster than columns
+        factor, offsets = inverse[0], np.float32(nudged[0])
+    else:
+        factor, offsets = inverse[:, None], nudged[:, None].astype(np.float32)
+    quantized = values * factor
     _round_rows(quantized)
-    quantized += nudged[:, None].astype(np.float32)
-    clip(quantized, np.float32(-128), _127, out=quantized)
+    if centered:
+        clip(quantized, np.float32(-128) - offsets, _127 - offsets, out=quantized)
+    else:
+        quantized += offsets
+        clip(quantized, np.float32(-128), _127, out=quantized)
     if any_flat:
         quantized[flat] = 0
         scales[flat] = 1
@@ -131,6 +194,21 @@ def sign_transfer_correction(quantized: np.ndarray, mask: np.ndarray) -> np.ndar
     depth] times the weights: 256 * x for every weight of -128 (in `mask`) met by a negative x."""
     negative = np.minimum(quantized[:, : mask.shape[0]], 0).astype(np.float64)
     return 256.0 * (negative @ mask)  # exact: integers far below 2**53
+
+
+def sign_transfer_split(weights: np.ndarray, columns: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The SSE dot product of int8 rows x with `weights` [units, depth] as two exact products,
+    x @ kept.T + |x| @ flipped.T: a weight of -128 among the first `columns` columns contributes
+    -128 * x + 256 * min(x, 0) = -128 * |x| (what _mm_sign_epi8 leaves), so `flipped` holds those
+    weights and `kept` every other one (0 there). None when there are none. For kernels whose input
+    rows are windows gathered on the fly (convolutions), where sign_transfer_correction's
+    [rows, depth] operand does not exist."""
+    weights = np.asarray(weights)
+    mask = np.zeros(weights.shape, bool)
+    mask[:, :columns] = weights[:, :columns] == -128
+    if not mask.any():
+        return None
+    return np.where(mask, 0, weights), np.where(mask, weights, 0)
 
 
 def sse_row_sums(weights: np.ndarray) -> np.ndarray:
