@@ -183,7 +183,7 @@ def test_the_float_models_run():
     """Every float model of the corpus runs: its ops and kernels all exist."""
     float_models = [n for n, m in MODELS.items() if not any(t in n for t in ("int8", "int16", "dynamic"))]
     assert {"mobilenet_v2_f32", "control_flow", "gru", "stateful"} <= set(float_models)
-    missing = {n: _missing_feature(n) for n in float_models if n != "lstm" and _missing_feature(n)}
+    missing = {n: _missing_feature(n) for n in float_models if _missing_feature(n)}
     assert not missing, missing
 
 

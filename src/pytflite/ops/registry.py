@@ -31,6 +31,7 @@ _FAMILIES = (
     "linear",
     "pooling",
     "quantize",
+    "recurrent",
     "reduce",
     "shape",
     "slicing",
