@@ -15,11 +15,21 @@ from .core.quantization import AffineQuantization, QuantizationParams, SparsityP
 from .core.subgraph import Subgraph
 from .core.tensor import Tensor
 from .core.types import AllocationType, BuiltinOperator, Status, TensorType
-from .errors import InterpreterError, KernelError, ModelError, ensure, ensure_eq, ensure_type, ensure_types_eq
+from .errors import (
+    InterpreterError,
+    InvalidArgumentError,
+    KernelError,
+    ModelError,
+    ensure,
+    ensure_eq,
+    ensure_type,
+    ensure_types_eq,
+)
 from .interpreter import Interpreter, OpResolverType, SignatureRunner
 from .model import options
 from .model.builder import ModelBuilder
 from .model.custom_options import decode_custom_options
+from .model.verifier import Limits
 from .ops.resolver import BuiltinOpResolver, BuiltinRefOpResolver, MutableOpResolver, OpResolver
 
 __version__ = "0.1.0"
@@ -38,7 +48,9 @@ __all__ = [
     "GraphPartitionHelper",
     "Interpreter",
     "InterpreterError",
+    "InvalidArgumentError",
     "KernelError",
+    "Limits",
     "ModelBuilder",
     "ModelError",
     "MutableOpResolver",

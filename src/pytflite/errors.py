@@ -78,3 +78,9 @@ def ensure_types_eq(first: Any, second: Any, what: str) -> None:
     """TF_LITE_ENSURE_TYPES_EQ between two tensors."""
     if first.type != second.type:
         raise KernelError(f"{what}: {type_name(first.type)} != {type_name(second.type)}")
+
+
+class InvalidArgumentError(ValueError):
+    """A call of the Python API got an argument it cannot use (set_tensor's value, resize_tensor_input's
+    shape, a signature runner's inputs, an index). A ValueError, as LiteRT raises; its own class lets a
+    caller (or the fuzzer) tell pytflite's refusals from a bug's ValueError."""

@@ -24,7 +24,7 @@ from .core.delegate import Delegate
 from .core.node import OPTIONAL_TENSOR
 from .core.packed import PACKED_TYPES, pack_into, unpack_packed
 from .core.quantization import AffineQuantization, BlockwiseQuantization
-from .core.subgraph import DelegatePartition, MemoryReport, Subgraph
+from .core.subgraph import DelegatePartition, MemoryReport, Subgraph, SubgraphState
 from .core.tensor import Tensor
 from .core.types import (
     NON_POD_TYPES,
@@ -36,10 +36,11 @@ from .core.types import (
     tensor_type_for_dtype,
     type_name,
 )
-from .errors import ErrorReporter, InterpreterError
+from .errors import ErrorReporter, InterpreterError, InvalidArgumentError
 from .model.control_dependencies import METADATA_KEY as CONTROL_DEPENDENCIES_KEY
 from .model.control_dependencies import parse_control_dependencies
 from .model.reader import ModelDescription, open_model_file, read_model
+from .model.verifier import DEFAULT_LIMITS, Limits
 from .ops.resolver import BuiltinOpResolver, BuiltinRefOpResolver, OpResolver
 
 _REFERENCE_TO_INTERNAL_DATA = """There is at least 1 reference to internal data
@@ -64,7 +65,7 @@ class OpResolverType(enum.Enum):
 def _resolver_for(resolver_type: Any) -> OpResolver:
     name = getattr(resolver_type, "name", None)  # also accepts LiteRT's own OpResolverType members
     if name not in OpResolverType.__members__:
-        raise ValueError(f"Unrecognized passed in op resolver type: {resolver_type}")
+        raise InvalidArgumentError(f"Unrecognized passed in op resolver type: {resolver_type}")
     return BuiltinRefOpResolver() if name == "BUILTIN_REF" else BuiltinOpResolver()
 
 
@@ -95,26 +96,29 @@ class Interpreter:
         experimental_force_delegate_node_profiling: bool = False,
         *,
         op_resolver: OpResolver | None = None,
+        limits: Limits | None = None,
     ):
         resolver = op_resolver if op_resolver is not None else _resolver_for(experimental_op_resolver_type)
         if num_threads is not None:
             if not isinstance(num_threads, int):
-                raise ValueError("type of num_threads should be int")
+                raise InvalidArgumentError("type of num_threads should be int")
             if num_threads < 1:
-                raise ValueError("num_threads should >= 1")
+                raise InvalidArgumentError("num_threads should >= 1")
         if model_path and not model_content:
             buffer = open_model_file(model_path)
         elif model_content and not model_path:
             if not isinstance(model_content, (bytes, bytearray, memoryview)):
-                raise ValueError(f"model_content must be bytes, not {type(model_content).__name__}")
+                raise InvalidArgumentError(f"model_content must be bytes, not {type(model_content).__name__}")
             buffer = bytes(model_content)  # an immutable copy: constants are views on it
         elif not model_content and not model_path:
-            raise ValueError("`model_path` or `model_content` must be specified.")
+            raise InvalidArgumentError("`model_path` or `model_content` must be specified.")
         else:
-            raise ValueError("Can't both provide `model_path` and `model_content`")
+            raise InvalidArgumentError("Can't both provide `model_path` and `model_content`")
 
         self._error_reporter = ErrorReporter()
-        self._model: ModelDescription = read_model(buffer)
+        # `limits` (a pytflite extra) caps what an untrusted model may ask for: memory, nesting, loops
+        self._limits = limits if limits is not None else DEFAULT_LIMITS
+        self._model: ModelDescription = read_model(buffer, self._limits)
         self._subgraphs: list[Subgraph] = build_subgraphs(
             self._model, resolver, self._error_reporter, bool(experimental_preserve_all_tensors)
         )
@@ -124,6 +128,7 @@ class Interpreter:
         if control_dependencies is not None and len(control_dependencies) != len(self._subgraphs):
             control_dependencies = None  # as TFLite: malformed or mismatched metadata is ignored
         for index, subgraph in enumerate(self._subgraphs):
+            subgraph.limits = self._limits
             subgraph.context.recommended_num_threads = int(num_threads or 1)
             subgraph.disable_delegate_clustering = bool(experimental_disable_delegate_clustering)
             subgraph.disable_delegate_node_fusion = bool(experimental_disable_delegate_node_fusion)
@@ -185,12 +190,12 @@ class Interpreter:
 
     def allocate_tensors(self) -> None:
         self._ensure_safe()
-        self._subgraphs[0].allocate_tensors()
+        _allocate(self._subgraphs[0])
 
     def invoke(self) -> None:
         self._ensure_safe()
         subgraph = self._subgraphs[0]
-        with self._blas_threads:
+        with self._blas_threads, _out_of_memory_is_runtime_error("invoke"):
             subgraph.invoke()
         for t in subgraph.outputs:
             if t != OPTIONAL_TENSOR:
@@ -213,22 +218,25 @@ class Interpreter:
 
     @staticmethod
     def _resize(subgraph: Subgraph, index: int, tensor_size: Any, strict: bool) -> None:
+        index = _tensor_index(index, "resize_tensor_input")
         try:
             shape = np.array(tensor_size, dtype=np.int32)
-        except (TypeError, ValueError, OverflowError):
-            raise ValueError("Failed to convert numpy value into readable tensor.") from None
+        except OverflowError:
+            raise InvalidArgumentError(f"Shape {tensor_size!r} does not fit in int32 dimensions.") from None
+        except (TypeError, ValueError):
+            raise InvalidArgumentError("Failed to convert numpy value into readable tensor.") from None
         if shape.ndim != 1:
-            raise ValueError(f"Shape should be 1D instead of {shape.ndim}.")
-        _check_tensor_index(subgraph, index)
-        subgraph.resize_input_tensor(int(index), shape.tolist(), strict)
+            raise InvalidArgumentError(f"Shape should be 1D instead of {shape.ndim}.")
+        # an index out of range is the runtime's RuntimeError, as in LiteRT
+        subgraph.resize_input_tensor(index, shape.tolist(), strict)
 
     # --- tensor access --------------------------------------------------------------------------------
 
     def set_tensor(self, tensor_index: int, value: Any) -> None:
-        _set_tensor(self._subgraphs[0], tensor_index, value)
+        _set_tensor(self._subgraphs[0], _tensor_index(tensor_index, "set_tensor"), value)
 
     def get_tensor(self, tensor_index: int, subgraph_index: int = 0) -> np.ndarray:
-        return _tensor_value(self._subgraph(subgraph_index), tensor_index)
+        return _tensor_value(self._subgraph(subgraph_index), _tensor_index(tensor_index, "get_tensor"))
 
     def tensor(self, tensor_index: int):
         """A function returning a NumPy view of the tensor's current buffer (no copy).
@@ -236,6 +244,8 @@ class Interpreter:
         Hold the function, not the array: while any such array is alive, allocate_tensors, invoke and
         resize_tensor_input refuse to run, because they may move the memory it points to.
         """
+
+        tensor_index = _tensor_index(tensor_index, "tensor")
 
         def view() -> np.ndarray:
             data = _readable_data(self._subgraphs[0], tensor_index)
@@ -247,7 +257,7 @@ class Interpreter:
 
     def _subgraph(self, subgraph_index: int) -> Subgraph:
         if not 0 <= subgraph_index < len(self._subgraphs):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"Invalid subgraph index {subgraph_index} exceeds max subgraph index {len(self._subgraphs)}"
             )
         return self._subgraphs[subgraph_index]
@@ -262,7 +272,7 @@ class Interpreter:
 
     def get_tensor_details(self, subgraph_index: int = 0) -> list[dict[str, Any]]:
         if not 0 <= subgraph_index < len(self._subgraphs):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"subgraph_index is out of range: {subgraph_index} for the model, which has "
                 f"{len(self._subgraphs)} subgraphs."
             )
@@ -280,7 +290,7 @@ class Interpreter:
     def _get_op_details(self, op_index: int) -> dict[str, Any]:
         subgraph = self._subgraphs[0]
         if not 0 <= op_index < len(subgraph.nodes):
-            raise ValueError("Invalid node index")
+            raise InvalidArgumentError("Invalid node index")
         node, registration = subgraph.nodes[op_index]
         if registration.builtin_code == BuiltinOperator.CUSTOM:
             op_name = registration.custom_name or "UnknownCustomOp"
@@ -324,12 +334,12 @@ class Interpreter:
         for signature in self._model.signatures:
             if signature.key == signature_key:
                 return signature.subgraph_index
-        raise ValueError("No matching signature.")
+        raise InvalidArgumentError("No matching signature.")
 
     def get_signature_runner(self, signature_key: str | None = None) -> SignatureRunner:
         if signature_key is None:
             if len(self._signature_defs) != 1:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"SignatureDef signature_key is None and model has {len(self._signature_defs)} Signatures. "
                     "None is only allowed when the model has 1 SignatureDef"
                 )
@@ -346,12 +356,12 @@ class SignatureRunner:
 
     def __init__(self, interpreter: Interpreter | None = None, signature_key: str | None = None):
         if not interpreter:
-            raise ValueError("None interpreter provided.")
+            raise InvalidArgumentError("None interpreter provided.")
         if not signature_key:
-            raise ValueError("None signature_key provided.")
+            raise InvalidArgumentError("None signature_key provided.")
         signature_defs = interpreter._get_full_signature_list()
         if signature_key not in signature_defs:
-            raise ValueError(f'Invalid signature_key provided: "{signature_key}".')
+            raise InvalidArgumentError(f'Invalid signature_key provided: "{signature_key}".')
         self._interpreter = interpreter
         self._signature_key = signature_key
         self._inputs = signature_defs[signature_key]["inputs"]
@@ -360,19 +370,24 @@ class SignatureRunner:
 
     def __call__(self, **kwargs: Any) -> dict[str, np.ndarray]:
         if len(kwargs) != len(self._inputs):
-            raise ValueError(
+            raise InvalidArgumentError(
                 "Invalid number of inputs provided for running a SignatureDef, "
                 f"expected {len(self._inputs)} vs provided {len(kwargs)}"
             )
         subgraph = self._interpreter._subgraphs[self._subgraph_index]
+        arrays = {}
         for name, value in kwargs.items():
             if name not in self._inputs:
-                raise ValueError(f"Invalid Input name ({name}) for SignatureDef")
-            Interpreter._resize(subgraph, self._inputs[name], np.shape(value), strict=False)
-        subgraph.allocate_tensors()
-        for name, value in kwargs.items():
-            _set_tensor(subgraph, self._inputs[name], value)
-        with self._interpreter._blas_threads:
+                raise InvalidArgumentError(f"Invalid Input name ({name}) for SignatureDef")
+            index = self._inputs[name]
+            # check what set_tensor will check before the graph is resized to a bad value's shape
+            arrays[name] = _checked_value(subgraph.tensors[index], index, value)
+        for name, array in arrays.items():
+            Interpreter._resize(subgraph, self._inputs[name], array.shape, strict=False)
+        _allocate(subgraph)
+        for name, array in arrays.items():
+            _set_tensor(subgraph, self._inputs[name], array)
+        with self._interpreter._blas_threads, _out_of_memory_is_runtime_error("invoke"):
             subgraph.invoke()
         result = {}
         for name, index in self._outputs.items():
@@ -396,9 +411,42 @@ class SignatureRunner:
 # --- helpers shared by Interpreter and SignatureRunner ----------------------------------------------
 
 
+def _tensor_index(index: Any, method: str) -> int:
+    """A tensor index argument as an int; LiteRT's bindings refuse non-integers with a TypeError."""
+    if isinstance(index, (int, np.integer)):  # bool is an int, as in LiteRT's bindings
+        return int(index)
+    raise TypeError(f"{method}(): tensor_index must be an int, not {type(index).__name__}")
+
+
+@contextlib.contextmanager
+def _out_of_memory_is_runtime_error(step: str):
+    """NumPy's MemoryError (an allocation the machine cannot give) as the runtime's RuntimeError."""
+    try:
+        yield
+    except MemoryError as error:
+        raise InterpreterError(f"{step}: out of memory ({error})", Status.ERROR) from None
+
+
+def _allocate(subgraph: Subgraph) -> None:
+    """allocate_tensors with the arena held to the interpreter's Limits.max_bytes."""
+    with _out_of_memory_is_runtime_error("allocate_tensors"):
+        subgraph.allocate_tensors()
+    limits, planner = subgraph.limits, subgraph._planner
+    if limits is not None and planner is not None:
+        used = planner.arena_bytes + planner.persistent_bytes
+        if used > limits.max_bytes:
+            subgraph.state = SubgraphState.UNINVOKABLE
+            raise InterpreterError(
+                f"allocate_tensors: the arena needs {used} bytes, over the limit of {limits.max_bytes} bytes "
+                "(Limits.max_bytes)"
+            )
+
+
 def _check_tensor_index(subgraph: Subgraph, index: int) -> None:
     if not 0 <= index < len(subgraph.tensors):
-        raise ValueError(f"Invalid tensor index {index} exceeds max tensor index {len(subgraph.tensors)}")
+        raise InvalidArgumentError(
+            f"Invalid tensor index {index} exceeds max tensor index {len(subgraph.tensors)}"
+        )
 
 
 def _readable_data(subgraph: Subgraph, index: int) -> np.ndarray:
@@ -406,10 +454,10 @@ def _readable_data(subgraph: Subgraph, index: int) -> np.ndarray:
     _check_tensor_index(subgraph, index)
     tensor = subgraph.tensors[index]
     if tensor.type is None:
-        raise ValueError("Unknown tensor type.")
+        raise InvalidArgumentError("Unknown tensor type.")
     if tensor.data is None:
         if tensor.bytes or tensor.type in NON_POD_TYPES:
-            raise ValueError("Tensor data is null. Run allocate_tensors() first")
+            raise InvalidArgumentError("Tensor data is null. Run allocate_tensors() first")
         return np.zeros(tensor.shape, dtype=api_dtype(tensor.type))
     return tensor.data
 
@@ -428,55 +476,76 @@ def _set_4bit_tensor(tensor, index: int, array: np.ndarray, incoming) -> None:
     expected = TensorType.INT8 if tensor.type == TensorType.INT4 else TensorType.UINT8
     kind = type_name(tensor.type)
     if incoming != expected:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"Cannot set tensor: Expected a numpy array of {np.dtype(storage_dtype(expected)).name} for "
             f"{kind} input {index}, name: {tensor.name}, but got {type_name(incoming)}"
         )
     count = math.prod(tensor.shape)
     if array.nbytes != count:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"Cannot set tensor: Numpy array for {kind} input {index}, name: {tensor.name}, has "
             f"{array.nbytes} bytes, but expected {count} bytes for {count} elements"
         )
     if tensor.data is None and tensor.bytes:
-        raise ValueError(
+        raise InvalidArgumentError(
             "Cannot set tensor: Tensor is unallocated. Try calling allocate_tensors() first for input "
             f"{index}, name: {tensor.name}"
         )
     low, high = (-8, 7) if tensor.type == TensorType.INT4 else (0, 15)
     if array.size and (array.min() < low or array.max() > high):
-        raise ValueError(f"Cannot set tensor: Values for {kind} input must be between {low} and {high}.")
+        raise InvalidArgumentError(
+            f"Cannot set tensor: Values for {kind} input must be between {low} and {high}."
+        )
     pack_into(array, tensor.type, tensor.data)
+
+
+def _as_array(value: Any) -> np.ndarray:
+    """`value` as an array in native byte order (LiteRT would copy a byte-swapped array's raw bytes)."""
+    try:
+        array = np.asarray(value)
+    except Exception:
+        raise InvalidArgumentError("Failed to convert value into readable tensor.") from None
+    if array.dtype.byteorder not in "=|":
+        array = array.astype(array.dtype.newbyteorder("="))
+    return array
+
+
+def _checked_value(tensor: Tensor, index: int, value: Any) -> np.ndarray:
+    """`value` as an array whose element type suits the tensor, with LiteRT's message if not."""
+    array = _as_array(value)
+    if tensor.type is None:
+        raise InvalidArgumentError("Tensor with no type found.")
+    if tensor.type in (TensorType.INT4, TensorType.UINT4):
+        return array  # _set_4bit_tensor checks the element type
+    incoming = tensor_type_for_dtype(array.dtype)
+    raw_float8 = tensor.type in (TensorType.FLOAT8_E4M3FN, TensorType.FLOAT8_E5M2) and incoming in (
+        TensorType.INT8,
+        TensorType.UINT8,
+    )
+    if incoming != tensor.type and not raw_float8:
+        raise InvalidArgumentError(
+            f"Cannot set tensor: Got value of type {type_name(incoming)} but expected type "
+            f"{type_name(tensor.type)} for input {index}, name: {tensor.name} "
+        )
+    return array
 
 
 def _set_tensor(subgraph: Subgraph, index: int, value: Any) -> None:
     """Copy `value` into a tensor, with LiteRT's checks and messages, in LiteRT's order."""
     _check_tensor_index(subgraph, index)
     tensor = subgraph.tensors[index]
-    try:
-        array = np.asarray(value)
-    except Exception:
-        raise ValueError("Failed to convert value into readable tensor.") from None
-    incoming = tensor_type_for_dtype(array.dtype)
+    array = _checked_value(tensor, index, value)
     if tensor.type in (TensorType.INT4, TensorType.UINT4):
-        _set_4bit_tensor(tensor, index, array, incoming)
+        _set_4bit_tensor(tensor, index, array, tensor_type_for_dtype(array.dtype))
         return
-    raw_float8 = tensor.type in (TensorType.FLOAT8_E4M3FN, TensorType.FLOAT8_E5M2) and incoming in (
-        TensorType.INT8,
-        TensorType.UINT8,
-    )
-    if incoming != tensor.type and not raw_float8:
-        raise ValueError(
-            f"Cannot set tensor: Got value of type {type_name(incoming)} but expected type "
-            f"{type_name(tensor.type)} for input {index}, name: {tensor.name} "
-        )
+    raw_float8 = tensor.type != tensor_type_for_dtype(array.dtype)
     if array.ndim != len(tensor.shape):
-        raise ValueError(
+        raise InvalidArgumentError(
             f"Cannot set tensor: Dimension mismatch. Got {array.ndim} but expected {len(tensor.shape)} for input {index}."
         )
     for axis, (got, expected) in enumerate(zip(array.shape, tensor.shape)):
         if got != expected:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"Cannot set tensor: Dimension mismatch. Got {got} but expected {expected} for dimension {axis} "
                 f"of input {index}."
             )
@@ -486,18 +555,22 @@ def _set_tensor(subgraph: Subgraph, index: int, value: Any) -> None:
         ).reshape(array.shape)
         return
     if tensor.data is None and tensor.bytes:
-        raise ValueError("Cannot set tensor: Tensor is unallocated. Try calling allocate_tensors() first")
+        raise InvalidArgumentError(
+            "Cannot set tensor: Tensor is unallocated. Try calling allocate_tensors() first"
+        )
     if array.nbytes != tensor.bytes:
-        raise ValueError(f"numpy array had {array.nbytes} bytes but expected {tensor.bytes} bytes.")
+        raise InvalidArgumentError(f"numpy array had {array.nbytes} bytes but expected {tensor.bytes} bytes.")
     if not tensor.data.flags.writeable:
-        raise ValueError(f"Cannot set tensor: tensor {index} ({tensor.name}) is a read-only constant.")
+        raise InvalidArgumentError(
+            f"Cannot set tensor: tensor {index} ({tensor.name}) is a read-only constant."
+        )
     np.copyto(tensor.data, array.view(tensor.data.dtype) if raw_float8 else array)
 
 
 def tensor_details(subgraph: Subgraph, tensor: Tensor) -> dict[str, Any]:
     """One tensor's details dict, with exactly LiteRT's keys and value types."""
     if tensor.type is None:
-        raise ValueError("Tensor with no type found.")
+        raise InvalidArgumentError("Tensor with no type found.")
     return {
         "name": tensor.name,
         "index": tensor.index,

@@ -141,6 +141,7 @@ class Subgraph:
         self.state = SubgraphState.UNINVOKABLE
         self.consistent = True
         self.has_dynamic_tensors = False
+        self.limits: Any = None  # model.verifier.Limits from the Interpreter: caps tensor sizes, WHILE loops
         self._planner: ArenaPlanner | None = None
         self._next_to_prepare = 0  # plan position of the first node not yet prepared
         self._next_to_allocate = 0  # plan position of the first node whose outputs have no memory yet
@@ -403,6 +404,8 @@ class Subgraph:
             raise KernelError(
                 f"resize_tensor: negative dimension in shape {list(shape)} of tensor {tensor.index}"
             )
+        if self.limits is not None:
+            self.limits.check_resize(tensor, shape)
         pod = tensor.type not in NON_POD_TYPES
         if (
             tensor.data is not None
@@ -510,6 +513,7 @@ class Subgraph:
 
     def _invoke_careful(self) -> None:
         plan = self.execution_plan
+        profiler = self.context.profiler
         for position in range(len(plan)):
             if position == self._next_to_prepare:
                 self._prepare_ops_and_tensors()
@@ -537,7 +541,16 @@ class Subgraph:
             if registration.invoke is None:
                 self._fail(f"Node number {node.index} ({registration.op_name}) failed to invoke.")
             self._resized_during_invoke = False
-            self._call_kernel("invoke", registration.invoke, node, registration)
+            if profiler is None or not _profiled_as_one_node(profiler, node):
+                self._call_kernel("invoke", registration.invoke, node, registration)
+            else:
+                handle = profiler.begin_event(
+                    registration.op_name, _OPERATOR_INVOKE_EVENT, node.index, self.index
+                )
+                try:
+                    self._call_kernel("invoke", registration.invoke, node, registration)
+                finally:
+                    profiler.end_event(handle)
             if self._resized_during_invoke and self._has_dynamic(node.outputs):
                 self._next_to_prepare = position + 1
                 if self._next_to_allocate > self._next_to_prepare:
@@ -830,6 +843,19 @@ class Subgraph:
             dynamic_bytes=by_type.get(AllocationType.DYNAMIC, 0)
             + by_type.get(AllocationType.PERSISTENT_RO, 0),
         )
+
+
+_OPERATOR_INVOKE_EVENT = 2  # Profiler EventType.OPERATOR_INVOKE_EVENT (pytflite.tools.profiler)
+
+
+def _profiled_as_one_node(profiler: Any, node: Node) -> bool:
+    """As TFLite: a delegate flagged PER_OPERATOR_PROFILING reports its own per-op events instead,
+    unless the profiler forces delegate nodes to be timed as a whole."""
+    return (
+        node.delegate is None
+        or not DelegateFlags(node.delegate.flags) & DelegateFlags.PER_OPERATOR_PROFILING
+        or getattr(profiler, "force_delegate_node_profiling", False)
+    )
 
 
 def _lacks_data(tensor: Tensor) -> bool:

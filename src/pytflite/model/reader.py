@@ -1,9 +1,10 @@
 """Read a `.tflite` flatbuffer into plain, validated descriptions of the model.
 
 Nothing downstream touches the flatbuffer: the runtime builds its subgraphs from these descriptions.
-Every index (tensor, buffer, opcode, subgraph, signature), enum and shape is checked here, so a
-malformed file fails with a ModelError (a ValueError) naming the field and index, instead of an
-IndexError somewhere deep inside. Constant buffers become read-only NumPy views on the model bytes —
+Every table is bounds-checked as it is read, and the finished description passes the structural
+verifier (model/verifier.py: indices, shapes, memory, arity, subgraph cycles, execution order) before
+anything uses it, so a malformed file fails with a ModelError (a ValueError) naming the field, index and
+limit, instead of an IndexError somewhere deep inside. Constant buffers become read-only NumPy views on the model bytes —
 on the memory-mapped file when loaded from a path — never copies.
 """
 
@@ -27,13 +28,24 @@ from ..core.quantization import (
     SparsityParameters,
 )
 from ..core.strings import decode_string_buffer
-from ..core.types import BuiltinOperator, TensorType, bytes_required, storage_dtype, stored_shape
+from ..core.types import TensorType, storage_dtype, stored_shape
 from ..errors import ModelError
 from .options import read_options
+from .verifier import (
+    DEFAULT_LIMITS,
+    NOT_A_FLATBUFFER,
+    Limits,
+    check_constant_size,
+    check_shape,
+    check_table,
+    check_vector,
+    op_label,
+    verify_model,
+)
 
 MODEL_IDENTIFIER = b"TFL3"
 SCHEMA_VERSION = 3
-_NOT_A_FLATBUFFER = "The model is not a valid Flatbuffer buffer"
+_NOT_A_FLATBUFFER = NOT_A_FLATBUFFER
 
 # QuantizationDetails union members (schema.fbs)
 _CUSTOM_QUANTIZATION, _BLOCKWISE_QUANTIZATION, _MULTI_AXIS_QUANTIZATION = 1, 2, 3
@@ -111,17 +123,19 @@ def open_model_file(path: str | os.PathLike) -> mmap.mmap:
         ) from None
 
 
-def read_model(buffer: bytes | mmap.mmap) -> ModelDescription:
-    """Parse and validate a whole model. `buffer` must stay unchanged while its views are in use."""
+def read_model(buffer: bytes | mmap.mmap, limits: Limits = DEFAULT_LIMITS) -> ModelDescription:
+    """Parse and verify a whole model. `buffer` must stay unchanged while its views are in use."""
     if len(buffer) < 8 or bytes(buffer[4:8]) != MODEL_IDENTIFIER:
         raise ModelError(f"{_NOT_A_FLATBUFFER} (no {MODEL_IDENTIFIER.decode()} file identifier)")
-    reader = _ModelReader(buffer)
+    reader = _ModelReader(buffer, limits)
     try:
-        return reader.read()
+        model = reader.read()
     except ModelError:
         raise
     except (struct.error, IndexError, ValueError, TypeError, OverflowError, UnicodeDecodeError) as e:
         raise ModelError(f"{_NOT_A_FLATBUFFER}: malformed {reader.where} ({e})") from None
+    verify_model(model, limits)
+    return model
 
 
 def _int_tuple(table: Any, field_name: str) -> tuple[int, ...]:
@@ -138,12 +152,20 @@ def _string(raw: bytes | None) -> str:
 class _ModelReader:
     """Walks the flatbuffer once; `where` names the part being read, for error messages."""
 
-    def __init__(self, buffer: bytes | mmap.mmap):
+    def __init__(self, buffer: bytes | mmap.mmap, limits: Limits):
         self.buffer = buffer
         self.size = len(buffer)
+        self.limits = limits
+        self.vtables: dict[int, int] = {}  # vtable offset -> table size, for vtables already checked
         self.where = "model header"
-        self.model = Model.GetRootAs(buffer, 0)
+        self.model = self._table(Model.GetRootAs(buffer, 0), "model")
         self.buffer_spans: list[tuple[int, int]] = []  # (offset in file, size) per model buffer
+
+    def _table(self, table: Any, what: str) -> Any:
+        """A generated table object (or None), once its vtable and fields are known to lie in the file."""
+        if table is not None:
+            check_table(self.buffer, table._tab.Pos, self.size, what, self.vtables)
+        return table
 
     def _count(self, length: int, what: str) -> int:
         # every vector element occupies at least one byte of the file, so a longer vector is corrupt
@@ -174,13 +196,12 @@ class _ModelReader:
         subgraphs = tuple(self._subgraph(i, operator_codes) for i in range(num_subgraphs))
         self.where = "signature defs"
         signatures = tuple(
-            self._signature(i, subgraphs)
-            for i in range(self._count(model.SignatureDefsLength(), "signature_defs"))
+            self._signature(i) for i in range(self._count(model.SignatureDefsLength(), "signature_defs"))
         )
         self.where = "metadata"
         metadata = {}
         for i in range(self._count(model.MetadataLength(), "metadata")):
-            entry = model.Metadata(i)
+            entry = self._table(model.Metadata(i), f"metadata {i}")
             metadata[_string(entry.Name())] = bytes(self._buffer_bytes(entry.Buffer(), f"metadata {i}"))
         return ModelDescription(
             version=version,
@@ -196,15 +217,17 @@ class _ModelReader:
 
     def _buffer_span(self, index: int) -> tuple[int, int]:
         self.where = f"buffer {index}"
-        buffer = self.model.Buffers(index)
+        buffer = self._table(self.model.Buffers(index), f"buffer {index}")
         if not buffer.DataIsNone():
-            length = self._count(buffer.DataLength(), f"buffer {index} data")
             start = buffer._tab.Vector(buffer._tab.Offset(4))
-            return start, length
+            return start, check_vector(start, buffer.DataLength(), 1, self.size, f"buffer {index} data")
         offset, size = buffer.Offset(), buffer.Size()
         if offset > 1:  # data stored after the flatbuffer (models over 2 GB); 0 and 1 mean "none"
             if offset + size > self.size:
-                raise ModelError(f"Constant buffer {index} specified an out of range offset.")
+                raise ModelError(
+                    f"Constant buffer {index} specified an out of range offset: {offset} + size {size} is past "
+                    f"the end of the {self.size}-byte file."
+                )
             return offset, size
         return 0, 0
 
@@ -222,7 +245,7 @@ class _ModelReader:
 
     def _operator_code(self, index: int) -> OperatorCodeDescription:
         self.where = f"operator code {index}"
-        code = self.model.OperatorCodes(index)
+        code = self._table(self.model.OperatorCodes(index), f"operator code {index}")
         builtin_code = max(code.BuiltinCode(), code.DeprecatedBuiltinCode())
         custom = code.CustomCode()
         return OperatorCodeDescription(
@@ -235,43 +258,32 @@ class _ModelReader:
         self, index: int, operator_codes: tuple[OperatorCodeDescription, ...]
     ) -> SubgraphDescription:
         self.where = f"subgraph {index}"
-        subgraph = self.model.Subgraphs(index)
+        subgraph = self._table(self.model.Subgraphs(index), f"subgraph {index}")
         if subgraph.TensorsIsNone():
             raise ModelError(f"Did not get tensors in subgraph {index}.")
         num_tensors = self._count(subgraph.TensorsLength(), f"subgraph {index} tensors")
-        tensors = tuple(self._tensor(subgraph.Tensors(t), index, t, num_tensors) for t in range(num_tensors))
-
-        def checked(indices: tuple[int, ...], what: str, optional: bool) -> tuple[int, ...]:
-            for i in indices:
-                if not (0 <= i < num_tensors or (optional and i == -1)):
-                    raise ModelError(
-                        f"Invalid tensor index {i} in {what} of subgraph {index}. "
-                        f"The subgraph has {num_tensors} tensors"
-                    )
-            return indices
-
+        tensors = tuple(
+            self._tensor(
+                self._table(subgraph.Tensors(t), f"tensor {t} of subgraph {index}"), index, t, num_tensors
+            )
+            for t in range(num_tensors)
+        )
         self.where = f"subgraph {index} inputs/outputs"
-        inputs = checked(_int_tuple(subgraph, "Inputs"), "inputs", optional=False)
-        outputs = checked(_int_tuple(subgraph, "Outputs"), "outputs", optional=False)
+        inputs = _int_tuple(subgraph, "Inputs")
+        outputs = _int_tuple(subgraph, "Outputs")
         operators = []
         for o in range(self._count(subgraph.OperatorsLength(), f"subgraph {index} operators")):
             self.where = f"subgraph {index} operator {o}"
-            op = subgraph.Operators(o)
+            op = self._table(subgraph.Operators(o), self.where)
             opcode_index = op.OpcodeIndex()
-            if not 0 <= opcode_index < len(operator_codes):
-                raise ModelError(
-                    f"Operator {o} of subgraph {index} has opcode_index {opcode_index}, "
-                    f"but the model has {len(operator_codes)} operator codes."
-                )
-            where = f"operator {o} ({_op_label(operator_codes[opcode_index])})"
+            label = op_label(operator_codes[opcode_index]) if 0 <= opcode_index < len(operator_codes) else "?"
+            where = f"operator {o} ({label})"
             operators.append(
                 OperatorDescription(
                     opcode_index=opcode_index,
-                    inputs=checked(_int_tuple(op, "Inputs"), f"inputs of {where}", optional=True),
-                    outputs=checked(_int_tuple(op, "Outputs"), f"outputs of {where}", optional=True),
-                    intermediates=checked(
-                        _int_tuple(op, "Intermediates"), f"intermediates of {where}", optional=True
-                    ),
+                    inputs=_int_tuple(op, "Inputs"),
+                    outputs=_int_tuple(op, "Outputs"),
+                    intermediates=_int_tuple(op, "Intermediates"),
                     builtin_options=self._builtin_options(op, where),
                     custom_options=self._custom_options(op, where),
                 )
@@ -281,12 +293,17 @@ class _ModelReader:
     def _builtin_options(self, op: Any, where: str) -> Any:
         try:
             if op.BuiltinOptionsType():
-                return read_options(1, op.BuiltinOptionsType(), op.BuiltinOptions())
+                return read_options(1, op.BuiltinOptionsType(), self._union(op.BuiltinOptions(), where))
             if op.BuiltinOptions2Type():
-                return read_options(2, op.BuiltinOptions2Type(), op.BuiltinOptions2())
+                return read_options(2, op.BuiltinOptions2Type(), self._union(op.BuiltinOptions2(), where))
         except ValueError as e:
             raise ModelError(f"Invalid builtin options of {where}: {e}") from None
         return None
+
+    def _union(self, table: Any, where: str) -> Any:
+        if table is not None:
+            check_table(self.buffer, table.Pos, self.size, f"builtin options of {where}", self.vtables)
+        return table
 
     def _custom_options(self, op: Any, where: str) -> bytes | None:
         if not op.CustomOptionsIsNone():
@@ -294,7 +311,10 @@ class _ModelReader:
         offset, size = op.LargeCustomOptionsOffset(), op.LargeCustomOptionsSize()
         if offset > 1:
             if offset + size > self.size:
-                raise ModelError(f"Custom options of {where} are out of bounds of the file.")
+                raise ModelError(
+                    f"Custom options of {where} are out of bounds of the file: {offset} + size {size} is past "
+                    f"the end of the {self.size}-byte file."
+                )
             return bytes(self.buffer[offset : offset + size])
         return None
 
@@ -309,15 +329,13 @@ class _ModelReader:
         except ValueError:
             raise ModelError(f"{label} ({name!r}) has unknown type {tensor.Type()}.") from None
         shape = _int_tuple(tensor, "Shape")
-        if any(d < 0 for d in shape):
-            raise ModelError(f"{label} ({name!r}) has a negative dimension in shape {list(shape)}.")
         signature = None if tensor.ShapeSignatureIsNone() else _int_tuple(tensor, "ShapeSignature")
-        if signature is not None and (len(signature) != len(shape) or any(d < -1 for d in signature)):
-            raise ModelError(
-                f"{label} ({name!r}) has shape_signature {list(signature)} not matching shape {list(shape)}."
-            )
-        quantization = self._quantization(tensor.Quantization(), shape, label, num_tensors)
-        sparsity = self._sparsity(tensor.Sparsity(), label) if tensor.Sparsity() is not None else None
+        check_shape(f"{label} ({name!r})", shape, signature, self.limits)
+        quantization = self._quantization(
+            self._table(tensor.Quantization(), f"{label} quantization"), shape, label, num_tensors
+        )
+        sparsity_table = self._table(tensor.Sparsity(), f"{label} sparsity")
+        sparsity = self._sparsity(sparsity_table, label) if sparsity_table is not None else None
         data = None
         raw = self._buffer_bytes(tensor.Buffer(), label) if tensor.Buffer() != 0 else None
         if raw is not None and raw.size > 0:
@@ -344,12 +362,7 @@ class _ModelReader:
         dtype = storage_dtype(tensor_type)
         if sparse:  # the stored values of a sparse constant; DENSIFY expands them
             return raw[: raw.size - raw.size % dtype.itemsize].view(dtype)
-        needed = bytes_required(tensor_type, shape)
-        if raw.size < needed:
-            raise ModelError(
-                f"{label} is invalidly specified in schema: its buffer holds {raw.size} bytes but "
-                f"{tensor_type.name}{list(shape)} needs {needed}."
-            )
+        needed = check_constant_size(label, tensor_type, shape, raw.size)
         return raw[:needed].view(dtype).reshape(stored_shape(tensor_type, shape))
 
     def _quantization(self, params: Any, shape: tuple[int, ...], label: str, num_tensors: int):
@@ -357,7 +370,11 @@ class _ModelReader:
             return None
         details_type = params.DetailsType()
         if details_type == _BLOCKWISE_QUANTIZATION:
-            scales, zero_points, block_size = _int32_fields(params.Details(), count=3)
+            details = params.Details()
+            if details is None:
+                raise ModelError(f"{label} has blockwise quantization without its details table.")
+            check_table(self.buffer, details.Pos, self.size, f"{label} blockwise quantization")
+            scales, zero_points, block_size = _int32_fields(details, count=3)
             for tensor_index, what in ((scales, "scales"), (zero_points, "zero_points")):
                 if not (0 <= tensor_index < num_tensors or (what == "zero_points" and tensor_index == -1)):
                     raise ModelError(
@@ -392,7 +409,7 @@ class _ModelReader:
             raise ModelError(f"{label} has invalid sparsity parameters.")
         dims = []
         for i in range(self._count(sparsity.DimMetadataLength(), "dim_metadata")):
-            meta = sparsity.DimMetadata(i)
+            meta = self._table(sparsity.DimMetadata(i), f"{label} dim_metadata {i}")
             try:
                 dim_format = DimensionType(meta.Format())
             except ValueError:
@@ -400,45 +417,49 @@ class _ModelReader:
             if dim_format == DimensionType.DENSE:
                 dims.append(DimensionMetadata(dim_format, dense_size=meta.DenseSize()))
             else:
-                segments = _sparse_index_vector(meta.ArraySegmentsType(), meta.ArraySegments())
-                indices = _sparse_index_vector(meta.ArrayIndicesType(), meta.ArrayIndices())
+                segments = self._sparse_index_vector(meta.ArraySegmentsType(), meta.ArraySegments(), label)
+                indices = self._sparse_index_vector(meta.ArrayIndicesType(), meta.ArrayIndices(), label)
                 if segments is None or indices is None:
                     raise ModelError(f"{label}: the {i}th sparse dimension has invalid parameters.")
                 dims.append(DimensionMetadata(dim_format, array_segments=segments, array_indices=indices))
         block_map = None if sparsity.BlockMapIsNone() else _int_tuple(sparsity, "BlockMap")
         return SparsityParameters(_int_tuple(sparsity, "TraversalOrder"), block_map, tuple(dims))
 
+    def _sparse_index_vector(self, vector_type: int, table: Any, label: str) -> np.ndarray | None:
+        """SparseIndexVector union: Int32Vector (1), Uint16Vector (2) or Uint8Vector (3) -> int32 array."""
+        dtypes = {1: np.int32, 2: np.uint16, 3: np.uint8}
+        if vector_type not in dtypes or table is None:
+            return None
+        check_table(self.buffer, table.Pos, self.size, f"{label} sparse index vector")
+        values = flatbuffers.table.Table(table.Bytes, table.Pos)
+        offset = values.Offset(4)
+        if offset == 0:
+            return np.zeros(0, np.int32)
+        start, dtype = values.Vector(offset), np.dtype(dtypes[vector_type])
+        count = check_vector(
+            start, values.VectorLen(offset), dtype.itemsize, self.size, f"{label} sparse index"
+        )
+        return np.frombuffer(values.Bytes, dtype, count, start).astype(np.int32)
+
     # --- signatures ----------------------------------------------------------------------------
 
-    def _signature(self, index: int, subgraphs: tuple[SubgraphDescription, ...]) -> SignatureDescription:
+    def _signature(self, index: int) -> SignatureDescription:
         self.where = f"signature def {index}"
-        signature = self.model.SignatureDefs(index)
+        signature = self._table(self.model.SignatureDefs(index), f"signature def {index}")
         if signature.SignatureKey() is None:
             raise ModelError("Missing exported method name for SignatureDef")
         key = _string(signature.SignatureKey())
-        subgraph_index = signature.SubgraphIndex()
-        if not 0 <= subgraph_index < len(subgraphs):
-            raise ModelError(
-                f"SignatureDef {key!r} refers to subgraph {subgraph_index}, but the model has {len(subgraphs)}."
-            )
-        num_tensors = len(subgraphs[subgraph_index].tensors)
 
         def tensor_map(length: int, get) -> dict[str, int]:
             result = {}
             for i in range(self._count(length, "signature tensor map")):
-                entry = get(i)
-                tensor_index = entry.TensorIndex()
-                if not 0 <= tensor_index < num_tensors:
-                    raise ModelError(
-                        f"SignatureDef {key!r} maps {_string(entry.Name())!r} to tensor {tensor_index}, but "
-                        f"subgraph {subgraph_index} has {num_tensors} tensors."
-                    )
-                result[_string(entry.Name())] = tensor_index
+                entry = self._table(get(i), f"signature def {index} tensor map {i}")
+                result[_string(entry.Name())] = entry.TensorIndex()
             return result
 
         return SignatureDescription(
             key,
-            subgraph_index,
+            signature.SubgraphIndex(),
             tensor_map(signature.InputsLength(), signature.Inputs),
             tensor_map(signature.OutputsLength(), signature.Outputs),
         )
@@ -452,25 +473,3 @@ def _int32_fields(table: Any, count: int) -> list[int]:
         offset = table.Offset(4 + 2 * slot)
         values.append(table.Get(flatbuffers.number_types.Int32Flags, table.Pos + offset) if offset else 0)
     return values
-
-
-def _sparse_index_vector(vector_type: int, table: Any) -> np.ndarray | None:
-    """SparseIndexVector union: Int32Vector (1), Uint16Vector (2) or Uint8Vector (3) -> int32 array."""
-    dtypes = {1: np.int32, 2: np.uint16, 3: np.uint8}
-    if vector_type not in dtypes or table is None:
-        return None
-    values = flatbuffers.table.Table(table.Bytes, table.Pos)
-    offset = values.Offset(4)
-    if offset == 0:
-        return np.zeros(0, np.int32)
-    count = values.VectorLen(offset)
-    return np.frombuffer(values.Bytes, dtypes[vector_type], count, values.Vector(offset)).astype(np.int32)
-
-
-def _op_label(code: OperatorCodeDescription) -> str:
-    if code.builtin_code == BuiltinOperator.CUSTOM:
-        return code.custom_code or "CUSTOM"
-    try:
-        return BuiltinOperator(code.builtin_code).name
-    except ValueError:
-        return f"builtin {code.builtin_code}"

@@ -183,12 +183,20 @@ def while_prepare(context, node):
 
 def while_invoke(context, node):
     condition, body, dynamic = node.user_data
+    limits = context.subgraph.limits
+    limit = None if limits is None else limits.max_while_iterations  # None: unbounded, as TFLite
     values = _values(context, node.inputs)
+    iterations = 0
     while True:
         (keep_going,) = run_subgraph(condition, values)
         _check_condition(condition.tensors[condition.outputs[0]])
         if not keep_going.reshape(-1)[0]:
             break
+        ensure(
+            limit is None or iterations < limit,
+            f"WHILE ran {iterations} iterations, the limit (Limits.max_while_iterations) is {limit}",
+        )
+        iterations += 1
         values = run_subgraph(body, values)
     write_outputs(context, node, values, dynamic)
 

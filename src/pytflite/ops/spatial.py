@@ -360,8 +360,9 @@ def _resize_prepare(op_name: str, types, make_plan, reference: bool):
             ensure(requested[0] > 0 and requested[1] > 0, "RESIZE_BILINEAR size must be positive")
         else:
             ensure(min(requested) >= 0, "RESIZE_NEAREST_NEIGHBOR size must not be negative")
-        data.plan = make_plan(source.shape, requested, options, source.type, reference)
+        # resize first: the runtime's size limit then refuses a huge output before its plan is built
         context.resize_tensor(output, (source.shape[0], *requested, source.shape[3]))
+        data.plan = make_plan(source.shape, requested, options, source.type, reference)
 
     return prepare
 

@@ -1,0 +1,109 @@
+"""One fuzz case: load a model, allocate, feed random inputs, invoke; classify what happened.
+
+Only pytflite's own errors are acceptable failures: a ModelError at load, an InterpreterError or
+KernelError at allocate/invoke, an InvalidArgumentError from the API. Anything else (IndexError,
+KeyError, struct.error, MemoryError, a bare ValueError...) is a crash; a case running past its time
+limit is a hang.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import traceback
+from dataclasses import dataclass
+
+import numpy as np
+
+import pytflite
+from pytflite.errors import InterpreterError, InvalidArgumentError, KernelError, ModelError
+
+ACCEPTED = (ModelError, InterpreterError, KernelError, InvalidArgumentError)
+
+# Small caps keep every case cheap: a mutated shape cannot ask for gigabytes or loop forever.
+FUZZ_LIMITS = pytflite.Limits(
+    max_bytes=16 << 20, max_elements=4 << 20, max_call_depth=16, max_while_iterations=200
+)
+_MAX_INPUT_ELEMENTS = 1 << 20
+
+
+class CaseTimeout(BaseException):
+    """Raised by the alarm; a BaseException, so no kernel's `except Exception` can swallow it."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    kind: str  # "ok", "rejected" (a pytflite error), "crash" or "hang"
+    stage: str  # "load", "allocate", "inputs", "invoke" or "done"
+    detail: str = ""
+
+
+def random_inputs(interpreter: pytflite.Interpreter, rng: np.random.Generator) -> None:
+    """Fill every input with values of its type and current shape (small ints: they are often indices)."""
+    for detail in interpreter.get_input_details():
+        shape, dtype = tuple(int(d) for d in detail["shape"]), np.dtype(detail["dtype"])
+        if np.prod(shape, dtype=np.int64) > _MAX_INPUT_ELEMENTS:
+            continue
+        if dtype.kind == "f":
+            value = rng.standard_normal(shape).astype(dtype)
+        elif dtype.kind in "iu":
+            info = np.iinfo(dtype)
+            value = rng.integers(max(info.min, -4), min(info.max, 8), size=shape, endpoint=True).astype(dtype)
+        elif dtype.kind == "b":
+            value = rng.integers(0, 2, size=shape).astype(bool)
+        elif dtype.kind == "c":
+            value = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+        elif dtype.kind in "SO":
+            value = np.array([b"ab", b"", b"xyz"] * (int(np.prod(shape)) // 3 + 1), dtype=object)
+            value = value[: int(np.prod(shape))].reshape(shape)
+        else:
+            continue
+        interpreter.set_tensor(detail["index"], value)
+
+
+def run_model(model: bytes, seed: int, limits: pytflite.Limits = FUZZ_LIMITS) -> Outcome:
+    """Load, allocate, set random inputs and invoke (twice: the second run takes the fast path)."""
+    stage = "load"
+    try:
+        interpreter = pytflite.Interpreter(model_content=model, limits=limits)
+        stage = "allocate"
+        interpreter.allocate_tensors()
+        stage = "inputs"
+        rng = np.random.default_rng(seed)
+        random_inputs(interpreter, rng)
+        stage = "invoke"
+        interpreter.invoke()
+        interpreter.invoke()
+        for detail in interpreter.get_output_details():
+            interpreter.get_tensor(detail["index"])
+        return Outcome("ok", "done")
+    except ACCEPTED as error:
+        return Outcome("rejected", stage, f"{type(error).__name__}: {str(error)[:200]}")
+    except CaseTimeout:
+        raise
+    except Exception as error:  # the point: anything else is a bug to report
+        return Outcome("crash", stage, "".join(traceback.format_exception(error))[-3000:])
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float):
+    """Raise CaseTimeout in the main thread after `seconds` (SIGALRM; Unix)."""
+
+    def expire(signum, frame):
+        raise CaseTimeout()
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def run_case_with_timeout(model: bytes, seed: int, seconds: float) -> Outcome:
+    try:
+        with time_limit(seconds):
+            return run_model(model, seed)
+    except CaseTimeout:
+        return Outcome("hang", "timeout", f"over {seconds} s")

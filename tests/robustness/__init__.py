@@ -1,0 +1,1 @@
+"""Hostile models and bad input: the load-time verifier, API validation, concurrency and fuzzing."""
