@@ -140,28 +140,7 @@ def _plain_models() -> list[str]:
     )
 
 
-# Models whose outputs are known to differ from LiteRT's beyond the tolerance, with the reason. Strict: a
-# model that starts matching fails here until it is removed from this list.
-_KNOWN_DIFFERENCES = {
-    "mobilenet_v2_dynamic": (
-        "its float CONV_2D/DEPTHWISE layers sum in BLAS order, 1e-7 off LiteRT's sequential float32 sums; "
-        "the hybrid layers after them quantize their input per batch, which turns a value on a rounding "
-        "boundary into a one-step (7e-4 relative) difference. Every hybrid op is bit-exact given "
-        "LiteRT's inputs."
-    ),
-}
-
-
-def _with_known_differences(names: list[str]) -> list:
-    return [
-        pytest.param(n, marks=pytest.mark.xfail(reason=_KNOWN_DIFFERENCES[n], strict=True))
-        if n in _KNOWN_DIFFERENCES
-        else n
-        for n in names
-    ]
-
-
-@pytest.mark.parametrize("name", _with_known_differences(_plain_models()))
+@pytest.mark.parametrize("name", _plain_models())
 def test_outputs_match_litert(name):
     _skip_if_missing(name)
     data = np.load(CORPUS / MODELS[name]["npz"])

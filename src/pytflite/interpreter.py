@@ -41,6 +41,7 @@ from .model.control_dependencies import METADATA_KEY as CONTROL_DEPENDENCIES_KEY
 from .model.control_dependencies import parse_control_dependencies
 from .model.reader import ModelDescription, open_model_file, read_model
 from .model.verifier import DEFAULT_LIMITS, Limits
+from .ops.quant.hybrid_inputs import has_hybrid_op
 from .ops.resolver import BuiltinOpResolver, BuiltinRefOpResolver, OpResolver
 
 _REFERENCE_TO_INTERNAL_DATA = """There is at least 1 reference to internal data
@@ -97,7 +98,13 @@ class Interpreter:
         *,
         op_resolver: OpResolver | None = None,
         limits: Limits | None = None,
+        experimental_exact_float_summation: bool | None = None,
     ):
+        """`experimental_exact_float_summation` (a pytflite extra): True makes the float CONV_2D and
+        DEPTHWISE_CONV_2D kernels sum in LiteRT's order, bit-exact but slower; False keeps the fast
+        BLAS order (~1e-7 relative off); None (default) decides per subgraph: exact where the subgraph
+        has a hybrid op (float32 activations meeting int8 weights), whose per-batch input quantization
+        turns those 1e-7 into whole quantization steps. See Context.exact_float_summation."""
         resolver = op_resolver if op_resolver is not None else _resolver_for(experimental_op_resolver_type)
         if num_threads is not None:
             if not isinstance(num_threads, int):
@@ -130,6 +137,11 @@ class Interpreter:
         for index, subgraph in enumerate(self._subgraphs):
             subgraph.limits = self._limits
             subgraph.context.recommended_num_threads = int(num_threads or 1)
+            subgraph.context.exact_float_summation = (
+                has_hybrid_op(subgraph)
+                if experimental_exact_float_summation is None
+                else bool(experimental_exact_float_summation)
+            )
             subgraph.disable_delegate_clustering = bool(experimental_disable_delegate_clustering)
             subgraph.disable_delegate_node_fusion = bool(experimental_disable_delegate_node_fusion)
             if control_dependencies is not None:

@@ -16,7 +16,14 @@ from pytflite import BuiltinOperator as Op
 from pytflite import TensorType as T
 from pytflite.core.quantization import AffineQuantization
 from pytflite.model.builder import ModelBuilder
-from tests.oracle import assert_matches, compare_with_litert, litert, litert_interpreter, requires_litert
+from tests.oracle import (
+    assert_matches,
+    compare_with_litert,
+    litert,
+    litert_interpreter,
+    requires_litert,
+    run,
+)
 from tests.single_op import Operand, SingleOpModel
 
 pytestmark = requires_litert
@@ -581,8 +588,6 @@ def test_resizing_the_batch_replans_every_kernel():
     )
     builder.add_output(pointwise)
     model = builder.build()
-    from tests.oracle import litert_interpreter, run
-
     ours, theirs = pytflite.Interpreter(model_content=model), litert_interpreter(model)
     for batch in (1, 3, 2):
         feed = rng.standard_normal([batch, 8, 8, 3]).astype(np.float32)
@@ -1157,3 +1162,318 @@ def test_hybrid_conv2d_runtime_filter_keeps_first_row_sums():
     ]
     model, _ = SingleOpModel(Op.CONV_2D, operands, [T.FLOAT32], {"stride_h": 1, "stride_w": 1}).build()
     _compare_invokes(model, [[x, first], [x, second], [2 * x, second]])
+
+
+# --- LiteRT's summation order (experimental_exact_float_summation): bit-identical float outputs -----------
+#
+# Forced on, the float CONV_2D and DEPTHWISE_CONV_2D must equal LiteRT's outputs bit for bit (not within
+# 1e-5): each sum in the order of the kernel LiteRT runs (Eigen's blocked product, matrix-vector, dot and
+# coefficient-wise products for the optimized CONV_2D; window order for its reference and grouped kernels;
+# bias first or last for DEPTHWISE_CONV_2D). Inputs span many magnitudes, where another order shows.
+
+
+def _spread(rng, shape) -> np.ndarray:
+    return (rng.standard_normal(shape) * 2.0 ** rng.integers(-6, 7, shape)).astype(np.float32)
+
+
+def _exact_outputs(model: bytes, feeds, resolver: str = RESOLVERS[0], exact: bool | None = True):
+    kind = getattr(litert.OpResolverType, resolver)
+    ours = pytflite.Interpreter(
+        model_content=model, experimental_op_resolver_type=kind, experimental_exact_float_summation=exact
+    )
+    return run(ours, feeds), run(litert_interpreter(model, experimental_op_resolver_type=kind), feeds)
+
+
+def _assert_identical(model: bytes, feeds, resolver: str = RESOLVERS[0]) -> None:
+    ours, theirs = _exact_outputs(model, feeds, resolver)
+    for a, b in zip(ours, theirs):
+        np.testing.assert_array_equal(a, b, err_msg=f"exact summation ({resolver})")
+
+
+def _conv_model(
+    rng,
+    batch,
+    size,
+    kernel,
+    in_channels,
+    out_channels,
+    groups=1,
+    strides=(1, 1),
+    dilation=(1, 1),
+    padding="SAME",
+    activation="NONE",
+    constant_filter=True,
+):
+    x = _spread(rng, [batch, *size, in_channels])
+    w = _spread(rng, [out_channels, *kernel, in_channels // groups])
+    b = _spread(rng, [out_channels])
+    options = {
+        "padding": padding,
+        "stride_h": strides[0],
+        "stride_w": strides[1],
+        "dilation_h_factor": dilation[0],
+        "dilation_w_factor": dilation[1],
+        "fused_activation_function": activation,
+    }
+    operands = [Operand(x), Operand(w, constant=constant_filter), Operand(b, constant=True)]
+    return SingleOpModel(Op.CONV_2D, operands, [T.FLOAT32], options).build()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    batch=st.integers(1, 2),
+    size=st.tuples(st.integers(1, 8), st.integers(1, 8)),
+    kernel=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+    groups=st.sampled_from([1, 1, 1, 2]),
+    in_per_group=st.integers(1, 40),
+    out_channels=st.integers(1, 21),
+    strides=st.tuples(st.integers(1, 2), st.integers(1, 2)),
+    dilation=st.tuples(st.integers(1, 2), st.integers(1, 2)),
+    padding=st.sampled_from(["SAME", "VALID"]),
+    activation=st.sampled_from(ACTIVATIONS),
+    constant_filter=st.booleans(),
+    resolver=st.sampled_from(RESOLVERS),
+    seed=st.integers(0, 2**16),
+)
+def test_conv2d_exact_summation_is_bit_identical(
+    batch,
+    size,
+    kernel,
+    groups,
+    in_per_group,
+    out_channels,
+    strides,
+    dilation,
+    padding,
+    activation,
+    constant_filter,
+    resolver,
+    seed,
+):
+    if any(_valid_out(size[i], kernel[i], strides[i], dilation[i]) <= 0 for i in range(2)):
+        return
+    out_channels = out_channels // groups * groups or groups
+    rng = np.random.default_rng(seed)
+    model, feeds = _conv_model(
+        rng,
+        batch,
+        size,
+        kernel,
+        groups * in_per_group,
+        out_channels,
+        groups,
+        strides,
+        dilation,
+        padding,
+        activation,
+        constant_filter,
+    )
+    _assert_identical(model, feeds, resolver)
+
+
+@pytest.mark.parametrize(
+    "batch, size, kernel, in_channels, out_channels",
+    [
+        ((1, (1, 1), (1, 1), 40, 13)),  # one pixel: Eigen's matrix-vector product
+        ((1, (3, 5), (1, 1), 37, 1)),  # one output channel: the same, over pixels
+        ((1, (1, 1), (1, 1), 75, 1)),  # one of each: Eigen's dot product (four packets)
+        ((1, (2, 2), (1, 1), 13, 2)),  # K + O + P < 20: Eigen's coefficient-wise product
+        ((2, (3, 5), (2, 2), 11, 13)),  # 8 channels in order, 4 by even and odd k, 1 by k % 4
+        ((1, (4, 5), (3, 3), 90, 12)),  # K = 810: two depth blocks (L1 cache blocking)
+        ((1, (2, 5), (1, 1), 1500, 9)),  # K = 1500: three depth blocks
+        ((1, (24, 24), (1, 1), 8, 48)),  # mobilenet_v2_dynamic's layers
+        ((1, (96, 96), (3, 3), 3, 16)),
+    ],
+)
+@pytest.mark.parametrize("resolver", RESOLVERS)
+def test_conv2d_exact_summation_follows_eigen_kernels(
+    batch, size, kernel, in_channels, out_channels, resolver
+):
+    rng = np.random.default_rng(in_channels)
+    strides = (2, 2) if size == (96, 96) else (1, 1)
+    model, feeds = _conv_model(rng, batch, size, kernel, in_channels, out_channels, strides=strides)
+    _assert_identical(model, feeds, resolver)
+
+
+def test_conv2d_exact_summation_differs_from_the_fast_path():
+    """The inputs above do tell the orders apart: the default (BLAS) path is not bit-identical."""
+    rng = np.random.default_rng(3)
+    model, feeds = _conv_model(rng, 1, (8, 8), (3, 3), 40, 16)
+    ours, theirs = _exact_outputs(model, feeds, exact=False)
+    assert not np.array_equal(ours[0], theirs[0])
+    assert_matches(ours[0], theirs[0])
+
+
+@pytest.mark.parametrize(
+    "size, kernel, in_channels, out_channels, groups",
+    [((5, 6), (3, 3), 20, 13, 1), ((1, 1), (1, 1), 30, 1, 1), ((4, 4), (2, 2), 12, 6, 2)],
+)
+def test_conv2d_exact_summation_without_a_sequential_einsum(
+    monkeypatch, size, kernel, in_channels, out_channels, groups
+):
+    """Where NumPy's einsum would not sum in order, products and an ordered reduction take over."""
+    from pytflite.ops import conv
+
+    monkeypatch.setattr(conv, "_einsum_is_sequential", lambda: False)
+    rng = np.random.default_rng(5)
+    model, feeds = _conv_model(rng, 2, size, kernel, in_channels, out_channels, groups)
+    for resolver in RESOLVERS:
+        _assert_identical(model, feeds, resolver)
+
+
+def _depthwise_model(
+    rng,
+    batch,
+    size,
+    kernel,
+    channels,
+    multiplier,
+    strides=(1, 1),
+    dilation=(1, 1),
+    padding="SAME",
+    activation="NONE",
+    constant_filter=True,
+    bias="constant",
+):
+    x = _spread(rng, [batch, *size, channels])
+    w = _spread(rng, [1, *kernel, channels * multiplier])
+    operands = [Operand(x), Operand(w, constant=constant_filter)]
+    if bias is not None:
+        operands.append(Operand(_spread(rng, [channels * multiplier]), constant=bias == "constant"))
+    options = _depthwise_options(padding, strides, dilation, multiplier, activation)
+    return SingleOpModel(Op.DEPTHWISE_CONV_2D, operands, [T.FLOAT32], options, version=2).build()
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    batch=st.integers(1, 2),
+    size=st.tuples(st.integers(1, 9), st.integers(1, 9)),
+    kernel=st.tuples(st.integers(1, 4), st.integers(1, 4)),
+    channels=st.integers(1, 20),
+    multiplier=st.sampled_from([1, 1, 2, 3]),
+    strides=st.tuples(st.integers(1, 3), st.integers(1, 3)),
+    dilation=st.tuples(st.integers(1, 2), st.integers(1, 2)),
+    padding=st.sampled_from(["SAME", "VALID"]),
+    activation=st.sampled_from(ACTIVATIONS),
+    constant_filter=st.booleans(),
+    bias=st.sampled_from(["constant", "runtime", None]),
+    resolver=st.sampled_from(RESOLVERS),
+    seed=st.integers(0, 2**16),
+)
+def test_depthwise_conv2d_exact_summation_is_bit_identical(
+    batch,
+    size,
+    kernel,
+    channels,
+    multiplier,
+    strides,
+    dilation,
+    padding,
+    activation,
+    constant_filter,
+    bias,
+    resolver,
+    seed,
+):
+    if any(_valid_out(size[i], kernel[i], strides[i], dilation[i]) <= 0 for i in range(2)):
+        return
+    if bias is None:
+        resolver = "BUILTIN_REF"  # LiteRT's optimized kernel crashes without a bias
+    rng = np.random.default_rng(seed)
+    model, feeds = _depthwise_model(
+        rng,
+        batch,
+        size,
+        kernel,
+        channels,
+        multiplier,
+        strides,
+        dilation,
+        padding,
+        activation,
+        constant_filter,
+        bias,
+    )
+    _assert_identical(model, feeds, resolver)
+
+
+@pytest.mark.parametrize("resolver", RESOLVERS)
+def test_depthwise_conv2d_exact_summation_in_row_batches(monkeypatch, resolver):
+    """Large outputs are summed a few output rows at a time (here, one or two)."""
+    from pytflite.ops import conv
+
+    rng = np.random.default_rng(9)
+    monkeypatch.setattr(conv, "_TERMS_AT_ONCE", 10 * 2 * 48 * 2)
+    model, feeds = _depthwise_model(rng, 2, (11, 12), (3, 3), 16, 1, strides=(1, 1))
+    _assert_identical(model, feeds, resolver)
+    if resolver == RESOLVERS[0]:  # the fast path adds the bias last, as only the reference kernel does
+        ours, theirs = _exact_outputs(model, feeds, resolver, exact=False)
+        assert not np.array_equal(ours[0], theirs[0])
+
+
+def _hybrid_network(hybrid: bool) -> bytes:
+    """A float CONV_2D, then a DEPTHWISE_CONV_2D, then a CONV_2D with int8 weights (hybrid) or float."""
+    rng = np.random.default_rng(2)
+    builder = ModelBuilder()
+    x = builder.add_input("x", T.FLOAT32, [1, 8, 8, 3])
+
+    def const(name, value, **kwargs):
+        return builder.add_tensor(name, kwargs.pop("type", T.FLOAT32), value.shape, data=value, **kwargs)
+
+    conv = builder.add_tensor("conv", T.FLOAT32, [1])
+    builder.add_operator(
+        Op.CONV_2D,
+        [x, const("w1", _spread(rng, [8, 3, 3, 3])), const("b1", _spread(rng, [8]))],
+        [conv],
+        {"padding": "SAME", "stride_h": 1, "stride_w": 1},
+    )
+    depthwise = builder.add_tensor("depthwise", T.FLOAT32, [1])
+    builder.add_operator(
+        Op.DEPTHWISE_CONV_2D,
+        [conv, const("w2", _spread(rng, [1, 3, 3, 8])), const("b2", _spread(rng, [8]))],
+        [depthwise],
+        {"padding": "SAME", "stride_h": 1, "stride_w": 1, "depth_multiplier": 1},
+    )
+    if hybrid:
+        w3 = const(
+            "w3",
+            rng.integers(-127, 128, [4, 1, 1, 8]).astype(np.int8),
+            type=T.INT8,
+            quantization=_affine(rng.uniform(0.01, 0.02, 4), axis=0, zero_points=np.zeros(4, np.int64)),
+        )
+    else:
+        w3 = const("w3", _spread(rng, [4, 1, 1, 8]))
+    out = builder.add_tensor("out", T.FLOAT32, [1])
+    builder.add_operator(
+        Op.CONV_2D,
+        [depthwise, w3, const("b3", _spread(rng, [4]))],
+        [out],
+        {"padding": "SAME", "stride_h": 1, "stride_w": 1},
+    )
+    builder.add_output(out)
+    return builder.build()
+
+
+def _float_kernels_exact(interpreter) -> tuple[bool, bool]:
+    """Whether the float CONV_2D and DEPTHWISE_CONV_2D (the first two nodes) planned the exact sums."""
+    subgraph = interpreter.subgraphs[0]
+    conv, depthwise = (subgraph.nodes[i][0].user_data for i in subgraph.execution_plan[:2])
+    return conv.mode == "exact", depthwise.exact
+
+
+@pytest.mark.parametrize(
+    "hybrid, forced, exact",
+    [(True, None, True), (False, None, False), (True, False, False), (False, True, True)],
+)
+def test_exact_summation_is_chosen_where_a_hybrid_op_follows(hybrid, forced, exact):
+    model = _hybrid_network(hybrid)
+    interpreter = pytflite.Interpreter(model_content=model, experimental_exact_float_summation=forced)
+    interpreter.allocate_tensors()
+    assert interpreter.subgraphs[0].context.exact_float_summation is exact
+    assert _float_kernels_exact(interpreter) == (exact, exact)
+    feed = _spread(np.random.default_rng(4), [1, 8, 8, 3])
+    ours, theirs = run(interpreter, [feed])[0], run(litert_interpreter(model), [feed])[0]
+    if exact:
+        np.testing.assert_array_equal(ours, theirs)
+    elif not hybrid:  # (a hybrid op after the fast path may land one quantization step off)
+        assert_matches(ours, theirs)
