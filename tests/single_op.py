@@ -71,10 +71,11 @@ class SingleOpModel:
         builder.add_operator(self.op, indices, outputs, self.options, version=self.version)
         return builder.build(), feeds
 
-    def check(self, rtol: float = 1e-5) -> list[np.ndarray]:
-        """Run in LiteRT and pytflite; assert the outputs match; return pytflite's."""
+    def check(self, rtol: float = 1e-5, scale: float | None = None) -> list[np.ndarray]:
+        """Run in LiteRT and pytflite; assert the outputs match (floats within `rtol` of the outputs'
+        magnitude, or of `scale`); return pytflite's."""
         model, feeds = self.build()
-        return compare_with_litert(model, feeds, rtol=rtol)
+        return compare_with_litert(model, feeds, rtol=rtol, scale=scale)
 
     def fails(self, message: str) -> None:
         """pytflite refuses the model with `message` (at allocation or invocation)."""
