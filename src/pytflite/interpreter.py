@@ -153,6 +153,10 @@ class Interpreter:
         for delegate in experimental_delegates or []:
             self.modify_graph_with_delegate(delegate)
         self._signature_defs = self.get_signature_list()
+        if os.environ.get("PYTFLITE_DEBUG"):  # print every node as it runs (tools/debug.py)
+            from .tools.debug import attach_from_env
+
+            attach_from_env(self)
 
     def __del__(self):
         for subgraph in getattr(self, "_subgraphs", ()):

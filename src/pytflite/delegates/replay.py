@@ -16,6 +16,8 @@ from ..core.delegate import DelegateFlags, SimpleDelegate, SimpleDelegateKernel
 from ..core.node import OPTIONAL_TENSOR, DelegateParams, Node, Registration
 from ..core.types import Status, storage_dtype, stored_shape
 
+_DELEGATE_PROFILED_OPERATOR_INVOKE_EVENT = 8  # Profiler EventType (pytflite.tools.profiler)
+
 
 class ReplayKernel(SimpleDelegateKernel):
     """Runs one partition's original nodes in order, on memory of its own for their internal tensors.
@@ -28,6 +30,8 @@ class ReplayKernel(SimpleDelegateKernel):
         self.steps = [context.get_node_and_registration(i) for i in params.nodes_to_replace]
         produced = {t for node, _ in self.steps for t in node.outputs if t != OPTIONAL_TENSOR}
         self.internal = sorted(produced - set(params.output_tensors))
+        flags = DelegateFlags(params.delegate.flags) if params.delegate is not None else DelegateFlags.NONE
+        self.per_operator_profiling = bool(flags & DelegateFlags.PER_OPERATOR_PROFILING)
         return None
 
     def prepare(self, context: Context, node: Node) -> Status | None:
@@ -45,8 +49,21 @@ class ReplayKernel(SimpleDelegateKernel):
         return None
 
     def eval(self, context: Context, node: Node) -> Status | None:
+        profiler = context.profiler if self.per_operator_profiling else None
         for inner, registration in self.steps:
-            status = registration.invoke(context, inner)
+            if profiler is None:
+                status = registration.invoke(context, inner)
+            else:  # the delegate asked to report its ops one by one (PER_OPERATOR_PROFILING)
+                handle = profiler.begin_event(
+                    registration.op_name,
+                    _DELEGATE_PROFILED_OPERATOR_INVOKE_EVENT,
+                    inner.index,
+                    context.subgraph.index,
+                )
+                try:
+                    status = registration.invoke(context, inner)
+                finally:
+                    profiler.end_event(handle)
             if status not in (None, Status.OK):
                 return status
         return None

@@ -1,0 +1,160 @@
+"""What every command does first: build an Interpreter from a model path plus the user's Python code —
+custom ops (`--custom-ops ops.py`) and delegates (`--delegate module:Factory`).
+
+A custom-ops module exposes `register(resolver)`, which adds its ops to a MutableOpResolver that
+already holds the builtins. A delegate spec names a module (dotted name, or a path to a .py file) and a
+factory in it, called with the `--delegate-option key=value` pairs (values read as Python literals);
+`replay:OP,OP` is the built-in ReplayDelegate claiming those builtin ops, handy to preview partitions.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.util
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..core.delegate import Delegate
+from ..core.types import BuiltinOperator
+from ..interpreter import Interpreter
+from ..ops.resolver import BuiltinOpResolver, MutableOpResolver
+
+
+class ToolError(Exception):
+    """A user mistake the CLI reports in one line (bad path, bad spec), without a traceback."""
+
+
+def import_module_from(spec: str) -> Any:
+    """A module by dotted name, or from a `.py` file path."""
+    if spec.endswith(".py") or "/" in spec or "\\" in spec:
+        path = Path(spec)
+        if not path.is_file():
+            raise ToolError(f"no such Python file: {spec}")
+        name = f"_pytflite_user_{path.stem}_{abs(hash(str(path.resolve())))}"
+        module_spec = importlib.util.spec_from_file_location(name, path)
+        if module_spec is None or module_spec.loader is None:
+            raise ToolError(f"cannot import {spec}")
+        module = importlib.util.module_from_spec(module_spec)
+        sys.modules[name] = module  # dataclasses and pickling look modules up by name
+        module_spec.loader.exec_module(module)
+        return module
+    try:
+        return importlib.import_module(spec)
+    except ImportError as error:
+        raise ToolError(f"cannot import module {spec}: {error}") from None
+
+
+def op_resolver(custom_ops: Sequence[str] = ()) -> MutableOpResolver | None:
+    """The builtins plus the ops each custom-ops module's `register(resolver)` adds (None: builtins only)."""
+    if not custom_ops:
+        return None
+    resolver = MutableOpResolver()
+    resolver.add_all(BuiltinOpResolver())
+    for spec in custom_ops:
+        module = import_module_from(spec)
+        register = getattr(module, "register", None)
+        if not callable(register):
+            raise ToolError(f"{spec} has no register(resolver) function")
+        register(resolver)
+    return resolver
+
+
+def parse_options(pairs: Sequence[str]) -> dict[str, Any]:
+    """`key=value` strings as keyword arguments; values are Python literals when they parse as one."""
+    options = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.isidentifier():
+            raise ToolError(f"delegate option {pair!r} is not key=value")
+        try:
+            options[key] = ast.literal_eval(value)
+        except (ValueError, SyntaxError):
+            options[key] = value
+    return options
+
+
+def _builtin_ops(names: str) -> list[int]:
+    ops = []
+    for name in filter(None, (n.strip() for n in names.split(","))):
+        try:
+            ops.append(BuiltinOperator[name.upper()])
+        except KeyError:
+            raise ToolError(f"unknown builtin operator {name!r}") from None
+    return ops
+
+
+def load_delegate(spec: str, options: dict[str, Any] | None = None) -> Delegate:
+    """A delegate from `module:Factory`, `path/to/file.py:Factory` or `replay:OP,OP,...`."""
+    options = dict(options or {})
+    module_name, sep, attribute = spec.rpartition(":")
+    if not sep or not module_name or not attribute:
+        raise ToolError(f"delegate spec {spec!r} is not module:Factory")
+    if module_name == "replay":
+        from ..delegates.replay import ReplayDelegate
+
+        return ReplayDelegate(ops=_builtin_ops(attribute), **options)
+    module = import_module_from(module_name)
+    factory = getattr(module, attribute, None)
+    if factory is None:
+        raise ToolError(f"{module_name} has no attribute {attribute}")
+    if isinstance(factory, Delegate):
+        if options:
+            raise ToolError(f"{spec} is a delegate object and takes no options")
+        return factory
+    try:
+        delegate = factory(**options)
+    except TypeError as error:
+        raise ToolError(f"{spec}({', '.join(options)}): {error}") from None
+    if not isinstance(delegate, Delegate) and not callable(getattr(delegate, "prepare", None)):
+        raise ToolError(f"{spec} did not return a delegate (got {type(delegate).__name__})")
+    return delegate
+
+
+def apply_partition_limits(delegate: Any, max_partitions: int | None, min_nodes: int | None) -> None:
+    """benchmark_model's --max_delegated_partitions / --min_nodes_per_partition, for delegates built on
+    SimpleDelegate (or any delegate with those attributes)."""
+    for name, value in (("max_delegated_partitions", max_partitions), ("min_nodes_per_partition", min_nodes)):
+        if value is not None and hasattr(delegate, name):
+            setattr(delegate, name, value)
+
+
+def build_interpreter(
+    model: str,
+    *,
+    custom_ops: Sequence[str] = (),
+    delegates: Sequence[Delegate] = (),
+    num_threads: int | None = None,
+    preserve_all_tensors: bool = False,
+) -> Interpreter:
+    """An Interpreter on `model` with the user's ops and delegates; load errors become ToolErrors."""
+    if not Path(model).is_file():
+        raise ToolError(f"no such model file: {model}")
+    try:
+        return Interpreter(
+            model_path=model,
+            op_resolver=op_resolver(custom_ops),
+            experimental_delegates=list(delegates),
+            num_threads=num_threads,
+            experimental_preserve_all_tensors=preserve_all_tensors,
+        )
+    except (ValueError, RuntimeError) as error:
+        raise ToolError(f"cannot load {model}: {str(error).strip()}") from None
+
+
+def delegate_from_args(args: Any) -> list[Delegate]:
+    """The delegates named by a parsed command line (`--delegate`, `--delegate-option`, partition limits)."""
+    specs = getattr(args, "delegate", None) or []
+    options = parse_options(getattr(args, "delegate_option", None) or [])
+    delegates = []
+    for spec in specs:
+        delegate = load_delegate(spec, options)
+        apply_partition_limits(
+            delegate,
+            getattr(args, "max_delegated_partitions", None),
+            getattr(args, "min_nodes_per_partition", None),
+        )
+        delegates.append(delegate)
+    return delegates
