@@ -4,6 +4,9 @@
 op "Atan"). TFLite cannot run it without a C++ kernel; here the kernel is two Python functions.
 
     python examples/atan_custom_op.py
+    pytflite run examples/models/atan_custom.tflite --custom-ops examples/atan_custom_op.py
+
+(the command line loads `register` from this file).
 """
 
 from pathlib import Path
@@ -24,11 +27,17 @@ def atan_invoke(context, node):
     np.arctan(context.tensors[node.inputs[0]].data, out=context.tensors[node.outputs[0]].data)
 
 
+def register(resolver: tfl.MutableOpResolver) -> None:
+    """Add the Python Atan kernel to `resolver`."""
+    resolver.add_custom(
+        "Atan", tfl.Registration(prepare=atan_prepare, invoke=atan_invoke, custom_name="Atan")
+    )
+
+
 def main() -> None:
-    atan = tfl.Registration(prepare=atan_prepare, invoke=atan_invoke, custom_name="Atan")
     resolver = tfl.MutableOpResolver()
     resolver.add_all(tfl.BuiltinOpResolver())
-    resolver.add_custom("Atan", atan)
+    register(resolver)
 
     interpreter = tfl.Interpreter(model_path=str(MODEL), op_resolver=resolver)
     interpreter.allocate_tensors()

@@ -28,3 +28,15 @@ def test_my_delegate_example():
     assert "plan before delegation: 0:CONV_2D -> 1:ADD -> 2:CONV_2D -> 3:MEAN" in output
     assert output.count("6:MyDelegate[0:CONV_2D] -> 1:ADD -> 7:MyDelegate[2:CONV_2D, 3:MEAN]") == 2
     assert output.count("identical to the CPU path") == 2
+
+
+def test_atan_custom_op_example_loads_into_the_command_line():
+    result = subprocess.run(
+        [sys.executable, "-m", "pytflite", "run", str(EXAMPLES / "models" / "atan_custom.tflite")]
+        + ["--custom-ops", str(EXAMPLES / "atan_custom_op.py"), "--input", "x=zeros"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "output Identity: float32[5] [0.785398, 0.785398" in result.stdout
