@@ -26,6 +26,7 @@ import numpy as np
 import pytflite
 from pytflite import BuiltinOperator, TensorType
 from pytflite.model.builder import ModelBuilder
+from pytflite.ops.quant.hybrid_inputs import has_hybrid_op
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "public"
 NODE_BUDGET_S = 5e-6
@@ -68,17 +69,17 @@ _WEIGHTED = (
 
 
 def model_kind(interpreter) -> str:
-    """integer (its matrix products take quantized activations), hybrid (float activations times int8
+    """integer (its matrix products write quantized activations), hybrid (float activations times int8
     weights) or float."""
-    kinds = set()
-    for subgraph in interpreter.subgraphs:
-        for node, registration in subgraph.nodes:
-            if registration.builtin_code in _WEIGHTED:
-                activations, weights = (subgraph.tensors[i].type for i in node.inputs[:2])
-                kinds.add(
-                    "integer" if activations in _INTEGER else "hybrid" if weights != activations else "float"
-                )
-    return next((k for k in ("integer", "hybrid") if k in kinds), "float")
+    subgraphs = interpreter.subgraphs
+    if any(
+        subgraph.tensors[node.outputs[0]].type in _INTEGER
+        for subgraph in subgraphs
+        for node, registration in subgraph.nodes
+        if registration.builtin_code in _WEIGHTED
+    ):
+        return "integer"
+    return "hybrid" if any(has_hybrid_op(subgraph) for subgraph in subgraphs) else "float"
 
 
 def litert_interpreter(model: bytes, resolver: str, threads: int):
