@@ -82,6 +82,17 @@ def model_kind(interpreter) -> str:
     return "hybrid" if any(has_hybrid_op(subgraph) for subgraph in subgraphs) else "float"
 
 
+def corpus_case(entry: dict) -> tuple[bytes, list[np.ndarray]] | str:
+    """A manifest entry's model and its plain inputs, or why it cannot be timed as one invoke."""
+    keys = entry.get("npz_keys", [])
+    suffix = "" if "input_0" in keys else "__batch1" if "input_0__batch1" in keys else None
+    if suffix is None or entry["name"] == "atan_custom":
+        return "no plain inputs in the corpus (signatures/state/custom op)"
+    data = np.load(CORPUS / entry["npz"])
+    inputs = [data[f"input_{i}{suffix}"] for i in range(len(entry["inputs"]))]
+    return (CORPUS / entry["file"]).read_bytes(), inputs
+
+
 def litert_interpreter(model: bytes, resolver: str, threads: int):
     from ai_edge_litert import interpreter as litert
 
@@ -116,14 +127,11 @@ def main() -> int:
         name = entry["name"]
         if wanted and name not in wanted:
             continue
-        keys = entry.get("npz_keys", [])
-        suffix = "" if "input_0" in keys else "__batch1" if "input_0__batch1" in keys else None
-        if suffix is None or name == "atan_custom":
-            skipped.append((name, "no plain inputs in the corpus (signatures/state/custom op)"))
+        case = corpus_case(entry)
+        if isinstance(case, str):
+            skipped.append((name, case))
             continue
-        model = (CORPUS / entry["file"]).read_bytes()
-        data = np.load(CORPUS / entry["npz"])
-        inputs = [data[f"input_{i}{suffix}"] for i in range(len(entry["inputs"]))]
+        model, inputs = case
         try:
             ours = prepared(pytflite.Interpreter(model_content=model, num_threads=args.threads), inputs)
         except (ValueError, RuntimeError) as error:

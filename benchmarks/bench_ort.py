@@ -22,6 +22,7 @@ from bench_corpus import (
     _INTEGER,
     _WEIGHTED,
     CORPUS,
+    corpus_case,
     geometric_mean,
     litert_interpreter,
     median_invoke_seconds,
@@ -79,14 +80,11 @@ def main() -> int:
             name = entry["name"]
             if wanted and name not in wanted:
                 continue
-            keys = entry.get("npz_keys", [])
-            suffix = "" if "input_0" in keys else "__batch1" if "input_0__batch1" in keys else None
-            if suffix is None or name == "atan_custom":
-                skipped.append((name, "no plain inputs in the corpus (signatures/state/custom op)"))
+            case = corpus_case(entry)
+            if isinstance(case, str):
+                skipped.append((name, case))
                 continue
-            model = (CORPUS / entry["file"]).read_bytes()
-            data = np.load(CORPUS / entry["npz"])
-            inputs = [data[f"input_{i}{suffix}"] for i in range(len(entry["inputs"]))]
+            model, inputs = case
             kind = model_kind(pytflite.Interpreter(model_content=model))
             if kind == "integer":
                 skipped.append((name, "integer model (quantized nodes stay on the CPU by default)"))
