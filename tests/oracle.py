@@ -84,10 +84,13 @@ def compare_with_litert(
     rtol: float = 1e-5,
     make: Callable = pytflite.Interpreter,
     scale: float | None = None,
+    resolver: str = "BUILTIN_WITHOUT_DEFAULT_DELEGATES",
 ) -> list[np.ndarray]:
-    """Run the model in both interpreters and assert every output matches; returns ours."""
-    reference = run(litert_interpreter(model), inputs)
-    ours = run(make(model_content=model), inputs)
+    """Run the model in both interpreters, with the OpResolverType named `resolver`, and assert every
+    output matches; returns ours."""
+    kind = getattr(litert.OpResolverType, resolver)
+    reference = run(litert_interpreter(model, experimental_op_resolver_type=kind), inputs)
+    ours = run(make(model_content=model, experimental_op_resolver_type=kind), inputs)
     assert len(ours) == len(reference)
     for i, (a, b) in enumerate(zip(ours, reference)):
         assert_matches(a, b, rtol, what=f"output {i}", scale=scale)

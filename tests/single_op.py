@@ -71,17 +71,27 @@ class SingleOpModel:
         builder.add_operator(self.op, indices, outputs, self.options, version=self.version)
         return builder.build(), feeds
 
-    def check(self, rtol: float = 1e-5, scale: float | None = None) -> list[np.ndarray]:
-        """Run in LiteRT and pytflite; assert the outputs match (floats within `rtol` of the outputs'
-        magnitude, or of `scale`); return pytflite's."""
+    def check(
+        self,
+        rtol: float = 1e-5,
+        scale: float | None = None,
+        resolver: str = "BUILTIN_WITHOUT_DEFAULT_DELEGATES",
+    ) -> list[np.ndarray]:
+        """Run in LiteRT and pytflite with the OpResolverType named `resolver`; assert the outputs match
+        (floats within `rtol` of the outputs' magnitude, or of `scale`); return pytflite's."""
         model, feeds = self.build()
-        return compare_with_litert(model, feeds, rtol=rtol, scale=scale)
+        return compare_with_litert(model, feeds, rtol=rtol, scale=scale, resolver=resolver)
 
     def fails(self, message: str) -> None:
         """pytflite refuses the model with `message` (at allocation or invocation)."""
         model, feeds = self.build()
         with pytest.raises(RuntimeError, match=message):
             run(pytflite.Interpreter(model_content=model), feeds)
+
+
+def check_ref(model: SingleOpModel) -> list[np.ndarray]:
+    """Compare with LiteRT when both run BUILTIN_REF (TFLite's reference kernels)."""
+    return model.check(resolver="BUILTIN_REF")
 
 
 def _type_of(value: np.ndarray) -> TensorType:

@@ -31,9 +31,9 @@ def test_my_delegate_example():
 
 
 def test_atan_custom_op_example_loads_into_the_command_line():
+    model, ops = EXAMPLES / "models" / "atan_custom.tflite", EXAMPLES / "atan_custom_op.py"
     result = subprocess.run(
-        [sys.executable, "-m", "pytflite", "run", str(EXAMPLES / "models" / "atan_custom.tflite")]
-        + ["--custom-ops", str(EXAMPLES / "atan_custom_op.py"), "--input", "x=zeros"],
+        [sys.executable, "-m", "pytflite", "run", str(model), "--custom-ops", str(ops), "--input", "x=zeros"],
         capture_output=True,
         text=True,
         timeout=120,

@@ -16,7 +16,7 @@ import pytflite
 from pytflite import BuiltinOperator as Op
 from pytflite import TensorType as T
 from pytflite.core.types import AllocationType, tensor_type_for_dtype
-from tests.oracle import litert, litert_interpreter, requires_litert, run
+from tests.oracle import compare_with_litert, litert_interpreter, requires_litert, run
 from tests.single_op import Operand, SingleOpModel
 
 pytestmark = requires_litert
@@ -357,15 +357,7 @@ def quantized_check(
     model, feeds = SingleOpModel(
         op, operands, [out], options, version=version, output_quantization=[qo]
     ).build()
-    results = {}
-    for resolver in resolvers:
-        kind = getattr(litert.OpResolverType, resolver)
-        theirs = run(litert_interpreter(model, experimental_op_resolver_type=kind), feeds)[0]
-        ours = run(pytflite.Interpreter(model_content=model, experimental_op_resolver_type=kind), feeds)[0]
-        assert ours.dtype == theirs.dtype and ours.shape == theirs.shape, (ours, theirs)
-        assert np.array_equal(ours, theirs), (resolver, np.flatnonzero(ours != theirs), ours, theirs)
-        results[resolver] = theirs
-    return results
+    return {r: compare_with_litert(model, feeds, rtol=0, resolver=r)[0] for r in resolvers}
 
 
 def quantized_array(data, dtype, shape):

@@ -14,7 +14,7 @@ from pytflite import BuiltinOperator as Op
 from pytflite import TensorType as T
 from pytflite.core.quantization import AffineQuantization
 from tests.oracle import requires_litert
-from tests.single_op import Operand, SingleOpModel
+from tests.single_op import Operand, SingleOpModel, check_ref
 
 pytestmark = requires_litert
 
@@ -206,18 +206,6 @@ def test_quantized_pooling_ignores_the_output_quantization(op, tensor_type):
     in_q = AffineQuantization([0.02], [zero_points[0]])
     out_q = AffineQuantization([0.07], [zero_points[1]])
     _quantized_pool(op, x, tensor_type, _options((3, 2), (2, 2), "SAME", "RELU_N1_TO_1"), in_q, out_q).check()
-
-
-def check_ref(model: SingleOpModel) -> None:
-    """Compare with LiteRT when both run BUILTIN_REF (TFLite's reference kernels)."""
-    from tests.oracle import assert_matches, litert, litert_interpreter, run
-
-    content, feeds = model.build()
-    kind = litert.OpResolverType.BUILTIN_REF
-    reference = run(litert_interpreter(content, experimental_op_resolver_type=kind), feeds)
-    ours = run(pytflite.Interpreter(model_content=content, experimental_op_resolver_type=kind), feeds)
-    for a, b in zip(ours, reference):
-        assert_matches(a, b)
 
 
 @pytest.mark.parametrize("op", [Op.AVERAGE_POOL_2D, Op.MAX_POOL_2D])

@@ -19,7 +19,7 @@ from pytflite import TensorType as T
 from pytflite.core.quantization import AffineQuantization
 from pytflite.core.types import AllocationType
 from pytflite.model.builder import ModelBuilder
-from tests.oracle import litert, litert_interpreter, requires_litert, run
+from tests.oracle import compare_with_litert, litert, litert_interpreter, requires_litert, run
 from tests.single_op import Operand, SingleOpModel
 
 pytestmark = requires_litert
@@ -216,12 +216,7 @@ def quantize_model(value, output_type, quantization, input_quantization=None):
 
 
 def assert_same(model, feeds, resolver="BUILTIN_WITHOUT_DEFAULT_DELEGATES"):
-    kind = getattr(litert.OpResolverType, resolver)
-    ours = run(pytflite.Interpreter(model_content=model, experimental_op_resolver_type=kind), feeds)[0]
-    theirs = run(litert_interpreter(model, experimental_op_resolver_type=kind), feeds)[0]
-    assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
-    assert np.array_equal(ours, theirs), (ours, theirs)
-    return ours
+    return compare_with_litert(model, feeds, rtol=0, resolver=resolver)[0]
 
 
 def near_halves(rng, scale, count):

@@ -15,7 +15,7 @@ from pytflite.core.quantization import AffineQuantization
 from pytflite.core.types import tensor_type_for_dtype
 
 # outputs declared [], empty dynamic results read safely
-from tests.oracle import CORPUS, litert, litert_interpreter, requires_litert, run
+from tests.oracle import CORPUS, compare_with_litert, litert, requires_litert
 from tests.single_op import Operand, SingleOpModel
 
 pytestmark = requires_litert
@@ -135,15 +135,7 @@ def quantized_reduce(op, x, axes, qi, qo, keep_dims, constant_axis=True, resolve
         output_quantization=[qo],
         version=version,
     ).build()
-    results = {}
-    for resolver in resolvers:
-        kind = getattr(litert.OpResolverType, resolver)
-        theirs = run(litert_interpreter(model, experimental_op_resolver_type=kind), feeds)[0]
-        ours = run(pytflite.Interpreter(model_content=model, experimental_op_resolver_type=kind), feeds)[0]
-        assert ours.dtype == theirs.dtype and ours.shape == theirs.shape, (ours, theirs)
-        assert np.array_equal(ours, theirs), (resolver, np.flatnonzero(ours != theirs), ours, theirs)
-        results[resolver] = theirs
-    return results
+    return {r: compare_with_litert(model, feeds, rtol=0, resolver=r)[0] for r in resolvers}
 
 
 @st.composite
@@ -330,12 +322,7 @@ def test_corpus_mean_and_add_layers(name):
             output_quantization=[out["quantization"]],
         ).build()
         for resolver in RESOLVERS:
-            kind = getattr(litert.OpResolverType, resolver)
-            theirs = run(litert_interpreter(model, experimental_op_resolver_type=kind), feeds)[0]
-            ours = run(pytflite.Interpreter(model_content=model, experimental_op_resolver_type=kind), feeds)[
-                0
-            ]
-            assert np.array_equal(ours, theirs), (name, op, resolver)
+            compare_with_litert(model, feeds, rtol=0, resolver=resolver)
 
 
 # --- ARG_MAX / ARG_MIN ----------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from pytflite.core.types import AllocationType, storage_dtype, tensor_type_for_d
 from pytflite.model.builder import ModelBuilder
 from pytflite.model.reader import read_model
 from tests.oracle import CORPUS, compare_with_litert, litert_interpreter, requires_litert, run
-from tests.single_op import Operand, SingleOpModel
+from tests.single_op import Operand, SingleOpModel, check_ref
 
 pytestmark = requires_litert
 
@@ -565,18 +565,6 @@ def test_concatenation_errors():
         Op.CONCATENATION, quantized, [T.INT16], {"axis": 0}, output_quantization=[(0.5, 0)], version=3
     ).build()
     _prepare_error(model, r"CONCATENATION int16 input zero point 2 != 0")
-
-
-def check_ref(model: SingleOpModel) -> None:
-    """Compare with LiteRT when both run BUILTIN_REF (TFLite's reference kernels)."""
-    from tests.oracle import assert_matches, litert
-
-    content, feeds = model.build()
-    kind = litert.OpResolverType.BUILTIN_REF
-    reference = run(litert_interpreter(content, experimental_op_resolver_type=kind), feeds)
-    ours = run(pytflite.Interpreter(model_content=content, experimental_op_resolver_type=kind), feeds)
-    for a, b in zip(ours, reference):
-        assert_matches(a, b)
 
 
 def _full_range(shape, dtype, rng) -> np.ndarray:

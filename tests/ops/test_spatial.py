@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 import pytflite
 from pytflite import BuiltinOperator as Op
 from pytflite import TensorType as T
-from tests.oracle import assert_matches, litert, litert_interpreter, requires_litert, run
-from tests.single_op import Operand, SingleOpModel
+from tests.oracle import assert_matches, litert_interpreter, requires_litert, run
+from tests.single_op import Operand, SingleOpModel, check_ref
 
 pytestmark = requires_litert
 
@@ -45,16 +45,6 @@ def random_array(rng: np.random.Generator, tensor_type: T, shape) -> np.ndarray:
         return (rng.standard_normal(shape) * 4).astype(dtype)
     info = np.iinfo(dtype)
     return rng.integers(info.min, info.max, shape, endpoint=True).astype(dtype)
-
-
-def check_ref(model: SingleOpModel) -> None:
-    """Compare with LiteRT when both run with OpResolverType.BUILTIN_REF (the reference kernels)."""
-    content, feeds = model.build()
-    kind = litert.OpResolverType.BUILTIN_REF
-    reference = run(litert_interpreter(content, experimental_op_resolver_type=kind), feeds)
-    ours = run(pytflite.Interpreter(model_content=content, experimental_op_resolver_type=kind), feeds)
-    for i, (a, b) in enumerate(zip(ours, reference)):
-        assert_matches(a, b, what=f"output {i}")
 
 
 def prepare_error(model: SingleOpModel, match: str) -> None:

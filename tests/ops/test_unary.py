@@ -528,7 +528,7 @@ def test_neg_copies_quantized_values(dtype):
 @pytest.mark.parametrize("op", list(QUANTIZED_UNARY))
 def test_quantized_unary_reference_resolver(op, dtype):
     # BUILTIN_REF registers the same kernels (for op version 1)
-    from tests.ops.test_shape import check_ref
+    from tests.single_op import check_ref
 
     scales = (0.02, 0.05) if dtype == np.int8 else (0.0003, 0.0002)
     x = _every_value(dtype, 0)
