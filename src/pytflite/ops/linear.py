@@ -542,6 +542,35 @@ def _hybrid_fc_kernel(source, weights, bias, options, batch, depth, optimized) -
     # TFLite sums the weight rows on the first invoke after prepare only (stale if the weights change)
     sums = [None if values is None else row_sums_of(values)]
     per_channel = channel_scales is not None
+    # Constant weights whose SSE row sums are the exact ones and without -128s in the SIMD blocks: the
+    # accumulators acc - zp * sums are exactly (q - zp) @ w, what quantize(x, centered=True) multiplies
+    # (exact in float_type too: |q - zp| <= 255)
+    centered = (
+        quantize is quantize_rows_asymmetric
+        and fixed is not None
+        and fixed[1] is None
+        and exact_float_type(depth * 255 * 128) == float_type
+        and np.array_equal(sums[0], values.astype(np.int64).sum(axis=1))
+    )
+
+    def scale_back(acc, scales, bias_values, out):
+        """out = acc * (input scale * weight scale) + bias, then the fused activation."""
+        scale = scales[:, None] * weight_scale if per_channel else (scales * weight_scale)[:, None]
+        np.multiply(acc, scale, out=out, casting="unsafe")
+        if bias_values is not None:
+            out += bias_values
+        if finish is not None:
+            finish(out)
+
+    if centered:
+        matrix = fixed[0]
+
+        def centered_kernel(x, w, bias_values, out):
+            quantized, scales, _ = quantize_rows_asymmetric(x, centered=True)
+            acc = np.matmul(quantized.astype(float_type, copy=False), matrix)  # exact integers
+            scale_back(acc, scales, bias_values, out)
+
+        return centered_kernel
 
     def kernel(x, w, bias_values, out):
         if fixed is not None:
@@ -557,12 +586,7 @@ def _hybrid_fc_kernel(source, weights, bias, options, batch, depth, optimized) -
             acc += sign_transfer_correction(quantized, mask).astype(float_type)
         if zero_points:
             acc -= zero_points[0][:, None].astype(float_type) * sums[0][None, :]
-        scale = scales[:, None] * weight_scale if per_channel else (scales * weight_scale)[:, None]
-        np.multiply(acc, scale, out=out, casting="unsafe")
-        if bias_values is not None:
-            out += bias_values
-        if finish is not None:
-            finish(out)
+        scale_back(acc, scales, bias_values, out)
 
     return kernel
 

@@ -18,6 +18,7 @@ before it for LiteRT's exact summation order (Context.exact_float_summation).
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -28,24 +29,52 @@ from .fixed_point import round_half_away
 
 _BLOCK = 8
 _HALF = np.float32(0.5)
-_ONE = np.float32(1)
+# The float32 just below 0.5: trunc(p + copysign(_BELOW_HALF, p)) is std::round (half away from zero)
+# exactly, for every float32 p. Adding 0.5 itself goes wrong only for p = +-0.49999997, where the
+# float32 sum rounds up to 1; with the addend one ulp below 0.5 an exact half still reaches the next
+# integer (p = n - 0.5 gives n - 2**-25, within half an ulp of n for n >= 1, and 1 - 2**-25 ties to even
+# 1.0), while anything below a half stays below it.
+_BELOW_HALF = np.nextafter(np.float32(0.5), np.float32(0))
+# The same for float64 values (the zero points): one ulp below 0.5.
+_BELOW_HALF_64 = np.nextafter(0.5, 0.0)
 _127 = np.float32(127)
+_M128 = np.float32(-128)
+_ONE = np.float32(1)
+_BOUNDS = np.array([-128, 127], np.float32)
+
+
+@functools.lru_cache(maxsize=64)
+def _round_addend(size: int) -> tuple[np.ndarray | np.float32, np.ndarray | np.int32]:
+    """What _round_rows adds (with the sign of each product) to a row of `size` products: 0.5 in the
+    NEON blocks, _BELOW_HALF in the scalar tail; and its bits as int32."""
+    blocked = size - size % _BLOCK
+    if blocked == size:
+        return _HALF, _HALF.view(np.int32)
+    addend = np.full(size, _HALF, np.float32)
+    addend[blocked:] = _BELOW_HALF
+    addend.flags.writeable = False
+    return addend, addend.view(np.int32)
+
+
+# From this many values on, _round_rows moves the signs with integer operations: np.copysign does not
+# vectorize (~0.6 ns a value), an AND and an OR do.
+_BITWISE_SIGNS = 2048
+_SIGN_BIT = np.int32(-(2**31))
 
 
 def _round_rows(products: np.ndarray) -> None:
-    """Round a [rows, size] float32 array in place the way the NEON kernels do (blocks, then the tail).
-    In blocks, copysign(0.5, p) differs from TFLite's (p < 0 ? -0.5 : 0.5) only for p = -0.0, which
-    both truncate to zero."""
-    size = products.shape[1]
-    blocked = size - size % _BLOCK
-    head = products[:, :blocked] if blocked < size else products
-    head += np.copysign(_HALF, head)
-    np.trunc(head, out=head)
-    if blocked < size:
-        tail = products[:, blocked:]
-        whole = np.trunc(tail)
-        whole += np.copysign(_ONE, tail) * (np.abs(tail - whole) >= _HALF)  # half away from zero
-        tail[...] = whole
+    """Round a C-contiguous [rows, size] float32 array in place the way the NEON kernels do (blocks,
+    then the tail): blocks truncate p + (p < 0 ? -0.5 : 0.5) summed in float32, the tail is
+    std::round(p) (see _BELOW_HALF). copysign(0.5, p) differs from TFLite's (p < 0 ? -0.5 : 0.5) only
+    for p = -0.0, which both truncate to zero."""
+    addend, bits = _round_addend(products.shape[1])
+    if products.size < _BITWISE_SIGNS:
+        products += np.copysign(addend, products)
+    else:  # copysign(addend, p): p's sign bit OR the addend's bits (whose sign bit is clear)
+        signs = np.bitwise_and(products.view(np.int32), _SIGN_BIT)
+        signs |= bits
+        products += signs.view(np.float32)
+    np.trunc(products, out=products)
 
 
 # --- which subgraphs have hybrid kernels ---------------------------------------------------------------
@@ -100,23 +129,25 @@ def has_hybrid_op(subgraph) -> bool:
 _FEW_ROWS = 8
 
 
-def _row_ranges(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each row's min and max, widened to include 0 (NeonMinMax starts from 0)."""
-    return np.minimum(values.min(axis=1), np.float32(0)), np.maximum(values.max(axis=1), np.float32(0))
+def _has_zero(row: np.ndarray) -> bool:
+    """Whether a 1-D array holds a 0 (a list's `in` beats NumPy's reductions on a few values)."""
+    return 0.0 in row.tolist() if row.size <= 64 else bool((row == 0).any())
 
 
 def quantize_rows_symmetric(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """int8-valued float32 [rows, size] and float32 scales [rows] (NeonSymmetricQuantizeFloats)."""
     values = np.asarray(values, np.float32)
-    rows = values.shape[0]
-    if values.shape[1] == 0:
+    rows, size = values.shape
+    if size == 0:
         return np.zeros(values.shape, np.float32), np.ones(rows, np.float32)
-    low, high = _row_ranges(values)
-    extent = np.maximum(-low, high)  # max(|min|, |max|)
-    zero = extent == 0
-    any_zero = zero.any()
+    if values.size <= _SMALL:  # one pass of abs costs less than a second reduction and a maximum
+        extent = np.abs(values).max(axis=1)  # max(|min|, |max|)
+    else:
+        extent = np.maximum(-values.min(axis=1), values.max(axis=1))
+    any_zero = _has_zero(extent)
     if any_zero:
-        extent[zero] = 1
+        zero = extent == 0
+        extent[zero] = _127  # scale 1 and factor 1; the rows' -0.0 are made 0 below
     scales = extent / _127
     inverse = _127 / extent
     quantized = values * (inverse[0] if rows == 1 else inverse[:, None])
@@ -124,26 +155,70 @@ def quantize_rows_symmetric(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     clip(quantized, -_127, _127, out=quantized)
     if any_zero:
         quantized[zero] = 0
-        scales[zero] = 1
     return quantized, scales
 
 
-def _asymmetric_parameters(low: np.ndarray, high: np.ndarray):
-    """AsymmetricQuantizeFloats' per-row parameters for the ranges [low, high] (low < high; float32):
-    float32 scales, int64 zero points, float32 inverse scales. The scale is float32(high - low) / 255
-    in double, the zero point the one of whichever end loses less, clamped and rounded half away from
-    zero (in double), the inverse float32(1.0 / scale) (0 when the scale underflows to 0)."""
-    spread = (high - low).astype(np.float64)  # the subtraction is float32, as in C
-    scale = spread / 255.0
-    low_scaled, high_scaled = low / scale, high / scale  # float64
-    from_low = -128.0 - low_scaled
-    from_high = 127.0 - high_scaled
-    zero_point = np.where(128.0 + np.abs(low_scaled) < 127.0 + np.abs(high_scaled), from_low, from_high)
-    nudged = round_half_away(np.clip(zero_point, -128.0, 127.0)).astype(np.int64)
+# AsymmetricQuantizeFloats' arithmetic on both ends of each range at once: rows [low, high] of
+# _ends, scaled by the scale, give zero points -128 - low_scaled and 127 - high_scaled
+# (_ZERO_BASE - scaled) and errors 128 + |low_scaled| and 127 + |high_scaled|, which, since
+# low <= 0 <= high, are _ERROR_BASE - scaled * _ERROR_SIGN (a - (-b) is a + b exactly).
+_ZERO_BASE = np.array([[-128.0], [127.0]])
+_ERROR_BASE = np.array([[128.0], [127.0]])
+_ERROR_SIGN = np.array([[1.0], [-1.0]])
+
+
+def _asymmetric_parameters(ends: np.ndarray):
+    """AsymmetricQuantizeFloats' per-row parameters for the float32 ranges [low, high] = ends [2, rows]
+    (low <= 0 <= high): float32 scales, int64 zero points, float32 inverse
+    scales; None when some row's float32 scale is 0 (an empty range, or an underflow). The scale is
+    float32(high - low) / 255 in double, the zero point the one of whichever end loses less, clamped
+    and rounded half away from zero (in double), the inverse float32(1.0 / float32(scale))."""
+    spread = ends[1] - ends[0]  # float32, as in C
+    scale = np.divide(spread, 255.0, dtype=np.float64)
     scales = scale.astype(np.float32)
-    with np.errstate(divide="ignore"):
-        inverse = np.where(scales == 0, 0.0, 1.0 / scales.astype(np.float64)).astype(np.float32)
-    return scales, nudged, inverse
+    if _has_zero(scales):
+        return None
+    scaled = ends / scale  # float64
+    candidates = _ZERO_BASE - scaled
+    errors = _ERROR_BASE - scaled * _ERROR_SIGN
+    zero_point = np.where(errors[0] < errors[1], candidates[0], candidates[1])
+    # No clamp to [-128, 127]: it never binds. high_scaled - low_scaled is 255 up to ~2**-20 (the float32
+    # spread's rounding), so the low end's zero point, chosen when 128 - low_scaled < 127 + high_scaled,
+    # is in [-128, -0.99], and the high end's, chosen otherwise, in [-1.01, 127]; a NaN stays NaN.
+    zero_point += np.copysign(_BELOW_HALF_64, zero_point)  # std::round, exactly (see _BELOW_HALF),
+    # with the truncation done by the cast
+    # float32(1.0 / double(s)) is the float32 quotient itself: double rounding is innocuous for a
+    # division when the wide type has at least 2 * 24 + 2 bits (checked on every float32 mantissa)
+    inverse = np.divide(_ONE, scales)
+    return scales, zero_point.astype(np.int64), inverse  # the cast truncates
+
+
+def _asymmetric_parameters_general(ends: np.ndarray):
+    """_asymmetric_parameters for any ranges: an empty one (all zeros) gives scale 1 and zero point 0,
+    a scale that underflows to 0 in float32 gives the inverse 0."""
+    flat = ends[0] == ends[1]
+    if flat.any():  # [-128, 127]: scale 1, zero point 0, inverse 1
+        ends = ends.copy()
+        ends[0, flat], ends[1, flat] = -128, 127
+    spread = ends[1] - ends[0]
+    scale = np.divide(spread, 255.0, dtype=np.float64)
+    scales = scale.astype(np.float32)
+    scaled = ends / scale
+    candidates = _ZERO_BASE - scaled
+    errors = _ERROR_BASE - scaled * _ERROR_SIGN
+    zero_point = np.where(errors[0] < errors[1], candidates[0], candidates[1])
+    zero_point = round_half_away(np.clip(zero_point, -128.0, 127.0))
+    inverse = np.zeros(scales.shape, np.float64)
+    np.divide(1.0, scales, dtype=np.float64, out=inverse, where=scales != 0)
+    return scales, zero_point.astype(np.int64), inverse.astype(np.float32)
+
+
+# Up to this many rows, the per-row parameters are computed with Python scalars: a NumPy call on a
+# handful of values costs ~1 us, and the vectorized recipe takes ~20 of them (a hybrid CONV_2D quantizes
+# one row per batch: the parameters would cost more than quantizing the row).
+_FEW_ROWS = 8
+# Up to this many values, symmetric quantization finds max|x| with np.abs and one reduction.
+_SMALL = 4096
 
 
 def _asymmetric_row(low: float, high: float) -> tuple[float, int, float]:
@@ -169,44 +244,68 @@ def quantize_rows_asymmetric(
     rows = values.shape[0]
     if values.shape[1] == 0:
         return np.zeros(values.shape, np.float32), np.ones(rows, np.float32), np.zeros(rows, np.int64)
-    ranges = None
+    if rows == 1:
+        result = _quantize_row_asymmetric(values, centered)
+        if result is not None:
+            return result
+    ends = np.empty((2, rows), np.float32)
+    np.minimum.reduce(values, axis=1, initial=0, out=ends[0])  # NeonMinMax starts from 0
+    np.maximum.reduce(values, axis=1, initial=0, out=ends[1])
+    params = flat = None  # flat: the rows of zeros, when there may be some
     if rows <= _FEW_ROWS:
-        ranges = [
-            (min(a, 0.0), max(b, 0.0))
-            for a, b in zip(values.min(axis=1).tolist(), values.max(axis=1).tolist())
-        ]
-        if not all(math.isfinite(a) and math.isfinite(b) for a, b in ranges):
-            ranges = None  # NaN or infinity: the vectorized recipe gives what C's casts give
-    if ranges is not None:
-        flat = [a == b for a, b in ranges]
-        any_flat = any(flat)
-        params = [(1.0, 0, 0.0) if f else _asymmetric_row(a, b) for (a, b), f in zip(ranges, flat)]
-        scales = np.array([p[0] for p in params], np.float32)
-        nudged = np.array([p[1] for p in params], np.int64)
-        inverse = np.array([p[2] for p in params], np.float32)
-    else:
-        low, high = _row_ranges(values)
-        flat = low == high
-        any_flat = flat.any()
-        if any_flat:
-            low, high = np.where(flat, np.float32(-1), low), np.where(flat, np.float32(1), high)
-        scales, nudged, inverse = _asymmetric_parameters(low, high)
+        ranges = ends.T.tolist()
+        if all(math.isfinite(a) and math.isfinite(b) for a, b in ranges):
+            params = [(1.0, 0, 1.0) if a == b else _asymmetric_row(a, b) for a, b in ranges]
+            if any(a == b for a, b in ranges):
+                flat = ends[0] == ends[1]
+            scales = np.array([p[0] for p in params], np.float32)
+            nudged = np.array([p[1] for p in params], np.int64)
+            inverse = np.array([p[2] for p in params], np.float32)
+        # else NaN or infinity: the vectorized recipe gives what C's casts give
+    if params is None:
+        params = _asymmetric_parameters(ends)
+        if params is None:
+            params = _asymmetric_parameters_general(ends)
+            flat = ends[0] == ends[1]
+        scales, nudged, inverse = params
     if rows == 1:  # scalars broadcast faster than columns
-        factor, offsets = inverse[0], np.float32(nudged[0])
+        factor, offsets = inverse[0], np.float32(nudged[0])  # NaN's zero point: as C's casts give
     else:
         factor, offsets = inverse[:, None], nudged[:, None].astype(np.float32)
     quantized = values * factor
     _round_rows(quantized)
     if centered:
-        clip(quantized, np.float32(-128) - offsets, _127 - offsets, out=quantized)
+        if rows == 1:
+            clip(quantized, _M128 - offsets, _127 - offsets, out=quantized)
+        else:
+            bounds = _BOUNDS - offsets  # [rows, 2]
+            clip(quantized, bounds[:, :1], bounds[:, 1:], out=quantized)
     else:
         quantized += offsets
-        clip(quantized, np.float32(-128), _127, out=quantized)
-    if any_flat:
+        clip(quantized, _M128, _127, out=quantized)
+    if centered and flat is not None:  # clamping keeps their -0.0
         quantized[flat] = 0
-        scales[flat] = 1
-        nudged[flat] = 0
     return quantized, scales, nudged
+
+
+def _quantize_row_asymmetric(values: np.ndarray, centered: bool):
+    """quantize_rows_asymmetric of a single row with Python scalars for its parameters; None when its
+    range is not finite."""
+    low, high = min(values.min().item(), 0.0), max(values.max().item(), 0.0)  # NeonMinMax starts from 0
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return None
+    flat = low == high
+    scale, nudged, inverse = (1.0, 0, 1.0) if flat else _asymmetric_row(low, high)
+    quantized = values * np.float32(inverse)
+    _round_rows(quantized)
+    if centered:
+        clip(quantized, np.float32(-128 - nudged), np.float32(127 - nudged), out=quantized)
+        if flat:  # clamping keeps the row's -0.0
+            quantized.fill(0)
+    else:
+        quantized += np.float32(nudged)
+        clip(quantized, _M128, _127, out=quantized)
+    return quantized, np.array([scale], np.float32), np.array([nudged], np.int64)
 
 
 def quantize_rows_4bit_kernel(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
