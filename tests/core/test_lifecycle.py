@@ -209,6 +209,31 @@ def test_reshape_with_a_runtime_shape_is_dynamic_and_matches_litert():
         assert out[0].shape == np.maximum(data, 0).reshape(target).shape
 
 
+def test_a_runtime_reshape_after_static_nodes_reshapes_again_at_every_invoke():
+    """The static nodes before the reshape run check-free; the reshape and what follows are prepared
+    again whenever its output shape changes, on the same interpreter."""
+    builder = ModelBuilder()
+    x = builder.add_input("x", T.FLOAT32, [2, 6])
+    shape = builder.add_input("shape", T.INT32, [3])
+    a = builder.add_tensor("a", T.FLOAT32, [2, 6])
+    builder.add_operator(Op.RELU, [x], [a])
+    y = builder.add_tensor("y", T.FLOAT32, [1, 1, 1])
+    builder.add_operator(Op.RESHAPE, [a, shape], [y])
+    z = builder.add_tensor("z", T.FLOAT32, [1, 1, 1])
+    builder.add_operator(Op.RELU, [y], [z])
+    builder.add_output(z)
+    interpreter = pytflite.Interpreter(model_content=builder.build())
+    interpreter.allocate_tensors()
+    data = np.linspace(-3, 3, 12, dtype=np.float32).reshape(2, 6)
+    for target in ([3, 2, 2], [-1, 4, 1], [12, 1, 1], [3, 2, 2], [1, 1, 12]):
+        interpreter.set_tensor(0, data)
+        interpreter.set_tensor(1, np.array(target, np.int32))
+        interpreter.invoke()
+        out = interpreter.get_tensor(interpreter.get_output_details()[0]["index"])
+        np.testing.assert_array_equal(out, np.maximum(data, 0).reshape(target))
+        assert out.shape == np.maximum(data, 0).reshape(target).shape
+
+
 class Accumulate:
     """y = (v += x): reads and writes a variable tensor (x broadcasts against it)."""
 

@@ -146,6 +146,56 @@ def test_while_loops_until_the_condition_fails(start, limit):
     assert int(i) == max(start, limit)
 
 
+def swapping_loop(forward: bool) -> bytes:
+    """while i < n: i += 1; forward: a, b = b, a + b; else a, b = a + b, a. The body returns one of its
+    inputs as an output at another position."""
+    b = ModelBuilder()
+    main = b.main
+    specs = (("i", T.INT32, []), ("n", T.INT32, []), ("a", T.FLOAT32, [2]), ("b", T.FLOAT32, [2]))
+    ins = [main.add_input(name, t, s) for name, t, s in specs]
+    outs = [main.add_tensor(name + "_out", t, s) for name, t, s in specs]
+    for o in outs:
+        main.add_output(o)
+    main.add_operator(Op.WHILE, ins, outs, {"cond_subgraph_index": 1, "body_subgraph_index": 2})
+    cond = b.add_subgraph("cond")
+    ci, cn, _, _ = (cond.add_input(name, t, s) for name, t, s in specs)
+    less = cond.add_tensor("less", T.BOOL, [])
+    cond.add_operator(Op.LESS, [ci, cn], [less])
+    cond.add_output(less)
+    body = b.add_subgraph("body")
+    bi, bn, ba, bb = (body.add_input(name, t, s) for name, t, s in specs)
+    one = body.add_constant("one", np.int32(1))
+    i1 = body.add_tensor("i1", T.INT32, [])
+    total = body.add_tensor("total", T.FLOAT32, [2])
+    body.add_operator(Op.ADD, [bi, one], [i1])
+    body.add_operator(Op.ADD, [ba, bb], [total])
+    for o in (i1, bn, bb, total) if forward else (i1, bn, total, ba):
+        body.add_output(o)
+    return b.build()
+
+
+@pytest.mark.parametrize("limit", [0, 1, 2, 7])
+def test_while_body_passing_an_input_through_to_another_position(limit):
+    a, c = np.array([0, 1], np.float32), np.array([1, 2], np.float32)
+    feeds = [np.array(0, np.int32), np.array(limit, np.int32), a, c]
+    _, _, a_out, b_out = both(swapping_loop(forward=True), feeds)
+    for _ in range(limit):
+        a, c = c, a + c
+    assert np.array_equal(a_out, a) and np.array_equal(b_out, c)
+
+
+@pytest.mark.parametrize("limit", [0, 1, 2, 7])
+def test_while_body_passing_an_input_back_to_an_earlier_position(limit):
+    # pytflite only: LiteRT's builtin WHILE lets the body's output b (its input a) be overwritten by the
+    # new a before it is read, e.g. limit 2 gives a = b = [2, 6] there instead of [1, 4] and [1, 3].
+    a, c = np.array([0, 1], np.float32), np.array([1, 2], np.float32)
+    feeds = [np.array(0, np.int32), np.array(limit, np.int32), a, c]
+    _, _, a_out, b_out = run(pytflite.Interpreter(model_content=swapping_loop(forward=False)), feeds)
+    for _ in range(limit):
+        a, c = a + c, a
+    assert np.array_equal(a_out, a) and np.array_equal(b_out, c)
+
+
 def growing_loop(start: int = 1) -> bytes:
     """while i < n: acc = concat(acc, [i * 10]); i += 1 - acc (`start` elements) grows each iteration."""
     b = ModelBuilder()

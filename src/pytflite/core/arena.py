@@ -105,6 +105,8 @@ class ArenaPlanner:
         self.rw = _Arena()
         self.persistent = _Arena()
         self._last_active = 0
+        # tensors by the plan position that first writes them (may hold stale entries: check `first`)
+        self._by_first: dict[int, list[int]] = {}
 
     @property
     def arena_bytes(self) -> int:
@@ -151,6 +153,24 @@ class ArenaPlanner:
                 readers[t] -= 1
                 if readers[t] == 0 and self.first[t] != UNASSIGNED:
                     self.last[t] = position
+        self._by_first = {}
+        for t, position in enumerate(self.first):
+            if position != UNASSIGNED:
+                self._by_first.setdefault(position, []).append(t)
+
+    def _first_written_in(self, first: int, last: int) -> list[int]:
+        """The tensors first written at plan positions [first, last], in index order."""
+        by_first, firsts = self._by_first, self.first
+        if len(by_first) <= last - first:
+            found = [t for p, ts in by_first.items() if first <= p <= last for t in ts if firsts[t] == p]
+        else:
+            found = []
+            for p in range(first, last + 1):
+                ts = by_first.get(p)
+                if ts:
+                    found.extend(t for t in ts if firsts[t] == p)
+        found.sort()
+        return found
 
     def reset_allocations(self) -> None:
         """Forget all rw placements (the full re-plan of AllocateTensors)."""
@@ -162,12 +182,13 @@ class ArenaPlanner:
         self._last_active = 0
 
     def reset_allocations_after(self, position: int) -> None:
-        """Drop rw placements of tensors first written after `position` (a dynamic resize upstream)."""
-        for t, allocation in list(self.allocations.items()):
-            if allocation.first > position and self.tensors[t].allocation_type == AllocationType.ARENA_RW:
-                del self.allocations[t]
-                self.tensors[t].data = None
-        self.rw.keep_only(lambda a: a.first <= position <= a.last and a.tensor in self.allocations)
+        """A dynamic tensor was resized at `position`: the nodes after it are prepared and allocated again.
+
+        TFLite drops the placements of the tensors first written after `position` and places them anew.
+        The arena holds no dynamic tensor, so those placements stay valid: they are kept, and
+        execute_allocations places again only the tensors that grew (a WHILE body re-preparing its tail
+        every iteration then allocates nothing).
+        """
         self._last_active = position
 
     def execute_allocations(self, first: int, last: int, plan: Sequence[Node]) -> None:
@@ -178,14 +199,15 @@ class ArenaPlanner:
             self.last += [UNASSIGNED] * (count - len(self.last))
         for position in range(first, min(last + 1, len(plan))):
             for t in plan[position].temporaries:
-                self.first[t] = position
+                if self.first[t] != position:
+                    self.first[t] = position
+                    self._by_first.setdefault(position, []).append(t)
                 if not self.preserve_all_tensors:
                     self.last[t] = position
 
+        in_range = self._first_written_in(first, last)
         to_place = []
-        for t in range(count):
-            if not first <= self.first[t] <= last:
-                continue
+        for t in in_range:
             tensor = self.tensors[t]
             current = self.allocations.get(t)
             if (
@@ -194,23 +216,40 @@ class ArenaPlanner:
             ) or (tensor.allocation_type == AllocationType.ARENA_RW_PERSISTENT and current is None):
                 to_place.append(t)
         if to_place:
-            if first < self._last_active:
-                self.rw.active.clear()
-            else:
-                self.rw.keep_only(lambda a: a.last >= first)
+            # Avoid every kept rw placement whose lifetime reaches this range (also those of later tensors
+            # kept by reset_allocations_after); a tensor placed again leaves its old, too small place.
+            replaced = set(to_place)
+            tensors = self.tensors
+            self.rw.active = sorted(
+                a
+                for t, a in self.allocations.items()
+                if a.size
+                and a.last >= first
+                and t not in replaced
+                and tensors[t].allocation_type == AllocationType.ARENA_RW
+            )
             for t in sorted(to_place, key=self._placement_order):
-                tensor = self.tensors[t]
+                tensor = tensors[t]
                 if tensor.allocation_type == AllocationType.ARENA_RW:
                     self.allocations[t] = self.rw.allocate(t, tensor.bytes, self.first[t], self.last[t])
                 else:
                     self.allocations[t] = self.persistent.allocate(t, tensor.bytes, self.first[t], UNASSIGNED)
         self._last_active = last
         moved = self.rw.commit() | self.persistent.commit()
-        for t, allocation in list(self.allocations.items()):
+        # A full allocation (or a moved buffer) binds every placement that needs it; a lazy one during
+        # invoke (after a dynamic resize) only the tensors of its range that were placed or resized.
+        full = moved or first == 0
+        for t in list(self.allocations) if full else in_range:
+            allocation = self.allocations.get(t)
+            if allocation is None:
+                continue
             tensor = self.tensors[t]
             if tensor.allocation_type not in (AllocationType.ARENA_RW, AllocationType.ARENA_RW_PERSISTENT):
                 del self.allocations[t]  # a kernel made it dynamic: it has memory of its own now
-            elif moved or tensor.data is None or first <= self.first[t] <= last:
+            elif full:
+                if moved or tensor.data is None or first <= self.first[t] <= last:
+                    self._bind(tensor, allocation)
+            elif tensor.data is None or t in to_place:
                 self._bind(tensor, allocation)
 
     def lower_bound(self, plan_length: int) -> int:

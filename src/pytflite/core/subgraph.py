@@ -147,7 +147,13 @@ class Subgraph:
         self._next_to_allocate = 0  # plan position of the first node whose outputs have no memory yet
         self._resized_during_invoke = False
         self._steps: list[tuple[Callable, Node]] | None = None  # the fast invoke path, when valid
+        # with dynamic tensors: check-free steps for the plan positions before the first dynamic output,
+        # and the position where the careful loop takes over
+        self._prefix: tuple[list[tuple[Callable, Node]], int] | None = None
         self._folded: set[int] = set()  # nodes computed once in prepare: their inputs are all constant
+        self._careful: list[tuple] | None = None  # per plan position, for the careful invoke loop
+        self._careful_for: list[int] = []  # the plan _careful was built for
+        self._plan_nodes_cache: tuple[list[int], list[Node]] | None = None
         # delegation
         self.disable_delegate_clustering = False
         self.disable_delegate_node_fusion = False
@@ -233,6 +239,9 @@ class Subgraph:
         self.state = SubgraphState.UNINVOKABLE
         self._planner = None
         self._steps = None
+        self._prefix = None
+        self._careful = None
+        self._plan_nodes_cache = None
         self._folded = set()
 
     # --- errors --------------------------------------------------------------------------------------
@@ -301,16 +310,23 @@ class Subgraph:
         self.state = SubgraphState.INVOKABLE
         self.reset_variable_tensors()
         self._steps = self._fast_steps()
+        self._prefix = None if self._steps is not None else self._fast_prefix()
 
     def _plan_nodes(self) -> list[Node]:
-        return [self.nodes[i][0] for i in self.execution_plan]
+        plan = self.execution_plan
+        cached = self._plan_nodes_cache
+        if cached is None or cached[0] != plan:
+            cached = self._plan_nodes_cache = (list(plan), [self.nodes[i][0] for i in plan])
+        return cached[1]
 
-    def _prepare_ops_and_tensors(self) -> None:
+    def _prepare_ops_and_tensors(self, in_invoke: bool = False) -> None:
+        """Prepare from the next unprepared node and allocate what it produced; `in_invoke`: called from
+        inside invoke, where np.errstate is already set."""
         if self._pre_delegation_plan is not None and any(
             DelegateFlags(d.flags) & DelegateFlags.REQUIRE_PROPAGATED_SHAPES for d in self.delegates_applied
         ):  # the delegate wants shapes as the original kernels compute them
             self._prepare_ops_starting_at(self._next_to_prepare, self._pre_delegation_plan)
-        last = self._prepare_ops_starting_at(self._next_to_prepare)
+        last = self._prepare_ops_starting_at(self._next_to_prepare, errstate=not in_invoke)
         self._next_to_prepare = last + 1
         plan_nodes = self._plan_nodes()
         if self._planner is None:
@@ -319,21 +335,34 @@ class Subgraph:
         self._planner.execute_allocations(self._next_to_allocate, last, plan_nodes)
         self._next_to_allocate = last + 1
 
-    def _prepare_ops_starting_at(self, first: int, plan: list[int] | None = None) -> int:
-        """Prepare plan nodes from `first`; stop after one with dynamic outputs. Returns the last position."""
+    def _prepare_ops_starting_at(
+        self, first: int, plan: list[int] | None = None, errstate: bool = True
+    ) -> int:
+        """Prepare plan nodes from `first`; stop after one with dynamic outputs. Returns the last position.
+        `errstate` False: the caller already ignores NumPy floating-point warnings (inside invoke)."""
         plan = self.execution_plan if plan is None else plan
         if first == 0:
             self.has_dynamic_tensors = self._has_dynamic(self.outputs)
-        last = first
+        if not errstate:
+            return self._prepare_loop(first, plan)
         with np.errstate(all="ignore"):  # as in invoke: kernels computing in prepare (folding) give inf/NaN
-            for position in range(first, len(plan)):
-                node, registration = self.nodes[plan[position]]
-                status = self._prepare_node(node, registration)
-                last = position
-                if status == Status.OUTPUT_SHAPE_NOT_KNOWN or self._has_dynamic(node.outputs):
-                    self.has_dynamic_tensors = True
-                    break
-                self._fold_if_constant(node, registration)
+            return self._prepare_loop(first, plan)
+
+    def _prepare_loop(self, first: int, plan: list[int]) -> int:
+        last = first
+        nodes = self.nodes
+        tensors = self.tensors
+        dynamic = AllocationType.DYNAMIC
+        for position in range(first, len(plan)):
+            node, registration = nodes[plan[position]]
+            status = self._prepare_node(node, registration)
+            last = position
+            if status == Status.OUTPUT_SHAPE_NOT_KNOWN or any(
+                t != OPTIONAL_TENSOR and tensors[t].allocation_type == dynamic for t in node.outputs
+            ):
+                self.has_dynamic_tensors = True
+                break
+            self._fold_if_constant(node, registration)
         return last
 
     def _fold_if_constant(self, node: Node, registration: Registration) -> None:
@@ -396,6 +425,13 @@ class Subgraph:
 
     def resize_tensor(self, tensor: Tensor, new_shape: Sequence[int]) -> None:
         """Context.resize_tensor: set shape and byte size; (re)allocate dynamic tensors right away."""
+        if (  # unchanged (kernels re-prepared after a dynamic resize mostly ask for the same shape)
+            tensor.data is not None
+            and type(new_shape) in (tuple, list)
+            and tensor.shape == tuple(new_shape)
+            and (tensor.type in NON_POD_TYPES or tensor.bytes == bytes_required(tensor.type, tensor.shape))
+        ):
+            return
         try:
             shape = tuple(int(d) for d in new_shape)
         except (TypeError, ValueError):
@@ -451,6 +487,7 @@ class Subgraph:
             self.undo_all_delegates()  # static delegates see fixed shapes: they are re-applied on allocate
         self.state = SubgraphState.UNINVOKABLE
         self._steps = None
+        self._prefix = None
         try:
             self.resize_tensor(tensor, shape)
         except KernelError as error:
@@ -488,6 +525,34 @@ class Subgraph:
             steps.append((registration.invoke, node))
         return steps
 
+    def _fast_prefix(self) -> tuple[list[tuple[Callable, Node]], int] | None:
+        """For a graph the careful loop runs: the check-free steps of the plan positions before the first
+        node with dynamic outputs (those are prepared and allocated once, never again during invoke), and
+        the position after them; None when there are none. The last node prepared is never among them:
+        prepare stopped after it because its outputs are dynamic or their shape is not known yet."""
+        if self._pre_delegation_plan is not None or self.delegates_applied:
+            return None
+        steps = []
+        end = 0
+        tensors = self.tensors
+        dynamic = AllocationType.DYNAMIC
+        for position in range(min(self._next_to_prepare, len(self.execution_plan)) - 1):
+            node_index = self.execution_plan[position]
+            node, registration = self.nodes[node_index]
+            if registration.invoke is None or any(
+                t != OPTIONAL_TENSOR and tensors[t].allocation_type == dynamic for t in node.outputs
+            ):
+                break
+            if node_index not in self._folded:
+                if any(
+                    t != OPTIONAL_TENSOR and (tensors[t].delegate is not None or _lacks_data(tensors[t]))
+                    for t in node.inputs
+                ):
+                    break
+                steps.append((registration.invoke, node))
+            end = position + 1
+        return (steps, end) if end else None
+
     def invoke(self) -> None:
         """Run every node of the plan once (Subgraph::Invoke)."""
         if not self.consistent:
@@ -501,6 +566,18 @@ class Subgraph:
             else:
                 self._invoke_careful()
 
+    def invoke_nested(self) -> None:
+        """invoke() for a kernel running this subgraph from inside another subgraph's invoke (IF, WHILE):
+        np.errstate is already set by the outer invoke, and entering it again costs a few microseconds."""
+        if not self.consistent:
+            self._fail("Invoke called on model that is not consistent.")
+        if self.state == SubgraphState.UNINVOKABLE:
+            self._fail("Invoke called on model that is not ready.")
+        if self._steps is not None and self.context.profiler is None:
+            self._invoke_fast(self._steps)
+        else:
+            self._invoke_careful()
+
     def _invoke_fast(self, steps: list[tuple[Callable, Node]]) -> None:
         context = self.context
         for invoke, node in steps:
@@ -511,26 +588,55 @@ class Subgraph:
             if status:  # None and Status.OK are falsy
                 self._kernel_failed("invoke", node, self.nodes[node.index][1], status=Status(status))
 
+    def _careful_entry(self, node_index: int) -> tuple:
+        node, registration = self.nodes[node_index]
+        tensors = self.tensors
+        inputs = tuple((i, t, tensors[t]) for i, t in enumerate(node.inputs) if t != OPTIONAL_TENSOR)
+        outputs = tuple(tensors[t] for t in node.outputs if t != OPTIONAL_TENSOR)
+        return node, registration, node.inputs, inputs, outputs
+
+    def _careful_entries(self) -> list[tuple]:
+        """Per plan position: node, registration, and its input and output Tensor objects (cached while the
+        plan stays the same; a node whose inputs were re-pointed gets a fresh entry when reached)."""
+        plan = self.execution_plan
+        if self._careful is None or self._careful_for != plan:
+            self._careful = [self._careful_entry(i) for i in plan]
+            self._careful_for = list(plan)
+        return self._careful
+
     def _invoke_careful(self) -> None:
         plan = self.execution_plan
-        profiler = self.context.profiler
-        for position in range(len(plan)):
+        entries = self._careful_entries()
+        context = self.context
+        profiler = context.profiler
+        folded = self._folded
+        dynamic = AllocationType.DYNAMIC
+        start = 0
+        prefix = self._prefix
+        if prefix is not None and profiler is None and self._next_to_prepare >= prefix[1]:
+            self._invoke_fast(prefix[0])
+            start = prefix[1]
+        for position in range(start, len(plan)):
             if position == self._next_to_prepare:
-                self._prepare_ops_and_tensors()
-            node, registration = self.nodes[plan[position]]
-            if node.index in self._folded:
+                self._prepare_ops_and_tensors(in_invoke=True)
+            node, registration, inputs_key, inputs, outputs = entries[position]
+            if node.inputs is not inputs_key or self.nodes[node.index][1] is not registration:
+                entries[position] = self._careful_entry(plan[position])
+                node, registration, inputs_key, inputs, outputs = entries[position]
+            if node.index in folded:
                 continue
-            for i, t in enumerate(node.inputs):
-                if t == OPTIONAL_TENSOR:
-                    continue
-                tensor = self.tensors[t]
+            for i, t, tensor in inputs:
                 if (
                     tensor.delegate is not None
                     and tensor.delegate is not node.delegate
                     and tensor.data_is_stale
                 ):
                     self.ensure_tensor_data_is_readable(t)
-                if _lacks_data(tensor) and tensor.allocation_type != AllocationType.NON_CPU:
+                if (
+                    tensor.data is None
+                    and _lacks_data(tensor)
+                    and tensor.allocation_type != AllocationType.NON_CPU
+                ):
                     if (
                         registration.builtin_code == BuiltinOperator.RESHAPE
                         and i == 1
@@ -541,7 +647,14 @@ class Subgraph:
             if registration.invoke is None:
                 self._fail(f"Node number {node.index} ({registration.op_name}) failed to invoke.")
             self._resized_during_invoke = False
-            if profiler is None or not _profiled_as_one_node(profiler, node):
+            if profiler is None:
+                try:
+                    status = registration.invoke(context, node)
+                except Exception as error:
+                    self._kernel_failed("invoke", node, registration, error=error)
+                if status:  # None and Status.OK are falsy
+                    self._kernel_failed("invoke", node, registration, status=Status(status))
+            elif not _profiled_as_one_node(profiler, node):
                 self._call_kernel("invoke", registration.invoke, node, registration)
             else:
                 handle = profiler.begin_event(
@@ -551,7 +664,7 @@ class Subgraph:
                     self._call_kernel("invoke", registration.invoke, node, registration)
                 finally:
                     profiler.end_event(handle)
-            if self._resized_during_invoke and self._has_dynamic(node.outputs):
+            if self._resized_during_invoke and any(o.allocation_type == dynamic for o in outputs):
                 self._next_to_prepare = position + 1
                 if self._next_to_allocate > self._next_to_prepare:
                     self._next_to_allocate = self._next_to_prepare

@@ -48,23 +48,60 @@ def prepare_call(target: Subgraph, sources: Sequence[Tensor | None], role: str) 
     target.allocate_tensors()
 
 
+class Call:
+    """A prepared call of `target`: its input and output Tensor objects looked up once, so that running
+    it (every WHILE iteration) only compares shapes, copies values and invokes."""
+
+    __slots__ = ("target", "inputs", "outputs", "outputs_are_inputs")
+
+    def __init__(self, target: Subgraph):
+        self.target = target
+        tensors = target.tensors
+        self.inputs = [(p, tensors[i]) for p, i in enumerate(target.inputs) if i != OPTIONAL_TENSOR]
+        self.outputs = [tensors[i] for i in target.outputs]
+        # an output that is an input at another position would be overwritten while copying values in
+        self.outputs_are_inputs = any(
+            i in target.inputs and target.inputs.index(i) != p for p, i in enumerate(target.outputs)
+        )
+
+    def run(self, values: Sequence[np.ndarray | None], copy: bool = True) -> list[np.ndarray]:
+        """Copy `values` into the inputs (resizing and allocating the subgraph if their shapes changed),
+        invoke it, and return its outputs. Runs inside the caller's invoke (np.errstate set).
+
+        copy=False returns the output tensors' own arrays where that is safe: the caller must use them
+        before this subgraph runs again, except as `values` of its next run (which reads them before
+        anything overwrites them: inputs and outputs never share arena bytes).
+        """
+        target = self.target
+        count = len(values)
+        inputs = [(t, values[p]) for p, t in self.inputs if p < count and values[p] is not None]
+        resized = False
+        for tensor, value in inputs:
+            if tensor.shape != value.shape:
+                if not resized:  # values may be views of this subgraph's memory, which is planned anew
+                    resized = True
+                    inputs = [(t, v.copy()) for t, v in inputs]
+                target.resize_input_tensor(tensor.index, value.shape)
+        if target.state == SubgraphState.UNINVOKABLE:
+            target.allocate_tensors()
+        for tensor, value in inputs:
+            data = tensor.data
+            if value is not data:  # a WHILE body's pass-through value is the input itself
+                data[...] = value  # same type and shape (checked in prepare): a plain copy
+        target.invoke_nested()
+        outputs = []
+        copy = copy or self.outputs_are_inputs
+        for tensor in self.outputs:
+            if tensor.data_is_stale:
+                target.ensure_tensor_data_is_readable(tensor.index)
+            outputs.append(tensor.data.copy() if copy else tensor.data)
+        return outputs
+
+
 def run_subgraph(target: Subgraph, values: Sequence[np.ndarray | None]) -> list[np.ndarray]:
     """Copy `values` into `target`'s inputs (resizing and allocating it if their shapes changed), invoke
     it, and return copies of its outputs."""
-    pairs = [(i, v) for i, v in zip(target.inputs, values) if i != OPTIONAL_TENSOR and v is not None]
-    for index, value in pairs:
-        if target.tensors[index].shape != value.shape:
-            target.resize_input_tensor(index, value.shape)
-    if target.state == SubgraphState.UNINVOKABLE:
-        target.allocate_tensors()
-    for index, value in pairs:
-        np.copyto(target.tensors[index].data, value)
-    target.invoke()
-    outputs = []
-    for index in target.outputs:
-        target.ensure_tensor_data_is_readable(index)
-        outputs.append(target.tensors[index].data.copy())
-    return outputs
+    return Call(target).run(values)
 
 
 def write_outputs(context, node, values: Sequence[np.ndarray], dynamic: bool) -> None:
@@ -125,20 +162,22 @@ def if_prepare(context, node):
         prepare_call(branch, sources, role)
     then_shapes, else_shapes = (_output_shapes(b) for b in branches)
     dynamic = any(b.has_dynamic_tensors for b in branches) or then_shapes != else_shapes
-    node.user_data = (branches, dynamic)
+    node.user_data = (tuple(Call(b) for b in branches), dynamic)
     _resize_or_dynamic(context, node, None if dynamic else then_shapes)
 
 
 def if_invoke(context, node):
-    (then_branch, else_branch), dynamic = node.user_data
-    branch = then_branch if bool(context.tensors[node.inputs[0]].data.reshape(-1)[0]) else else_branch
-    write_outputs(context, node, run_subgraph(branch, _values(context, node.inputs[1:])), dynamic)
+    (then_call, else_call), dynamic = node.user_data
+    call = then_call if context.tensors[node.inputs[0]].data.reshape(-1)[0] else else_call
+    write_outputs(context, node, call.run(_values(context, node.inputs[1:]), copy=False), dynamic)
 
 
 # --- WHILE -------------------------------------------------------------------------------------------
 
 
 def _check_condition(tensor: Tensor) -> None:
+    if tensor.type == TensorType.BOOL and tensor.shape in ((), (1,)):
+        return  # the common case, without formatting the messages below
     ensure_eq(tensor.type.name, TensorType.BOOL.name, "WHILE condition output type")
     ensure(
         tensor.shape in ((), (1,)), f"WHILE condition output must hold one value, shape {list(tensor.shape)}"
@@ -177,19 +216,20 @@ def while_prepare(context, node):
         # here it is dynamic and runs.)
         if before.shape != after.shape and {before.shape, after.shape} != {(), (1,)}:
             dynamic = True
-    node.user_data = (condition, body, dynamic)
+    node.user_data = (Call(condition), Call(body), dynamic)
     _resize_or_dynamic(context, node, None if dynamic else _output_shapes(body))
 
 
 def while_invoke(context, node):
     condition, body, dynamic = node.user_data
+    condition_output = condition.outputs[0]
     limits = context.subgraph.limits
     limit = None if limits is None else limits.max_while_iterations  # None: unbounded, as TFLite
     values = _values(context, node.inputs)
     iterations = 0
     while True:
-        (keep_going,) = run_subgraph(condition, values)
-        _check_condition(condition.tensors[condition.outputs[0]])
+        (keep_going,) = condition.run(values, copy=False)
+        _check_condition(condition_output)
         if not keep_going.reshape(-1)[0]:
             break
         ensure(
@@ -197,7 +237,7 @@ def while_invoke(context, node):
             f"WHILE ran {iterations} iterations, the limit (Limits.max_while_iterations) is {limit}",
         )
         iterations += 1
-        values = run_subgraph(body, values)
+        values = body.run(values, copy=False)
     write_outputs(context, node, values, dynamic)
 
 

@@ -22,6 +22,7 @@ constant. Their invoke does nothing.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -159,10 +160,17 @@ def _requested_shape(context, node) -> list[int]:
     return requested
 
 
+def _prod64(dims) -> int:
+    """int(np.prod(dims, dtype=np.int64)) without NumPy's per-call cost (which prepare pays at every
+    WHILE iteration that re-prepares a RESHAPE); NumPy's wrap-around is kept for overflowing products."""
+    product = math.prod(dims)
+    return product if -(2**63) <= product < 2**63 else int(np.prod(dims, dtype=np.int64))
+
+
 def resolve_reshape(input_shape: tuple[int, ...], requested: list[int]) -> tuple[int, ...]:
     """Fill in the one -1 dimension and check the element counts agree (reshape_utils)."""
-    count = int(np.prod(input_shape, dtype=np.int64))
-    nonzero_count = int(np.prod([d for d in input_shape if d != 0], dtype=np.int64))
+    count = _prod64(input_shape)
+    nonzero_count = _prod64([d for d in input_shape if d != 0])
     stretch = [i for i, d in enumerate(requested) if d == -1]
     ensure(len(stretch) <= 1, "Reshape: only one dimension may be -1")
     ensure(
@@ -172,12 +180,12 @@ def resolve_reshape(input_shape: tuple[int, ...], requested: list[int]) -> tuple
     shape = list(requested)
     if stretch:
         known = [d for i, d in enumerate(requested) if i != stretch[0]]
-        known_nonzero = int(np.prod([d for d in known if d != 0], dtype=np.int64))
-        if count == 0 and int(np.prod(known, dtype=np.int64)) != 0:
+        known_nonzero = _prod64([d for d in known if d != 0])
+        if count == 0 and _prod64(known) != 0:
             shape[stretch[0]] = 0
         else:
             shape[stretch[0]] = nonzero_count // known_nonzero if known_nonzero else 0
-    total = int(np.prod(shape, dtype=np.int64))
+    total = _prod64(shape)
     if total != count:
         raise KernelError(f"num_input_elements != num_output_elements ({count} != {total})")
     return tuple(shape)
@@ -672,7 +680,7 @@ def concatenation_prepare(context, node):
             ensure_eq(t.params.zero_point, 0, "CONCATENATION int16 input zero point")
         ensure_eq(output.params.zero_point, 0, "CONCATENATION int16 output zero point")
     nonempty = tuple(i for i, t in zip(node.inputs, inputs) if t.shape[axis] > 0)
-    empty = int(np.prod(shape, dtype=np.int64)) == 0
+    empty = _prod64(shape) == 0
     node.user_data = ConcatenationData(
         axis,
         () if empty else nonempty,
