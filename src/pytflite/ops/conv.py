@@ -69,7 +69,7 @@ from .quant.hybrid_inputs import (
     sign_transfer_split,
     sse_row_sums,
 )
-from .registry import register_builtin
+from .registry import register_builtin, register_builtin_and_reference
 from .windows import (
     Staging,
     Window,
@@ -360,13 +360,6 @@ def _eigen_product_order(x: np.ndarray, w: np.ndarray, out: np.ndarray) -> None:
 # --- quantized arithmetic shared by the three convolutions ----------------------------------------------
 
 
-def _wrap_int32(x: np.ndarray) -> None:
-    """In place: int64 values reduced to int32 as C's wrapping int32 arithmetic leaves them."""
-    np.add(x, 1 << 31, out=x)
-    np.bitwise_and(x, 0xFFFFFFFF, out=x)
-    np.subtract(x, 1 << 31, out=x)
-
-
 def _uniform(values: np.ndarray):
     """A per-channel parameter as one NumPy scalar when every channel has the same (faster to broadcast)."""
     return values[0] if values.size and np.all(values == values[0]) else values
@@ -523,7 +516,7 @@ class Requant:
     def apply(self, acc: np.ndarray, out: np.ndarray) -> None:
         """Requantize `acc` (int64, overwritten) into `out` (same shape, the output's integer type)."""
         if self.wrap:
-            _wrap_int32(acc)
+            fp.wrap(acc, out=acc)
         channels = acc.shape[-1]
         tail = None
         if self.rounding != "scalar" and self.scalar_from is not None and self.scalar_from < channels:
@@ -538,12 +531,12 @@ class Requant:
         else:
             if self._left is not None:
                 np.left_shift(acc, self._left, out=acc)
-                _wrap_int32(acc)  # C shifts (multiplies) in int32
+                fp.wrap(acc, out=acc)  # C shifts (multiplies) in int32
             np.multiply(acc, self._m, out=acc)
             np.add(acc, self._add, out=acc)
             np.right_shift(acc, self._total, out=acc)
             if self.rounding == "wide":
-                _wrap_int32(acc)
+                fp.wrap(acc, out=acc)
             elif self._add_zero_point and self.zero_point:
                 np.add(acc, self.zero_point, out=acc)
         if tail is not None:
@@ -1007,7 +1000,7 @@ def _conv2d_common(context, node):
     return options, source, weights, bias, output, window, groups, layout
 
 
-def conv2d_prepare(optimized: bool = True):
+def conv2d_prepare(optimized: bool):
     def prepare(context, node):
         options, source, weights, bias, output, window, groups, layout = _conv2d_common(context, node)
         state = node.user_data
@@ -1484,7 +1477,7 @@ def _plan_depthwise(
     return None if state.staging is None else staged
 
 
-def depthwise_prepare(optimized: bool = True):
+def depthwise_prepare(optimized: bool):
     def prepare(context, node):
         _depthwise_prepare(context, node, optimized)
 
@@ -2117,7 +2110,7 @@ def _transpose_invoke(context, node):
     requant.requantize(acc, terms, wide, out)
 
 
-def transpose_conv_prepare(optimized: bool = True):
+def transpose_conv_prepare(optimized: bool):
     def prepare(context, node):
         options = node.builtin_data
         state = node.user_data
@@ -2150,44 +2143,43 @@ def conv3d_transpose_prepare(context, node):
 # --- registration ---------------------------------------------------------------------------------------
 
 
-def _register(op: BuiltinOperator, versions: tuple[int, int], types=_FLOAT, **callbacks: Any) -> None:
-    register_builtin(op, versions, types=types, **callbacks)
-
-
-for _optimized in (True, False):
-    # BUILTIN_REF's kernels differ in how they round quantized outputs (the float ones are the same here)
-    _reference = {"reference": True} if not _optimized else {}
-    _register(
-        BuiltinOperator.CONV_2D,
-        (1, 8),
-        _CONV_TYPES,
-        init=_conv_init,
-        prepare=conv2d_prepare(_optimized),
-        invoke=conv2d_invoke,
-        **_reference,
-    )
-    _register(
-        BuiltinOperator.DEPTHWISE_CONV_2D,
-        (1, 7),
-        _CONV_TYPES,
-        init=_depthwise_init,
-        prepare=depthwise_prepare(_optimized),
-        invoke=depthwise_invoke,
-        **_reference,
-    )
-    _register(
-        BuiltinOperator.TRANSPOSE_CONV,
-        (1, 5),
-        _CONV_TYPES,
-        init=_transpose_init,
-        prepare=transpose_conv_prepare(_optimized),
-        invoke=_transpose_invoke,
-        **_reference,
-    )
-_register(BuiltinOperator.CONV_3D, (1, 1), init=_conv_init, prepare=conv3d_prepare, invoke=conv3d_invoke)
-_register(
+# BUILTIN_REF's kernels differ in how they round quantized outputs (the float ones are the same here)
+register_builtin_and_reference(
+    BuiltinOperator.CONV_2D,
+    (1, 8),
+    types=_CONV_TYPES,
+    init=_conv_init,
+    prepare_for=conv2d_prepare,
+    invoke=conv2d_invoke,
+)
+register_builtin_and_reference(
+    BuiltinOperator.DEPTHWISE_CONV_2D,
+    (1, 7),
+    types=_CONV_TYPES,
+    init=_depthwise_init,
+    prepare_for=depthwise_prepare,
+    invoke=depthwise_invoke,
+)
+register_builtin_and_reference(
+    BuiltinOperator.TRANSPOSE_CONV,
+    (1, 5),
+    types=_CONV_TYPES,
+    init=_transpose_init,
+    prepare_for=transpose_conv_prepare,
+    invoke=_transpose_invoke,
+)
+register_builtin(
+    BuiltinOperator.CONV_3D,
+    (1, 1),
+    types=_FLOAT,
+    init=_conv_init,
+    prepare=conv3d_prepare,
+    invoke=conv3d_invoke,
+)
+register_builtin(
     BuiltinOperator.CONV_3D_TRANSPOSE,
     (1, 1),
+    types=_FLOAT,
     init=_transpose_init,
     prepare=conv3d_transpose_prepare,
     invoke=_transpose_invoke,

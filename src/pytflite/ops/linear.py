@@ -57,7 +57,7 @@ from .common import (
     optional_input_tensor,
     output_tensor,
 )
-from .quant.fixed_point import activation_range, quantize_multiplier, quantize_multipliers
+from .quant.fixed_point import activation_range, quantize_multiplier, quantize_multipliers, wrap
 from .quant.hybrid_inputs import (
     quantize_rows_4bit_kernel,
     quantize_rows_asymmetric,
@@ -72,9 +72,8 @@ from .quant.integer_gemm import (
     float_scale_requantizer,
     int64_requantizer,
     simd_requantizer,
-    wrap_int32,
 )
-from .registry import register_builtin
+from .registry import register_builtin, register_builtin_and_reference
 
 T = TensorType
 Act = ActivationFunctionType
@@ -408,7 +407,7 @@ def _quantized_fc_kernel(source, weights, bias, output, options, optimized, batc
     else:
         bias_bound = _INT32_LIMIT
     # TFLite sums in int32 (wrapping) unless its kernel uses an int64 accumulator
-    wrap = not int64_accumulator and products + bias_bound >= _INT32_LIMIT
+    overflows = not int64_accumulator and products + bias_bound >= _INT32_LIMIT
 
     def prepared_weights(raw) -> np.ndarray:
         matrix = raw.astype(float_type)
@@ -436,8 +435,8 @@ def _quantized_fc_kernel(source, weights, bias, output, options, optimized, batc
         acc = np.matmul(lhs, matrix).astype(np.int64)  # exact: see exact_float_type
         if bias_values is not None:
             acc += bias_values
-        if wrap:
-            acc = wrap_int32(acc)
+        if overflows:
+            acc = wrap(acc)
         result = requantize(acc)
         if output_zero_point:
             result += output_zero_point
@@ -611,15 +610,13 @@ def _float_activation(activation) -> Callable[[np.ndarray], None] | None:
     return activation_clamp(activation)
 
 
-for _optimized in (True, False):
-    register_builtin(
-        BuiltinOperator.FULLY_CONNECTED,
-        (1, 14),
-        types=_FC_TYPES,
-        reference=not _optimized,
-        prepare=_fully_connected_prepare(_optimized),
-        invoke=fully_connected_invoke,
-    )
+register_builtin_and_reference(
+    BuiltinOperator.FULLY_CONNECTED,
+    (1, 14),
+    types=_FC_TYPES,
+    prepare_for=_fully_connected_prepare,
+    invoke=fully_connected_invoke,
+)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -713,12 +710,12 @@ def _quantized_matmul_kernel(lhs, rhs, output, options) -> Kernel:
     if output.type == T.INT32:
         # raw products of the stored int8 values: TFLite ignores zero points here
         float_type = exact_float_type(depth * 128 * 128)
-        wrap = depth * 128 * 128 >= _INT32_LIMIT
+        overflows = depth * 128 * 128 >= _INT32_LIMIT
 
         def raw_kernel(a, b, out):
             a, b = _matmul_operands(a.astype(float_type), b.astype(float_type), options)
             acc = np.matmul(a, b).astype(np.int64)
-            np.copyto(out, wrap_int32(acc) if wrap else acc, casting="unsafe")
+            np.copyto(out, wrap(acc) if overflows else acc, casting="unsafe")
 
         return raw_kernel
     for tensor, role in ((lhs, "lhs"), (rhs, "rhs")):
@@ -734,10 +731,10 @@ def _quantized_matmul_kernel(lhs, rhs, output, options) -> Kernel:
         ensure_eq(rhs_zero, 0, f"{what} rhs zero point")
         ensure_eq(out_zero, 0, f"{what} output zero point")
         requantize = int64_requantizer(multiplier, shift)
-        wrap = False
+        overflows = False
     else:
         requantize = double_rounding_requantizer(multiplier, shift)
-        wrap = depth * _largest(T.INT8, lhs_zero) * _largest(T.INT8, rhs_zero) >= _INT32_LIMIT
+        overflows = depth * _largest(T.INT8, lhs_zero) * _largest(T.INT8, rhs_zero) >= _INT32_LIMIT
     bound = depth * _largest(lhs.type, lhs_zero) * _largest(rhs.type, rhs_zero)
     float_type = exact_float_type(bound)
     low, high = _RANGES[output.type]
@@ -751,8 +748,8 @@ def _quantized_matmul_kernel(lhs, rhs, output, options) -> Kernel:
             b -= rhs_zero
         a, b = _matmul_operands(a, b, options)
         acc = np.matmul(a, b).astype(np.int64)  # exact: see exact_float_type
-        if wrap:
-            acc = wrap_int32(acc)
+        if overflows:
+            acc = wrap(acc)
         result = requantize(acc)
         if out_zero:
             result += out_zero

@@ -50,7 +50,7 @@ from .quant.fixed_point import (
     round_half_away,
     wrap,
 )
-from .registry import register_builtin
+from .registry import register_builtin_and_reference
 
 # ---------------------------------------------------------------------------------------------------
 # DEQUANTIZE
@@ -177,19 +177,11 @@ def dequantize_invoke(context, node):
         data.compute(tensors[node.inputs[0]].data, tensors[node.outputs[0]].data)
 
 
-register_builtin(
+register_builtin_and_reference(
     BuiltinOperator.DEQUANTIZE,
     (1, 9),
     types=_DEQUANTIZE_TYPES,
-    prepare=dequantize_prepare(optimized=True),
-    invoke=dequantize_invoke,
-)
-register_builtin(
-    BuiltinOperator.DEQUANTIZE,
-    (1, 9),
-    types=_DEQUANTIZE_TYPES,
-    reference=True,
-    prepare=dequantize_prepare(optimized=False),
+    prepare_for=dequantize_prepare,
     invoke=dequantize_invoke,
 )
 
@@ -327,18 +319,10 @@ def quantize_invoke(context, node):
     node.user_data(tensors[node.inputs[0]].data, tensors[node.outputs[0]].data)
 
 
-register_builtin(
+register_builtin_and_reference(
     BuiltinOperator.QUANTIZE,
     (1, 6),
     types=_QUANTIZE_TYPES,
-    prepare=quantize_prepare(optimized=True),
-    invoke=quantize_invoke,
-)
-register_builtin(
-    BuiltinOperator.QUANTIZE,
-    (1, 6),
-    types=_QUANTIZE_TYPES,
-    reference=True,
-    prepare=quantize_prepare(optimized=False),
+    prepare_for=quantize_prepare,
     invoke=quantize_invoke,
 )

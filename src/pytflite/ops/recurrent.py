@@ -44,6 +44,14 @@ from ..core.types import BuiltinOperator, TensorType, type_name
 from ..errors import KernelError, ensure, ensure_eq
 from ..model.options import ActivationFunctionType, LSTMKernelType
 from .common import clip, is_constant, output_tensor
+from .quant.fixed_point import (
+    multiply_by_quantized_multiplier,
+    multiply_by_quantized_multiplier_simd,
+    quantize_multiplier,
+    rounding_divide_by_pot,
+    wrap,
+)
+from .quant.gemmlowp import FixedPointMath, inv_sqrt_multiplier
 from .quant.hybrid_inputs import (
     quantize_rows_asymmetric,
     quantize_rows_symmetric,
@@ -51,7 +59,7 @@ from .quant.hybrid_inputs import (
     sign_transfer_mask,
     sse_row_sums,
 )
-from .quant.integer_gemm import exact_float_type
+from .quant.integer_gemm import exact_float_type, simd_requantizer
 from .registry import register_builtin
 
 F32 = np.float32
@@ -1096,8 +1104,6 @@ def _fixed_point_table(function: str, integer_bits: int) -> np.ndarray:
     indexed by value + 32768."""
     key = (function, integer_bits)
     if key not in _FIXED_POINT_TABLES:
-        from .quant.gemmlowp import FixedPointMath
-
         values = np.arange(-32768, 32768, dtype=np.int64)
         math16 = FixedPointMath(16)
         table = getattr(math16, function)(values, integer_bits)
@@ -1113,7 +1119,6 @@ def _checked_log2(value: float) -> int | None:
 
 
 def _integer_lstm_prepare(context, node, direction: _LstmDirection, t: dict, source, op: str) -> _IntegerLstm:
-    from .quant.fixed_point import quantize_multiplier
 
     if op == "LSTM" and len(node.intermediates) == 12:
         raise KernelError("LSTM with 12 intermediates (TFLite's 8x8->8 integer kernel) is not supported")
@@ -1231,16 +1236,14 @@ def _integer_lstm_prepare(context, node, direction: _LstmDirection, t: dict, sou
 
 def _requantize(acc, scale) -> np.ndarray:
     """TFLite's scalar MultiplyByQuantizedMultiplier of int32 accumulators."""
-    from .quant.fixed_point import _wrap_int32, multiply_by_quantized_multiplier
 
-    return multiply_by_quantized_multiplier(_wrap_int32(np.asarray(acc, np.int64)), scale[0], scale[1])
+    return multiply_by_quantized_multiplier(wrap(np.asarray(acc, np.int64)), scale[0], scale[1])
 
 
 def _integer_peephole(gate: np.ndarray, cell: np.ndarray, spec: _IntegerGate, v_size: int) -> np.ndarray:
     """gate + requantized(weights * cell), saturated to int16, as the NEON VectorBatchVectorCwiseProduct-
     Accumulate runs it: per batch row, blocks of 16 with the SIMD rounding, the rest scalar. TFLite passes
     n_output as the vector size, so the rows are n_output long over the flat buffers."""
-    from .quant.fixed_point import multiply_by_quantized_multiplier_simd
 
     batch = gate.shape[0]
     flat_gate = gate.reshape(-1).copy()
@@ -1260,24 +1263,20 @@ def _trunc_divide(x: np.ndarray, divisor: int) -> np.ndarray:
 
 def _integer_layer_norm(x: np.ndarray, spec: _IntegerGate) -> np.ndarray:
     """TFLite's PortableApplyLayerNorm over the rows of an int16 gate [batch, n]."""
-    from .quant.fixed_point import _wrap_int32, multiply_by_quantized_multiplier
-    from .quant.gemmlowp import inv_sqrt_multiplier
 
     n = x.shape[1]
     total = x.sum(axis=1)
     squares = (x * x).sum(axis=1)
     mean = _trunc_divide(total * 1024, n)
     variance = squares * ((1 << 20) // n) - mean * mean
-    variance = _wrap_int32(_trunc_divide(variance, 1 << 20))
+    variance = wrap(_trunc_divide(variance, 1 << 20))
     variance = np.where(variance < 1, spec.variance_guard, variance)
     inv_multiplier, inv_shift = inv_sqrt_multiplier(variance)
-    shifted = _wrap_int32(1024 * x - mean[:, None])
+    shifted = wrap(1024 * x - mean[:, None])
     rescaled = multiply_by_quantized_multiplier(shifted, inv_multiplier[:, None], inv_shift[:, None])
-    weighted = _wrap_int32(_wrap_int32(rescaled * spec.norm_weights) + spec.norm_bias)
+    weighted = wrap(wrap(rescaled * spec.norm_weights) + spec.norm_bias)
     rounded = _trunc_divide(np.where(weighted > 0, weighted + 512, weighted - 512), 1024)
-    scaled = multiply_by_quantized_multiplier(
-        _wrap_int32(rounded), spec.norm_scale[0], spec.norm_scale[1] + 12
-    )
+    scaled = multiply_by_quantized_multiplier(wrap(rounded), spec.norm_scale[0], spec.norm_scale[1] + 12)
     return np.clip(scaled, -32768, 32767)
 
 
@@ -1286,7 +1285,6 @@ def _run_integer_lstm(
 ) -> None:
     """TFLite's LstmStepInteger8x8_16 over a [time, batch, n_input] int8 sequence view; h (int8) and
     c (int16) are the state arrays, updated in place."""
-    from .quant.fixed_point import rounding_divide_by_pot
 
     steps, batch = x.shape[0], x.shape[1]
     if steps == 0 or batch == 0:
@@ -1401,8 +1399,6 @@ class _BasicLstm:
 
 def _basic_quantized_prepare(units, weights, bias, state_out) -> _BasicLstm:
     """TFLite's 8-bit LstmCell<4>: uint8 input and activation (zero point 128), int16 state in Q4.11."""
-    from .quant.fixed_point import quantize_multiplier
-    from .quant.integer_gemm import simd_requantizer
 
     log2 = None if state_out.params is None else _checked_log2(state_out.params.scale)
     ensure(log2 is not None, "The internal state of a LSTM cell must have a power-of-two scale.")
@@ -1452,8 +1448,6 @@ def basic_lstm_invoke(context, node):
 def _basic_quantized_lstm(data, source, activation, bias, state, activ_out, state_out, concat, gates) -> None:
     """gemmlowp fixed point: gates in Q3.12 from the requantized uint8 product, sigmoid/tanh to Q0.15,
     the state in Q4.11 (saturating), the output rounded down to 8 bits around 128."""
-    from .quant.fixed_point import rounding_divide_by_pot
-    from .quant.gemmlowp import FixedPointMath
 
     units = data.units
     concat[:, : source.shape[1]] = source
@@ -1943,7 +1937,6 @@ def _svdf_hybrid_time(time) -> np.ndarray:
 
 
 def _svdf_integer_prepare(data, options, source, feature, time, bias, state, output) -> None:
-    from .quant.fixed_point import quantize_multiplier
 
     if options.fused_activation_function != ActivationFunctionType.RELU:  # TFLite checks it at Eval
         raise KernelError(
@@ -2017,19 +2010,18 @@ def svdf_invoke(context, node):
 
 
 def _svdf_integer(data, options, x, feature, time, bias, state, out) -> None:
-    from .quant.fixed_point import _wrap_int32, multiply_by_quantized_multiplier
 
     (m1, s1), (m2, s2) = data.scales
     input_zp, output_zp = data.zero_points
     # exact: int8 products summed far below 2**53
     dots = (x.astype(np.float64) - input_zp) @ feature.astype(np.float64).T
-    dots = multiply_by_quantized_multiplier(_wrap_int32(dots.astype(np.int64)), m1, s1)
+    dots = multiply_by_quantized_multiplier(wrap(dots.astype(np.int64)), m1, s1)
     state[:, :, -1] = np.clip(dots, -32768, 32767)
     products = np.einsum("bfm,fm->bf", state.astype(np.int64), time.astype(np.int64))
-    sums = _wrap_int32(products).reshape(-1, data.units, data.rank).sum(axis=2)
-    sums = _wrap_int32(sums)
+    sums = wrap(products).reshape(-1, data.units, data.rank).sum(axis=2)
+    sums = wrap(sums)
     if bias is not None:
-        sums = _wrap_int32(sums + bias.astype(np.int64))
+        sums = wrap(sums + bias.astype(np.int64))
     scaled = multiply_by_quantized_multiplier(sums, m2, s2) + output_zp
     out[...] = np.clip(scaled, -128, 127)
 

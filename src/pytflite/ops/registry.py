@@ -81,6 +81,22 @@ def register_builtin(
     return registration
 
 
+def register_builtin_and_reference(
+    op: BuiltinOperator,
+    versions: tuple[int, int],
+    *,
+    types: tuple[TensorType, ...],
+    prepare_for,
+    **callbacks,
+) -> None:
+    """Register the kernel LiteRT's optimized build runs and its BUILTIN_REF twin, which differ only in
+    what `prepare_for(optimized)` sets up (e.g. how quantized outputs are rounded)."""
+    for optimized in (True, False):
+        register_builtin(
+            op, versions, types=types, reference=not optimized, prepare=prepare_for(optimized), **callbacks
+        )
+
+
 def _load_families() -> None:
     for family in _FAMILIES:
         importlib.import_module(f"{__package__}.{family}")

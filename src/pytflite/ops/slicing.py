@@ -15,12 +15,11 @@ persistent constant, as TFLite does.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..core.types import AllocationType, BuiltinOperator, TensorType, type_name
+from ..core.types import AllocationType, BuiltinOperator, TensorType, num_elements, type_name
 from ..errors import KernelError, ensure, ensure_eq, ensure_type, ensure_types_eq
 from ..model.options import MirrorPadMode
 from .common import (
@@ -67,10 +66,6 @@ def _ints(tensor) -> list[int]:
     return [int(v) for v in tensor.data.reshape(-1)] if tensor.data is not None else []
 
 
-def _count(shape) -> int:
-    return math.prod(shape)
-
-
 def _ensure_vector(tensor, what: str, op_name: str) -> None:
     ensure_eq(len(tensor.shape), 1, f"{op_name} {what} rank")
 
@@ -102,8 +97,8 @@ def slice_prepare(context, node):
     ensure_type(size, _INDEX_TYPES, "size", "SLICE")
     _ensure_vector(begin, "begin", "SLICE")
     _ensure_vector(size, "size", "SLICE")
-    ensure_eq(_count(begin.shape), _count(size.shape), "SLICE begin/size element counts")
-    ensure_eq(_count(begin.shape), len(source.shape), "SLICE begin element count vs input rank")
+    ensure_eq(num_elements(begin.shape), num_elements(size.shape), "SLICE begin/size element counts")
+    ensure_eq(num_elements(begin.shape), len(source.shape), "SLICE begin element count vs input rank")
     if not (is_constant(begin) and is_constant(size)):
         node.user_data = None
         context.set_tensor_to_dynamic(output)
@@ -295,9 +290,9 @@ def plan_strided_slice(shape, begin, end, strides, options, out_shape) -> Stride
             stop = last + 1 if axis.stride > 0 else last - 1
             index.append(slice(start, stop if stop >= 0 else None, axis.stride))
     if tuple(counts) != tuple(out_shape):
-        if not visited and not _count(out_shape):
+        if not visited and not num_elements(out_shape):
             return StridedPlan((), None)  # nothing read, nothing written
-        if visited == _count(out_shape):  # TFLite writes the visited elements in order
+        if visited == num_elements(out_shape):  # TFLite writes the visited elements in order
             return StridedPlan(tuple(a.size for a in axes), tuple(index), regroup=True)
         raise KernelError(
             f"StridedSlice: the slice visits {[c for c in counts if c is not None]} elements per axis"
@@ -326,9 +321,11 @@ def strided_slice_prepare(context, node):
     for tensor, what in ((begin, "begin"), (end, "end"), (strides, "strides")):
         ensure_type(tensor, TensorType.INT32, what, "STRIDED_SLICE")
         _ensure_vector(tensor, what, "STRIDED_SLICE")
-    ensure_eq(_count(begin.shape), _count(end.shape), "STRIDED_SLICE begin/end element counts")
-    ensure_eq(_count(begin.shape), _count(strides.shape), "STRIDED_SLICE begin/strides element counts")
-    ensure(_count(begin.shape) <= 31, "StridedSlice op only supports up to 31 indices.")
+    ensure_eq(num_elements(begin.shape), num_elements(end.shape), "STRIDED_SLICE begin/end element counts")
+    ensure_eq(
+        num_elements(begin.shape), num_elements(strides.shape), "STRIDED_SLICE begin/strides element counts"
+    )
+    ensure(num_elements(begin.shape) <= 31, "StridedSlice op only supports up to 31 indices.")
     options = node.builtin_data
     # With `offset` the shape needs only end (sizes) and strides. TFLite then reads end in prepare even
     # when it is computed (and crashes); a computed end makes the output dynamic here.
@@ -339,7 +336,7 @@ def strided_slice_prepare(context, node):
         return
     values = _strided_inputs(context, node)
     if not is_constant(begin):  # offset mode: the shape does not depend on begin, known only at invoke
-        values[0] = [0] * _count(begin.shape)
+        values[0] = [0] * num_elements(begin.shape)
     out_shape = strided_slice_shape(source.shape, *values, options)
     indices_known = is_constant(begin) and is_constant(end)
     plan = plan_strided_slice(source.shape, *values, options, out_shape) if indices_known else None
@@ -470,7 +467,7 @@ def pad_prepare(context, node):
     ensure_type(paddings, _PADDING_TYPES, "paddings", op_name)
     if constant is not None:
         ensure_types_eq(source, constant, f"{op_name} input/constant_values types")
-        ensure_eq(_count(constant.shape), 1, f"{op_name} constant_values element count")
+        ensure_eq(num_elements(constant.shape), 1, f"{op_name} constant_values element count")
     rank = len(source.shape)
     ensure(rank <= _PAD_MAX_RANK, f"{op_name} supports up to {_PAD_MAX_RANK} dimensions, got {rank}")
     value = _pad_value(source, output, constant)

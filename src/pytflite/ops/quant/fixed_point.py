@@ -76,18 +76,14 @@ def rounding_divide_by_pot(x: np.ndarray, exponent) -> np.ndarray:
     return (x >> exponent) + (remainder > threshold)
 
 
-def wrap(values, bits: int = 32) -> np.ndarray:
+def wrap(values, bits: int = 32, out: np.ndarray | None = None) -> np.ndarray:
     """Two's-complement truncation to `bits` bits: C's narrowing conversions and overflowing int32
-    arithmetic (vmovn in NEON code)."""
+    arithmetic (vmovn in NEON code). `out` (int64, may be `values`) receives the result."""
     half = 1 << (bits - 1)
-    result = np.add(values, half, dtype=np.int64)
+    result = np.add(values, half, dtype=np.int64, out=out)
     result &= (1 << bits) - 1
     result -= half
     return result
-
-
-def _wrap_int32(x: np.ndarray) -> np.ndarray:
-    return wrap(x, 32)
 
 
 def float_to_int32(values, saturate: bool = False) -> np.ndarray:
@@ -114,7 +110,7 @@ def multiply_by_quantized_multiplier(x: np.ndarray, multiplier, shift) -> np.nda
     left = np.maximum(shift, 0) & 31
     right = np.maximum(-shift, 0)
     if np.any(left):
-        x = _wrap_int32(x << left)  # C multiplies in int32: a left shift may wrap
+        x = wrap(x << left)  # C multiplies in int32: a left shift may wrap
     return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(x, multiplier), right)
 
 
@@ -127,7 +123,7 @@ def multiply_by_quantized_multiplier_simd(x: np.ndarray, multiplier, shift) -> n
     left = np.maximum(shift, 0)
     right = np.maximum(-shift, 0)
     if np.any(left):
-        x = _wrap_int32(x << left)
+        x = wrap(x << left)
     high = saturating_rounding_doubling_high_mul(x, multiplier)
     return (high + ((np.int64(1) << right) >> 1)) >> right
 

@@ -27,7 +27,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .fixed_point import INT32_MIN, multiply_by_quantized_multiplier, round_half_away
+from .fixed_point import INT32_MIN, multiply_by_quantized_multiplier, round_half_away, wrap
 
 Requantizer = Callable[[np.ndarray], np.ndarray]
 
@@ -45,11 +45,6 @@ def exact_float_type(bound: int) -> np.dtype:
     raise OverflowError(f"integer sums up to {bound} are not exact in float64")
 
 
-def wrap_int32(x: np.ndarray) -> np.ndarray:
-    """C's int32 arithmetic wrapping: the int64 values taken modulo 2**32 into [-2**31, 2**31)."""
-    return ((x + 2**31) & 0xFFFFFFFF) - 2**31
-
-
 def simd_requantizer(multiplier, shift) -> Requantizer:
     """vshl (wrapping) + vqrdmulh + vrshl: both roundings half up. `multiplier`/`shift` may be arrays
     (per channel), broadcast against the accumulators' last axis."""
@@ -62,7 +57,7 @@ def simd_requantizer(multiplier, shift) -> Requantizer:
 
     def requantize(acc: np.ndarray) -> np.ndarray:
         if any_left:
-            acc = wrap_int32(acc << left)
+            acc = wrap(acc << left)
         # vqrdmulh saturates only for INT32_MIN * INT32_MIN; multipliers are never negative
         high = acc * multiplier
         high += 1 << 30
@@ -89,7 +84,7 @@ def int64_requantizer(multiplier, shift) -> Requantizer:
     rounding = np.int64(1) << (total_shift - 1)
 
     def requantize(acc: np.ndarray) -> np.ndarray:
-        return wrap_int32((acc * reduced + rounding) >> total_shift)
+        return wrap((acc * reduced + rounding) >> total_shift)
 
     return requantize
 
