@@ -25,6 +25,7 @@ from .errors import (
     ensure_type,
     ensure_types_eq,
 )
+from .fidelity.host import KNOWN_PROFILES, HostProfile
 from .interpreter import Interpreter, OpResolverType, SignatureRunner
 from .model import options
 from .model.builder import ModelBuilder
@@ -46,9 +47,11 @@ __all__ = [
     "DelegateFlags",
     "DelegateParams",
     "GraphPartitionHelper",
+    "HostProfile",
     "Interpreter",
     "InterpreterError",
     "InvalidArgumentError",
+    "KNOWN_PROFILES",
     "KernelError",
     "Limits",
     "ModelBuilder",

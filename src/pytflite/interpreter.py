@@ -37,6 +37,7 @@ from .core.types import (
     type_name,
 )
 from .errors import ErrorReporter, InterpreterError, InvalidArgumentError
+from .fidelity.host import HostProfile
 from .model.control_dependencies import METADATA_KEY as CONTROL_DEPENDENCIES_KEY
 from .model.control_dependencies import parse_control_dependencies
 from .model.reader import ModelDescription, open_model_file, read_model
@@ -99,12 +100,18 @@ class Interpreter:
         op_resolver: OpResolver | None = None,
         limits: Limits | None = None,
         experimental_exact_float_summation: bool | None = None,
+        experimental_host_profile: HostProfile | None = None,
     ):
         """`experimental_exact_float_summation` (a pytflite extra): True makes the float CONV_2D and
         DEPTHWISE_CONV_2D kernels sum in LiteRT's order, bit-exact but slower; False keeps the fast
         BLAS order (~1e-7 relative off); None (default) decides per subgraph: exact where the subgraph
         has a hybrid op (float32 activations meeting int8 weights), whose per-batch input quantization
-        turns those 1e-7 into whole quantization steps. See Context.exact_float_summation."""
+        turns those 1e-7 into whole quantization steps (on x86 hosts, whose order it is). See
+        Context.exact_float_summation.
+
+        `experimental_host_profile` (a pytflite extra): the machine whose LiteRT results to reproduce
+        where LiteRT's depend on the CPU (docs/fidelity.md); default: this one (HostProfile.detect()),
+        e.g. `pytflite.KNOWN_PROFILES["intel_sapphire_rapids"]` to get what LiteRT computes there."""
         resolver = op_resolver if op_resolver is not None else _resolver_for(experimental_op_resolver_type)
         if num_threads is not None:
             if not isinstance(num_threads, int):
@@ -134,11 +141,17 @@ class Interpreter:
         )
         if control_dependencies is not None and len(control_dependencies) != len(self._subgraphs):
             control_dependencies = None  # as TFLite: malformed or mismatched metadata is ignored
+        host = experimental_host_profile if experimental_host_profile is not None else HostProfile.detect()
+        if not isinstance(host, HostProfile):
+            raise InvalidArgumentError(
+                f"experimental_host_profile must be a HostProfile, not {type(host).__name__}"
+            )
         for index, subgraph in enumerate(self._subgraphs):
             subgraph.limits = self._limits
+            subgraph.context.host = host
             subgraph.context.recommended_num_threads = int(num_threads or 1)
             subgraph.context.exact_float_summation = (
-                has_hybrid_op(subgraph)
+                host.x86 and has_hybrid_op(subgraph)
                 if experimental_exact_float_summation is None
                 else bool(experimental_exact_float_summation)
             )

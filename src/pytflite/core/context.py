@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import KernelError
+from ..fidelity.host import HostProfile
 from .types import AllocationType
 
 if TYPE_CHECKING:
@@ -38,6 +39,9 @@ class Context:
         # into a whole quantization step. Set once per subgraph before prepare (the Interpreter's
         # experimental_exact_float_summation; by default, True where the subgraph has a hybrid op).
         self.exact_float_summation = False
+        # The machine whose LiteRT the host-dependent kernels reproduce (fidelity/host.py): this one
+        # unless the Interpreter was given another profile. Read in prepare.
+        self.host: HostProfile = HostProfile.detect()
         self.profiler: Any = None
         self._external_contexts: dict[Any, Any] = {}
         self._delegate_depth = 0  # > 0 while a delegate's prepare runs

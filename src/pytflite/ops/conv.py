@@ -16,7 +16,8 @@ temporaries are arena tensors, shared with other nodes: every invoke writes what
 With context.exact_float_summation (the Interpreter sets it in subgraphs with hybrid ops, where a 1e-7
 difference can become a quantization step downstream), the float CONV_2D and DEPTHWISE_CONV_2D sum in
 LiteRT's own order, bit for bit: im2col goes [K, pixels] and an order-preserving einsum (or products and an
-ordered reduction) replaces the matrix product, following the Eigen kernels LiteRT's CONV_2D picks by shape;
+ordered reduction) replaces the matrix product, following the Eigen kernels LiteRT's CONV_2D picks by shape
+and the host's cache sizes (fidelity/eigen_order.py);
 DEPTHWISE_CONV_2D sums its bias and taps' products in order. Slower, so off by default (see below).
 
 Quantized variants (CONV_2D, DEPTHWISE_CONV_2D and TRANSPOSE_CONV with uint8, int8 and int16x8
@@ -38,8 +39,6 @@ taken on the first invoke after prepare only (stale when a runtime filter change
 
 from __future__ import annotations
 
-import functools
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,6 +48,7 @@ import numpy as np
 from ..core.quantization import AffineQuantization
 from ..core.types import AllocationType, BuiltinOperator, TensorType, storage_dtype
 from ..errors import KernelError, ensure, ensure_eq, ensure_type
+from ..fidelity.eigen_order import eigen_product, sequential_products, sum_in_order
 from ..model.options import ActivationFunctionType, Padding
 from .common import (
     activation_clamp,
@@ -117,244 +117,6 @@ def _positive(values: Sequence[int], what: str) -> None:
 
 def _constant_data(tensor) -> np.ndarray | None:
     return tensor.data if tensor is not None and is_constant(tensor) and tensor.data is not None else None
-
-
-# --- LiteRT's float summation order (Context.exact_float_summation) -------------------------------------
-#
-# A BLAS product or a plain einsum sums in an order of its own, ~1e-7 relative off LiteRT, which a hybrid
-# kernel downstream can turn into a whole quantization step. In exact mode the float CONV_2D and
-# DEPTHWISE_CONV_2D reproduce LiteRT's order (its x86 build: SSE, no fused multiply-add, one thread),
-# found by experiment and by reading its kernels:
-# - CONV_2D, optimized: im2col, then Eigen's matrix product of the filter [O, K] and the windows [K, P]
-#   (cpu_backend_gemm), then the bias. Eigen picks its kernel by shape: P == 1 or O == 1 is a
-#   matrix-vector product (four lanes by k % 4, reduced as (l0 + l2) + (l1 + l3), then the last K % 4
-#   terms), both is a dot product (four packets, see _inner_product_order); K + O + P < 20 a
-#   coefficient-wise product (_redux_order); otherwise its blocked product (_eigen_product_order): each
-#   output sums along the window in order, except the last O % 8 output channels in whole column
-#   panels of four pixels. The window is split into depth blocks (from the L1 cache size) when K > ~680.
-# - CONV_2D, grouped or reference kernel: in order along the window (kernel rows, kernel columns, input
-#   channels), then the bias.
-# - DEPTHWISE_CONV_2D, optimized: the bias, then each tap's product in order (kernel rows, then columns);
-#   reference: the taps, then the bias.
-# Every product and partial sum is rounded to float32. The NumPy calls used have a known order:
-# - ufunc.reduce over an axis that is not the innermost of a C-contiguous array adds the slices one
-#   after the other (pairwise summation only runs along the innermost axis, and only when the reduction
-#   is over it: an array of one element per slice would be reduced that way, so that case is summed
-#   with np.add.accumulate, sequential by definition);
-# - np.einsum("kp,ko->op") with p and o contiguous in every operand and more than one pixel accumulates
-#   out[o, :] += w[k, o] * x[k, :] for k in order (its iterator orders the loops by the strides; with
-#   k innermost it would sum like a dot product), which is checked once (_einsum_is_sequential: a build
-#   whose einsum fuses the multiply-add or reorders the sum falls back to products and a reduction).
-# LiteRT run with num_threads > 1 computes a constant-filter, undilated CONV_2D with Eigen's threaded
-# tensor contraction, in yet another order: not reproduced.
-
-
-def _sequential_reference(x: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """sum over k, in order, of x[k, p] * w[k, o], into [o, p], one NumPy step per k (slow, plain)."""
-    total = np.zeros((w.shape[1], x.shape[1]), np.float32)
-    for k in range(x.shape[0]):
-        total += np.multiply(w[k][:, None], x[k][None, :])
-    return total
-
-
-@functools.cache
-def _einsum_is_sequential() -> bool:
-    """Whether this NumPy's einsum sums "kp,ko->op" in order without fused multiply-adds (checked on
-    values spread over many magnitudes, where any other order or a fused multiply-add shows)."""
-    rng = np.random.default_rng(7)
-    for depth, units, pixels in ((37, 3, 9), (70, 2, 2), (5, 1, 33)):
-        x = (rng.standard_normal((depth, pixels)) * 2.0 ** rng.integers(-12, 12, (depth, pixels))).astype(
-            np.float32
-        )
-        w = (rng.standard_normal((depth, units)) * 2.0 ** rng.integers(-12, 12, (depth, units))).astype(
-            np.float32
-        )
-        if not np.array_equal(_einsum("kp,ko->op", x, w), _sequential_reference(x, w)):
-            return False
-        if not np.array_equal(
-            _einsum("gkp,gko->gop", np.stack([x, x[::-1]]), np.stack([w, w[::-1]])),
-            np.stack([_sequential_reference(x, w), _sequential_reference(x[::-1], w[::-1])]),
-        ):
-            return False
-    return True
-
-
-# The products of the fallback (no sequential einsum) are made this many at a time.
-_PRODUCTS_AT_ONCE = 1 << 20
-
-
-def _sum_in_order(terms: np.ndarray, out: np.ndarray) -> None:
-    """out = ((terms[0] + terms[1]) + terms[2]) + ..., in float32; the sum axis is the outermost one of
-    `terms` (the largest stride)."""
-    if out.size > 1:
-        np.add.reduce(terms, axis=0, out=out)
-    elif out.size == 1:
-        column = terms.reshape(terms.shape[0], -1)[:, 0]
-        out.reshape(-1)[0] = np.add.accumulate(column)[-1] if column.size else 0
-
-
-def _sequential_products(x: np.ndarray, w: np.ndarray, out: np.ndarray) -> None:
-    """out [G, O/G, P] = for each group, sum over k in order of x[g, k, p] * w[g, k, o], each product and
-    each partial sum rounded to float32 (see above)."""
-    groups, depth, pixels = x.shape
-    units = w.shape[2]
-    # einsum's loop order follows the operands' strides: with pixels and output channels contiguous
-    # (and more than one pixel) its inner loop runs over pixels, one depth after the other
-    inner = all(a.strides[-1] == a.itemsize for a in (x, w, out))
-    if pixels > 1 and inner and _einsum_is_sequential():
-        if groups == 1:
-            _einsum("kp,ko->op", x[0], w[0], out=out[0])
-        else:
-            _einsum("gkp,gko->gop", x, w, out=out)
-        return
-    step = max(1, _PRODUCTS_AT_ONCE // max(depth * pixels, 1))
-    for g in range(groups):
-        for first in range(0, units, step):
-            last = min(units, first + step)
-            products = np.multiply(x[g][:, None, :], w[g, :, first:last, None])  # [K, units, P]
-            _sum_in_order(products, out[g, first:last])
-
-
-def _lanes(x: np.ndarray, w: np.ndarray, count: int, out: np.ndarray) -> None:
-    """out [count, O, P]: lane j = the sequential sum of the products of the depths k = j (mod count)
-    (x [K, P], w [K, O]; K a multiple of `count`)."""
-    for j in range(count):
-        _sequential_products(x[None, j::count], w[None, j::count], out[j : j + 1])
-
-
-def _add_terms(acc: np.ndarray, x: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """acc [O, P] + x[k] * w[k] for each remaining depth k, in order (a handful)."""
-    for k in range(x.shape[0]):
-        acc = acc + np.multiply(w[k][:, None], x[k][None, :])
-    return acc
-
-
-def _packet_sum(lanes: np.ndarray) -> np.ndarray:
-    """Eigen's SSE predux of four lanes: (l0 + l2) + (l1 + l3)."""
-    return (lanes[0] + lanes[2]) + (lanes[1] + lanes[3])
-
-
-def _inner_product_order(x: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """A dot product (O == P == 1) as Eigen's inner product sums it: up to four packets of four lanes,
-    packet i accumulating the blocks i (mod 4) of 16 values, the leftover blocks into the first ones,
-    then p2 + p3, p1 + (.), p0 + (.), the lane reduction, and the last K % 4 products in order."""
-    products = np.multiply(x[:, :1], w[:, :1])  # [K, 1]
-    depth = products.shape[0]
-    if depth < 4:
-        return _add_terms(np.zeros((1, 1), np.float32), x, w)
-    blocks = depth // 4
-    packets = [products[4 * i : 4 * i + 4].copy() for i in range(min(blocks, 4))]
-    if blocks >= 4:
-        quad = depth // 16 * 16
-        for k in range(16, quad, 16):
-            for i in range(4):
-                packets[i] += products[k + 4 * i : k + 4 * i + 4]
-        for i in range(blocks - quad // 4):
-            packets[i] += products[quad + 4 * i : quad + 4 * i + 4]
-        packets[2] = packets[2] + packets[3]
-    if blocks >= 3:
-        packets[1] = packets[1] + packets[2]
-    if blocks >= 2:
-        packets[0] = packets[0] + packets[1]
-    total = _packet_sum(packets[0])[None, :]
-    return _add_terms(total, x[blocks * 4 :], w[blocks * 4 :])
-
-
-def _redux_order(x: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """[O, P] summed as Eigen's coefficient-wise (lazy) product does: two packets of four lanes over
-    blocks of 8, p0 + p1, one more packet, the lane reduction, then the last K % 4 products."""
-    products = np.multiply(w[:, :, None], x[:, None, :])  # [K, O, P], tiny (K + O + P < 20)
-    depth = products.shape[0]
-    if depth < 4:
-        return _add_terms(np.zeros(products.shape[1:], np.float32), x, w)
-    whole, eights = depth // 4 * 4, depth // 8 * 8
-    first = products[0:4].copy()
-    if whole > 4:
-        second = products[4:8].copy()
-        for k in range(8, eights, 8):
-            first += products[k : k + 4]
-            second += products[k + 4 : k + 8]
-        first += second
-        if whole > eights:
-            first += products[eights : eights + 4]
-    return _add_terms(_packet_sum(first), x[whole:], w[whole:])
-
-
-def _eigen_depth_blocks(depth: int, rows: int, cols: int) -> list[tuple[int, int]]:
-    """Eigen's depth blocking (computeProductBlockingSizes, one thread, mr = 8 and nr = 4 for float
-    SSE): blocks of kc so that an 8 x kc and a kc x 4 panel fit the L1 data cache, the last as large
-    as possible."""
-    if max(depth, rows, cols) < 48:
-        return [(0, depth)]
-    largest = max(((_L1_BYTES - 8 * 4 * 4) // ((8 + 4) * 4)) & ~7, 1)
-    block = depth
-    if depth > largest:
-        rest = depth % largest
-        block = largest if rest == 0 else largest - 8 * ((largest - 1 - rest) // (8 * (depth // largest + 1)))
-    return [(k, min(depth, k + block)) for k in range(0, depth, block)]
-
-
-def _l1_bytes() -> int:
-    """The L1 data cache size Eigen queries at run time (cpuid); 32 KiB when the system does not say."""
-    try:
-        size = os.sysconf("SC_LEVEL1_DCACHE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        size = 0
-    return size if size and size > 0 else 32 * 1024
-
-
-_L1_BYTES = _l1_bytes()
-
-
-def _eigen_product_order(x: np.ndarray, w: np.ndarray, out: np.ndarray) -> None:
-    """out [O, P] = x [K, P] times w [K, O] as LiteRT's optimized float CONV_2D sums it (see above)."""
-    depth, pixels = x.shape
-    units = w.shape[1]
-    if units == 1 or pixels == 1:
-        if units == 1 and pixels == 1:
-            out[...] = _inner_product_order(x, w)
-            return
-        whole = depth // 4 * 4
-        lanes = np.empty((4, units, pixels), np.float32)
-        if whole:
-            _lanes(x[:whole], w[:whole], 4, lanes)
-        else:
-            lanes.fill(0)
-        total = _add_terms(_packet_sum(lanes), x[whole:], w[whole:])
-        np.add(total, np.float32(0), out=out)  # added to the zeroed result
-        return
-    if depth + units + pixels < 20:
-        out[...] = _redux_order(x, w)
-        return
-    eights = units // 8 * 8  # the output channels Eigen's two-packet kernel sums in order
-    fours = eights + (4 if units % 8 >= 4 else 0)  # the one-packet kernel: even and odd k apart
-    panels = pixels // 4 * 4  # the pixels in whole panels of four (the rest in order)
-    blocks = _eigen_depth_blocks(depth, units, pixels)
-    part = out if len(blocks) == 1 else np.empty_like(out)
-    for index, (first, last) in enumerate(blocks):
-        xs, ws = x[first:last], w[first:last]
-        _sequential_products(xs[None], ws[None], part[None])
-        if eights < units and panels:
-            size = last - first
-            if fours > eights:  # peeled by 8: even k into one accumulator, odd into another
-                peeled = size & ~7
-                lanes = np.zeros((2, fours - eights, panels), np.float32)
-                if peeled:
-                    _lanes(xs[:peeled, :panels], ws[:peeled, eights:fours], 2, lanes)
-                rest = xs[peeled:, :panels], ws[peeled:, eights:fours]
-                part[eights:fours, :panels] = _add_terms(lanes[0] + lanes[1], *rest)
-            if fours < units:  # one output channel at a time: four accumulators by k % 4
-                whole = size & ~3
-                lanes = np.zeros((4, units - fours, panels), np.float32)
-                if whole:
-                    _lanes(xs[:whole, :panels], ws[:whole, fours:], 4, lanes)
-                rest = xs[whole:, :panels], ws[whole:, fours:]
-                part[fours:, :panels] = _add_terms((lanes[0] + lanes[1]) + (lanes[2] + lanes[3]), *rest)
-        if part is not out:
-            if index == 0:
-                out[...] = part
-            else:
-                np.add(out, part, out=out)
 
 
 # --- quantized arithmetic shared by the three convolutions ----------------------------------------------
@@ -758,7 +520,8 @@ class ConvState:
     # would run in short pieces; "exact": into [G, K/G, pixels], summed in LiteRT's order (the sums,
     # [O, pixels], in the `acc` temporary)
     mode: str = "im2col"
-    eigen: bool = False  # exact mode: in the order of LiteRT's optimized kernel (else in window order)
+    # exact mode: the cache sizes of LiteRT's optimized (Eigen) order; None: in window order
+    eigen: tuple[int, int, int] | None = None
     groups: int = 1
     staging: Staging | None = None  # None: the input itself is read (no padding)
     pad_value: int = 0  # what the staging's borders hold (a quantized input's zero point)
@@ -828,7 +591,7 @@ def _plan_conv(
     constant filter (`fold_bias`, with `weights_matrix`) is folded into the product: a column of ones in
     im2col, a row of biases in the weights. `direct`: a 1x1 stride-1 convolution may use the input
     itself as the left operand (its elements must then be `dtype`). `exact` (float32 only): im2col
-    goes [G, K/G, pixels] for _sequential_products, the bias is never folded (it comes last).
+    goes [G, K/G, pixels] for sequential_products, the bias is never folded (it comes last).
     """
     n, *in_spatial, channels = source_shape
     group_channels = channels // groups
@@ -935,9 +698,9 @@ def _conv_exact_product(tensors, state: ConvState, x: np.ndarray, w: np.ndarray,
     sums = tensors[state.acc].data
     w = np.ascontiguousarray(w)  # a runtime filter (the layout transposes it)
     if state.eigen:
-        _eigen_product_order(col, w[0], sums)
+        eigen_product(col, w[0], sums, state.eigen)
     else:
-        _sequential_products(col.reshape(groups, -1, pixels), w, sums.reshape(groups, -1, pixels))
+        sequential_products(col.reshape(groups, -1, pixels), w, sums.reshape(groups, -1, pixels))
     if state.bias >= 0:  # LiteRT adds the bias to the finished sums
         np.add(sums.T, tensors[state.bias].data.reshape(-1), out=rows)
     else:
@@ -1032,7 +795,8 @@ def conv2d_prepare(optimized: bool):
             _constant_data(bias) if matrix is not None else None,
             exact=context.exact_float_summation,
         )
-        state.eigen = optimized and groups == 1  # LiteRT runs its reference kernel for groups
+        # LiteRT runs its reference kernel for groups; Eigen's blocking depends on the host's caches
+        state.eigen = context.host.caches_for_eigen if optimized and groups == 1 else None
         _plan_float_bias(state, bias, window.out)
         set_temporaries(context, node, _owned(state), temporaries)
         state.clamp = activation_clamp(options.fused_activation_function)
@@ -1693,7 +1457,7 @@ def _depthwise_exact(tensors, state: DepthwiseState, x, w: np.ndarray, bias, row
             start[:, :count] = 0
         else:
             start[:, :count] = bias
-        _sum_in_order(terms[:, :, :count], rows[:, first : first + count])
+        sum_in_order(terms[:, :, :count], rows[:, first : first + count])
 
 
 def _depthwise_sums(tensors, state: DepthwiseState, x: np.ndarray, w: np.ndarray, rows: np.ndarray) -> None:

@@ -1,0 +1,139 @@
+"""HostProfile: CPUID decoded as Eigen and ruy decode it, and the profile reaching the kernels."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pytflite
+from pytflite import KNOWN_PROFILES, HostProfile
+from pytflite.fidelity import cpuid
+from pytflite.fidelity.host import (
+    EIGEN_DEFAULT_CACHES,
+    eigen_caches_from_cpuid,
+    x86_features_from_cpuid,
+)
+
+
+def _vendor_registers(vendor: str, top: int) -> tuple[int, int, int, int]:
+    words = [int.from_bytes(vendor.encode()[i : i + 4], "little") for i in (0, 4, 8)]
+    return top, words[0], words[2], words[1]  # CPUID returns the vendor in ebx, edx, ecx
+
+
+def _leaf4(level: int, kind: int, ways: int, line: int, sets: int) -> tuple[int, int, int, int]:
+    eax = kind | (level << 5)
+    ebx = (ways - 1) << 22 | (line - 1)
+    return eax, ebx, sets - 1, 0
+
+
+def _reader(table: dict):
+    return lambda leaf, subleaf: table.get((leaf, subleaf), table.get(leaf, (0, 0, 0, 0)))
+
+
+def test_intel_caches_come_from_leaf_4():
+    """The Sapphire Rapids kind's caches as its sysfs reported them: 48 KiB L1d (12 ways x 64 sets of
+    64 bytes), 2 MiB L2, 480 MiB L3; the instruction cache is not a data cache."""
+    table = {
+        0: _vendor_registers("GenuineIntel", 0x20),
+        (4, 0): _leaf4(1, 1, 12, 64, 64),
+        (4, 1): _leaf4(1, 2, 16, 64, 64),
+        (4, 2): _leaf4(2, 3, 16, 64, 2048),
+        (4, 3): _leaf4(3, 3, 16, 64, 491520),
+        (4, 4): (0, 0, 0, 0),
+    }
+    assert eigen_caches_from_cpuid(_reader(table)) == (48 << 10, 2 << 20, 480 << 20)
+
+
+def test_amd_caches_come_from_the_extended_leaves():
+    """This repository's AMD kind: 0x80000005/6 as it reports them, Eigen's L3 mask included."""
+    table = {
+        0: _vendor_registers("AuthenticAMD", 0x1C),
+        0x80000000: (0x80000021, 0, 0, 0),
+        0x80000005: (0xFF48FF40, 0xFF48FF40, 0x20080140, 0x20080140),
+        0x80000006: (0x5C002200, 0x6C004200, 0x04006140, 0x0A009140),
+    }
+    assert eigen_caches_from_cpuid(_reader(table)) == (32 << 10, 1 << 20, 320 << 20)
+
+
+def test_unreported_caches_take_eigens_defaults():
+    table = {0: _vendor_registers("AuthenticAMD", 1), 0x80000000: (0x80000004, 0, 0, 0)}
+    assert eigen_caches_from_cpuid(_reader(table)) == EIGEN_DEFAULT_CACHES
+
+
+def test_features_need_the_operating_systems_register_state():
+    """AVX-512 bits count only when XCR0 says the OS saves ZMM and opmask state (as cpuinfo checks)."""
+    avx512 = (1 << 16) | (1 << 17) | (1 << 28) | (1 << 30) | (1 << 31) | (1 << 5)
+    table = {0: (7, 0, 0, 0), 1: (0, 0, (1 << 27) | (1 << 28) | (1 << 12) | (1 << 19), 0), 7: (0, avx512, 0, 0)}
+    full = x86_features_from_cpuid(_reader(table), 0xE7)
+    assert {"avx512f", "avx512bw", "avx2", "fma", "avx"} <= full
+    without_zmm = x86_features_from_cpuid(_reader(table), 0x7)
+    assert "avx512f" not in without_zmm and "avx2" in without_zmm
+    assert x86_features_from_cpuid(_reader(table), None) == {"sse4_1"}
+
+
+@pytest.mark.parametrize(
+    "features, path",
+    [
+        ({"avx512f", "avx512dq", "avx512cd", "avx512bw", "avx512vl", "avx2", "fma", "avx"}, "avx512"),
+        ({"avx512f", "avx2", "fma", "avx"}, "avx2_fma"),  # AVX-512 without BW/VL: not ruy's AVX-512 path
+        ({"avx"}, "avx"),
+        (set(), "standard_cpp"),
+    ],
+)
+def test_ruy_path_follows_the_features(features, path):
+    assert HostProfile("x", "x86_64", features=frozenset(features)).ruy_path == path
+
+
+def test_arm_and_wasm_profiles_are_not_x86():
+    assert not KNOWN_PROFILES["aarch64"].x86 and KNOWN_PROFILES["aarch64"].ruy_path == "neon"
+    assert KNOWN_PROFILES["wasm32"].ruy_path == "standard_cpp"
+    assert KNOWN_PROFILES["aarch64"].caches_for_eigen == EIGEN_DEFAULT_CACHES
+
+
+def test_detect_reads_this_machine_once():
+    profile = HostProfile.detect()
+    assert profile is HostProfile.detect()
+    if cpuid.available():
+        assert profile.source == "cpuid" and profile.vendor and profile.eigen_caches is not None
+        assert profile.eigen_caches[0] >= 8 * 1024
+
+
+def _hybrid_model() -> bytes:
+    """A float CONV_2D feeding a hybrid FULLY_CONNECTED (int8 weights)."""
+    from pytflite import BuiltinOperator as Op
+    from pytflite import TensorType as T
+    from pytflite.core.quantization import AffineQuantization
+
+    rng = np.random.default_rng(0)
+    builder = pytflite.ModelBuilder()
+    x = builder.add_input("x", T.FLOAT32, [1, 4, 4, 3])
+    w = builder.add_constant("w", rng.standard_normal([2, 1, 1, 3]).astype(np.float32))
+    conv = builder.add_tensor("conv", T.FLOAT32, [1, 4, 4, 2])
+    builder.add_operator(Op.CONV_2D, [x, w, -1], [conv], options=pytflite.options.Conv2DOptions(), version=1)
+    flat = builder.add_constant("flat", np.array([1, 32], np.int32))
+    reshaped = builder.add_tensor("reshaped", T.FLOAT32, [1, 32])
+    builder.add_operator(Op.RESHAPE, [conv, flat], [reshaped])
+    q = AffineQuantization(scale=np.array([0.02], np.float32), zero_point=np.array([0], np.int64))
+    fc_w = builder.add_constant("fc_w", rng.integers(-127, 128, [3, 32]).astype(np.int8), quantization=q)
+    y = builder.add_tensor("y", T.FLOAT32, [1, 3])
+    builder.add_operator(
+        Op.FULLY_CONNECTED, [reshaped, fc_w, -1], [y], options=pytflite.options.FullyConnectedOptions(), version=3
+    )
+    builder.add_output(y)
+    return builder.build()
+
+
+def test_the_profile_reaches_the_kernels_and_decides_exact_mode():
+    """Exact float summation turns itself on before hybrid ops only on x86 profiles (it is LiteRT's x86
+    order); the profile given is what every subgraph's context holds."""
+    model = _hybrid_model()
+    for name, exact in (("intel_sapphire_rapids", True), ("aarch64", False)):
+        interpreter = pytflite.Interpreter(model_content=model, experimental_host_profile=KNOWN_PROFILES[name])
+        context = interpreter.subgraphs[0].context
+        assert context.host is KNOWN_PROFILES[name]
+        assert context.exact_float_summation is exact
+
+
+def test_a_profile_must_be_a_host_profile():
+    with pytest.raises(ValueError, match="experimental_host_profile must be a HostProfile"):
+        pytflite.Interpreter(model_content=_hybrid_model(), experimental_host_profile="intel")
