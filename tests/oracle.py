@@ -18,7 +18,8 @@ import pytflite
 from pytflite.core.node import Registration
 from pytflite.ops.resolver import OpResolver
 
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "public"
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+CORPUS = SHARED / "corpus" / "public"
 
 try:
     from ai_edge_litert import interpreter as litert
