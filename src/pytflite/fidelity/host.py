@@ -32,6 +32,8 @@ EIGEN_DEFAULT_CACHES = (32 * 1024, 256 * 1024, 2 * 1024 * 1024)
 # the instruction-set features LiteRT's choices depend on, under the names Linux's /proc/cpuinfo uses
 X86_FEATURES = ("sse4_1", "avx", "fma", "avx2", "avx512f", "avx512dq", "avx512cd", "avx512bw", "avx512vl")
 _RUY_AVX512 = frozenset(("avx512f", "avx512dq", "avx512cd", "avx512bw", "avx512vl"))
+# ruy's Path bits (RUY_PATHS), most significant first; the x86 and ARM builds reuse 0x10 and up
+_RUY_PATH_BITS = {"avx512": 0x40, "avx2_fma": 0x20, "avx": 0x10, "neon": 0x10, "standard_cpp": 0x1}
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,8 @@ class HostProfile:
     sizes CPUID does not report; None off x86.
     `source`: where the facts came from: "cpuid", "os" (the operating system's report: close to what
     CPUID says, not guaranteed equal), "assumed" (nothing could be read) or "given".
+    `ruy_paths`: the RUY_PATHS bit mask ruy was restricted to (the environment variable it reads at
+    startup, hexadecimal), or None: every path the CPU supports.
     """
 
     name: str
@@ -54,6 +58,7 @@ class HostProfile:
     features: frozenset[str] = field(default_factory=frozenset)
     eigen_caches: tuple[int, int, int] | None = None
     source: str = "given"
+    ruy_paths: int | None = None
 
     @property
     def x86(self) -> bool:
@@ -65,12 +70,20 @@ class HostProfile:
         """The ruy kernel LiteRT's int8/int16 matrix products run on this host: "avx512", "avx2_fma",
         "avx" or "standard_cpp" on x86 (ruy's own selection), "neon" on ARM, "standard_cpp" elsewhere."""
         if self.x86:
-            if _RUY_AVX512 <= self.features:
-                return "avx512"
-            if {"avx2", "fma"} <= self.features:
-                return "avx2_fma"
-            return "avx" if "avx" in self.features else "standard_cpp"
-        return "neon" if self.arch in ("aarch64", "arm") else "standard_cpp"
+            supported = {
+                "avx512": _RUY_AVX512 <= self.features,
+                "avx2_fma": {"avx2", "fma"} <= self.features,
+                "avx": "avx" in self.features,
+            }
+        elif self.arch in ("aarch64", "arm"):
+            supported = {"neon": True}
+        else:
+            supported = {}
+        for path, bit in _RUY_PATH_BITS.items():  # the most significant path enabled, as ruy picks
+            enabled = supported.get(path, False) if self.ruy_paths is None else bool(self.ruy_paths & bit)
+            if enabled and (path in supported or path == "standard_cpp"):
+                return path
+        return "standard_cpp"
 
     @property
     def caches_for_eigen(self) -> tuple[int, int, int]:
@@ -218,11 +231,21 @@ def _os_features() -> frozenset[str]:
     return frozenset()
 
 
+def _ruy_paths_from_environment() -> int | None:
+    """RUY_PATHS as ruy reads it: a hexadecimal mask; absent, empty, zero or unreadable means none."""
+    try:
+        value = int(os.environ.get("RUY_PATHS", "0"), 16)
+    except ValueError:
+        return None
+    return value or None
+
+
 @functools.cache
 def _detected() -> HostProfile:
     arch = _arch()
+    ruy_paths = _ruy_paths_from_environment()
     if arch not in ("x86_64", "x86"):
-        return HostProfile("detected", arch, source="os")
+        return HostProfile("detected", arch, source="os", ruy_paths=ruy_paths)
     if _cpuid.available():
         read = _cpuid.cpuid
         ecx1 = read(1, 0)[2]
@@ -234,6 +257,7 @@ def _detected() -> HostProfile:
             x86_features_from_cpuid(read, xcr0),
             eigen_caches_from_cpuid(read),
             "cpuid",
+            ruy_paths,
         )
     caches = _os_caches()
     return HostProfile(
@@ -243,6 +267,7 @@ def _detected() -> HostProfile:
         _os_features(),
         caches or EIGEN_DEFAULT_CACHES,
         "os" if caches else "assumed",
+        ruy_paths,
     )
 
 
