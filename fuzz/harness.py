@@ -1,9 +1,13 @@
 """One fuzz case: load a model, allocate, feed random inputs, invoke; classify what happened.
 
-Only pytflite's own errors are acceptable failures: a ModelError at load, an InterpreterError or
-KernelError at allocate/invoke, an InvalidArgumentError from the API. Anything else (IndexError,
-KeyError, struct.error, MemoryError, a bare ValueError...) is a crash; a case running past its time
-limit is a hang.
+Only pytflite's deliberate refusals are acceptable failures: a ModelError at load, an InterpreterError
+or KernelError at allocate/invoke, an InvalidArgumentError from the API, raised by a check. The runtime
+wraps any exception a kernel raises in an InterpreterError (the original as its cause), so the type of
+the error alone says nothing: a refusal is a pytflite error whose whole cause chain holds pytflite
+errors only (a `raise ... from None` translation is deliberate and ends the chain). An error whose chain
+holds anything else (IndexError, KeyError, a NumPy TypeError, a bare ValueError...) is a crash, and so is
+any MemoryError, translated or not: under FUZZ_LIMITS an allocation the machine cannot give escaped the
+limits. A case running past its time limit is a hang.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import numpy as np
 import pytflite
 from pytflite.errors import InterpreterError, InvalidArgumentError, KernelError, ModelError
 
-ACCEPTED = (ModelError, InterpreterError, KernelError, InvalidArgumentError)
+PYTFLITE_ERRORS = (ModelError, InterpreterError, KernelError, InvalidArgumentError)
 
 # Small caps keep every case cheap: a mutated shape cannot ask for gigabytes or loop forever.
 FUZZ_LIMITS = pytflite.Limits(
@@ -33,9 +37,30 @@ class CaseTimeout(BaseException):
 
 @dataclass(frozen=True)
 class Outcome:
-    kind: str  # "ok", "rejected" (a pytflite error), "crash" or "hang"
+    kind: str  # "ok", "rejected" (a deliberate pytflite error), "crash" or "hang"
     stage: str  # "load", "allocate", "inputs", "invoke" or "done"
     detail: str = ""
+
+
+def cause_chain(error: BaseException, suppressed: bool = False) -> list[BaseException]:
+    """`error` and what it was raised from, outermost first, as Python's traceback prints them: the
+    explicit cause, else the implicit context, unless `raise ... from None` translated it on purpose
+    (kept with `suppressed`)."""
+    chain = [error]
+    while True:
+        last = chain[-1]
+        hidden = last.__suppress_context__ and not suppressed
+        following = last.__cause__ or (None if hidden else last.__context__)
+        if following is None or any(following is seen for seen in chain):
+            return chain
+        chain.append(following)
+
+
+def is_refusal(error: BaseException) -> bool:
+    """A pytflite error raised by a check, not one wrapping a bug or an allocation the limits missed."""
+    return all(isinstance(link, PYTFLITE_ERRORS) for link in cause_chain(error)) and not any(
+        isinstance(link, MemoryError) for link in cause_chain(error, suppressed=True)
+    )
 
 
 def random_inputs(interpreter: pytflite.Interpreter, rng: np.random.Generator) -> None:
@@ -77,11 +102,11 @@ def run_model(model: bytes, seed: int, limits: pytflite.Limits = FUZZ_LIMITS) ->
         for detail in interpreter.get_output_details():
             interpreter.get_tensor(detail["index"])
         return Outcome("ok", "done")
-    except ACCEPTED as error:
-        return Outcome("rejected", stage, f"{type(error).__name__}: {str(error)[:200]}")
     except CaseTimeout:
         raise
-    except Exception as error:  # the point: anything else is a bug to report
+    except Exception as error:  # the point: anything but a deliberate refusal is a bug to report
+        if is_refusal(error):
+            return Outcome("rejected", stage, f"{type(error).__name__}: {str(error)[:200]}")
         return Outcome("crash", stage, "".join(traceback.format_exception(error))[-3000:])
 
 

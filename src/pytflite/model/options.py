@@ -487,6 +487,8 @@ def read_options(union: int, union_type: int, table: flatbuffers.table.Table) ->
         raise ValueError(
             f"unknown builtin options type {union_type} in union BuiltinOptions{'' if union == 1 else 2}"
         )
+    if table is None:  # a union type without its table: the defaults, as TFLite's parsers take them
+        return options_class(spec.name)()
     values = {f.name: _read_field(table, f, spec.name) for f in spec.fields if f.name is not None}
     return options_class(spec.name)(**values)
 

@@ -60,17 +60,22 @@ class Limits:
 
     def check_resize(self, tensor: Any, shape: Sequence[int]) -> None:
         """Runtime guard for Context.resize_tensor: a kernel may compute any shape from data."""
+        self._check(f"resize_tensor: tensor {tensor.index}", shape, self.tensor_bytes(tensor.type, shape))
+
+    def check_scratch(self, what: str, shape: Sequence[int], itemsize: int) -> None:
+        """Runtime guard for an array a kernel makes for itself (an index plan, running sums), called
+        before it is made: the same caps as a tensor's."""
+        self._check(what, shape, math.prod(shape) * itemsize)
+
+    def _check(self, what: str, shape: Sequence[int], size: int) -> None:
         elements = element_bound(shape)
         if elements > self.max_elements:
             raise KernelError(
-                f"resize_tensor: tensor {tensor.index} shape {list(shape)} has {elements} elements, "
-                f"over the limit of {self.max_elements}"
+                f"{what} shape {list(shape)} has {elements} elements, over the limit of {self.max_elements}"
             )
-        size = self.tensor_bytes(tensor.type, shape)
         if size > self.max_bytes:
             raise KernelError(
-                f"resize_tensor: tensor {tensor.index} shape {list(shape)} needs {size} bytes, "
-                f"over the limit of {self.max_bytes} bytes"
+                f"{what} shape {list(shape)} needs {size} bytes, over the limit of {self.max_bytes} bytes"
             )
 
 
@@ -145,6 +150,10 @@ def check_vector(start: int, length: int, element_size: int, size: int, what: st
 
 def check_constant_size(label: str, tensor_type: TensorType, shape: Sequence[int], available: int) -> int:
     """A constant's buffer holds at least the tensor's bytes; returns the bytes needed."""
+    if tensor_type in (TensorType.RESOURCE, TensorType.VARIANT):  # run-time handles, never file data
+        raise ModelError(
+            f"{label} is invalidly specified in schema: a {tensor_type.name} tensor has a buffer."
+        )
     needed = bytes_required(tensor_type, shape)
     if available < needed:
         raise ModelError(
@@ -263,8 +272,11 @@ def _verify_execution_order(
     constant = {t for t, d in enumerate(tensors) if d.data is not None}
     variable = {t for t, d in enumerate(tensors) if d.is_variable and d.data is None}
     graph_inputs = set(subgraph.inputs)
-    # a tensor with no elements holds nothing to read (e.g. the empty shape of a RESHAPE to a scalar)
-    available = constant | variable | graph_inputs | {t for t, d in enumerate(tensors) if 0 in d.shape}
+    # a tensor with no elements holds nothing to read (e.g. the empty shape of a RESHAPE to a scalar),
+    # unless an operator writes it: then it may be resized, and read before it is written
+    written = {t for op in subgraph.operators for t in op.outputs}
+    empty = {t for t, d in enumerate(tensors) if 0 in d.shape and t not in written}
+    available = constant | variable | graph_inputs | empty
     produced: set[int] = set()
     for o, op in enumerate(subgraph.operators):
         name = op_label(codes[op.opcode_index])

@@ -48,7 +48,10 @@ def optional_input_tensor(context: Context, node: Node, i: int) -> Tensor | None
 
 
 def output_tensor(context: Context, node: Node, i: int = 0) -> Tensor:
-    return context.tensors[node.outputs[i]]
+    index = node.outputs[i]
+    if index == OPTIONAL_TENSOR:  # -1 would silently index the last tensor
+        raise KernelError(f"Tensor at index {i} was optional but was expected")
+    return context.tensors[index]
 
 
 def broadcast_shape(first: Sequence[int], second: Sequence[int]) -> tuple[int, ...]:
@@ -86,6 +89,14 @@ def scratch_tensor(context: Context, index: int, tensor_type: TensorType, shape:
     scratch.type = tensor_type
     scratch.allocation_type = AllocationType.ARENA_RW
     context.resize_tensor(scratch, tuple(shape))
+
+
+def check_scratch(context: Context, what: str, shape: Sequence[int], dtype) -> None:
+    """Hold an array a kernel makes for itself in prepare (not an arena temporary) to the interpreter's
+    Limits, before making it: shapes that follow options or data can ask for any amount of memory."""
+    limits = context.subgraph.limits
+    if limits is not None:
+        limits.check_scratch(what, shape, np.dtype(dtype).itemsize)
 
 
 def set_temporaries(context: Context, node: Node, owned: Sequence[int], used: Sequence[int]) -> None:
@@ -134,6 +145,19 @@ def ensure_same_quantization(source, output) -> None:
 def is_constant(tensor: Tensor) -> bool:
     """Known at prepare time: a model constant, or an output a kernel computed in prepare."""
     return tensor.allocation_type in (AllocationType.MMAP_RO, AllocationType.PERSISTENT_RO)
+
+
+# Integer types np.take, np.put, np.repeat and np.choose refuse as indices: they cast indices to np.intp
+# only when the cast is safe, and np.intp is int32 on 32-bit NumPy (Pyodide's wasm32, armv7, i386).
+_NOT_INTP_SAFE = frozenset(
+    np.dtype(t) for t in (np.int64, np.uint32, np.uint64) if not np.can_cast(t, np.intp)
+)
+
+
+def as_indices(values: np.ndarray) -> np.ndarray:
+    """`values`, indices the caller has bounds-checked, in a type np.take accepts: unchanged (no copy)
+    when it casts safely to np.intp, as int32 always and int64 on 64-bit NumPy do; else as np.intp."""
+    return values.astype(np.intp) if values.dtype in _NOT_INTP_SAFE else values
 
 
 def same_shape_prepare(op_name: str, types: tuple[TensorType, ...] = (TensorType.FLOAT32,)):

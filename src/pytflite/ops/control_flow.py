@@ -19,7 +19,7 @@ from ..core.subgraph import Subgraph, SubgraphState
 from ..core.tensor import Tensor
 from ..core.types import AllocationType, BuiltinOperator, TensorType
 from ..errors import ensure, ensure_eq
-from .common import ANY_TYPE, input_tensor
+from .common import ANY_TYPE, input_tensor, is_constant
 from .registry import register_builtin
 
 # --- calling a subgraph ------------------------------------------------------------------------------
@@ -44,8 +44,35 @@ def prepare_call(target: Subgraph, sources: Sequence[Tensor | None], role: str) 
             tensor.type == source.type,
             f"{role} subgraph input {position} is {tensor.type.name}, the value passed is {source.type.name}",
         )
+        ensure(
+            not is_constant(tensor),
+            f"{role} subgraph input {position} is a constant tensor, it cannot receive a value",
+        )
+        first = target.inputs.index(index)
+        ensure(
+            first == position,  # two values, maybe of different shapes, for one tensor
+            f"{role} subgraph input {position} is tensor {index}, already its input {first}",
+        )
         target.resize_input_tensor(index, source.shape)
     target.allocate_tensors()
+    written = {t for node, _ in target.nodes for t in node.outputs}.union(target.inputs)
+    for position, index in enumerate(target.outputs):
+        ensure(
+            index in written or target.tensors[index].data is not None,  # else a constant or a variable
+            f"{role} subgraph output {position} (tensor {index}) is never written",
+        )
+
+
+def check_output_types(context, node, target: Subgraph, role: str) -> None:
+    """The node's outputs have the types of the values `target` produces (they are copied, not cast)."""
+    for position, (index, produced) in enumerate(zip(node.outputs, target.outputs)):
+        if index == OPTIONAL_TENSOR:
+            continue
+        output, value = context.tensors[index], target.tensors[produced]
+        ensure(
+            output.type == value.type,
+            f"{role} subgraph output {position} is {value.type.name}, the node's output {output.type.name}",
+        )
 
 
 class Call:
@@ -160,6 +187,7 @@ def if_prepare(context, node):
         ensure_eq(len(branch.inputs), len(sources), f"{role} subgraph input count")
         ensure_eq(len(branch.outputs), len(node.outputs), f"{role} subgraph output count")
         prepare_call(branch, sources, role)
+        check_output_types(context, node, branch, role)
     then_shapes, else_shapes = (_output_shapes(b) for b in branches)
     dynamic = any(b.has_dynamic_tensors for b in branches) or then_shapes != else_shapes
     node.user_data = (tuple(Call(b) for b in branches), dynamic)
@@ -198,12 +226,13 @@ def while_prepare(context, node):
     ensure_eq(len(condition.outputs), 1, "WHILE condition subgraph output count")
     ensure_eq(len(body.inputs), count, "WHILE body subgraph input count")
     ensure_eq(len(body.outputs), count, "WHILE body subgraph output count")
-    sources = _sources(context, node.inputs)
+    sources = [input_tensor(context, node, i) for i in range(count)]  # each carried into an output
     prepare_call(condition, sources, "WHILE condition")
     condition_output = condition.tensors[condition.outputs[0]]
     if not _is_dynamic(condition_output):
         _check_condition(condition_output)
     prepare_call(body, sources, "WHILE body")
+    check_output_types(context, node, body, "WHILE body")
     dynamic = body.has_dynamic_tensors
     for position, (i, o) in enumerate(zip(body.inputs, body.outputs)):
         before, after = body.tensors[i], body.tensors[o]

@@ -119,15 +119,14 @@ def _plan_separable(context, state: PoolState, source, op_name: str, out, kernel
     state.staging = None
     # the quantized average sums in floats: its input is always staged, converted
     fold_type = source.type if state.sum_type is None else state.sum_type
-    if any(pads) or extents[0] > h or extents[1] > w or state.sum_type is not None:
-        staged = (n, *extents, channels)
+    staging = any(pads) or extents[0] > h or extents[1] > w or state.sum_type is not None
+    staged = (n, *extents, channels) if staging else tuple(source.shape)
+    if staging or op_name == "L2_POOL_2D":
+        scratch_tensor(context, state.stage, fold_type, staged)  # held to the Limits before the mask
+        temporaries.append(state.stage)
+    if staging:
         itemsize = storage_dtype(fold_type).itemsize
         state.staging = make_staging(staged, padded_copies(source.shape, extents, pads), itemsize)
-    else:
-        staged = tuple(source.shape)
-    if state.staging is not None or op_name == "L2_POOL_2D":
-        scratch_tensor(context, state.stage, fold_type, staged)
-        temporaries.append(state.stage)
     columns = _ALL if kw > 1 else slice(0, (ow - 1) * sw + 1, sw)
     state.row_taps = tuple((_ALL, slice(i, i + (oh - 1) * sh + 1, sh), columns, _ALL) for i in range(kh))
     state.column_taps = tuple((_ALL, _ALL, slice(j, j + (ow - 1) * sw + 1, sw), _ALL) for j in range(kw))

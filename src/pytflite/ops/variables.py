@@ -25,6 +25,10 @@ def var_handle_init(context, options, length):
 
 def var_handle_prepare(context, node):
     output = output_tensor(context, node)
+    ensure(
+        np.prod(output.shape, dtype=np.int64) > 0,
+        f"VAR_HANDLE output shape {list(output.shape)} has no element to hold the resource id",
+    )
     context.resize_tensor(output, output.shape)  # memory for the id
 
 

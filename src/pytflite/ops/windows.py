@@ -171,12 +171,15 @@ def make_staging(shape: Sequence[int], copies, itemsize: int, repeat: int = 1) -
     """The staging of `copies` into a scratch of `shape` (batch first). Its borders are found from a
     mask of what the copies write: gaps of equal length at equal distances, and runs of such runs at
     equal distances, make one view each (a frame of 2-D padding is two: the rows above and below, and
-    the gaps between the rows; 3-D padding adds the planes between the depth slices)."""
+    the gaps between the rows; 3-D padding adds the planes between the depth slices).
+
+    The mask takes a byte per element of one batch of the scratch: size the scratch tensor first
+    (`scratch_tensor`), so that the interpreter's Limits refuse a huge one before the mask is made."""
     inner = tuple(shape[1:])
     written = np.zeros(inner, bool)
     for dst, _ in copies:
         written[dst[1:]] = True
-    edges = np.flatnonzero(np.diff(np.concatenate(([1], written.reshape(-1), [1])).astype(np.int8)))
+    edges = np.flatnonzero(np.diff(np.concatenate(([True], written.reshape(-1), [True]))))
     by_length: dict[int, list[int]] = {}
     for start, end in zip(edges[0::2].tolist(), edges[1::2].tolist()):
         by_length.setdefault(end - start, []).append(start)

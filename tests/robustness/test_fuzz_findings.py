@@ -1,0 +1,314 @@
+"""What the fuzzer (fuzz/run_fuzz.py) found, reduced to ModelBuilder models: each once ended in a NumPy or
+Python error inside a kernel (an IndexError, a failed cast, a write into a constant) or allocated far past
+the interpreter's Limits. Each must now be refused with a pytflite error naming the problem, raised by a
+check (fuzz.harness.is_refusal), or run as TFLite runs it."""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+import pytest
+from fuzz.harness import is_refusal
+from tflite.BuiltinOptions import BuiltinOptions
+
+import pytflite
+from pytflite import BuiltinOperator as Op
+from pytflite import TensorType as T
+from pytflite.core.quantization import AffineQuantization
+from pytflite.model.builder import ModelBuilder
+from pytflite.model.options import options_class, read_options
+
+# a broken loop fails on the iteration limit rather than running forever
+BOUNDED = pytflite.Limits(max_while_iterations=100)
+SMALL = pytflite.Limits(max_bytes=16 << 20, max_while_iterations=100)
+
+
+def run(model: bytes, feeds=(), limits: pytflite.Limits = BOUNDED) -> list[np.ndarray]:
+    interpreter = pytflite.Interpreter(model_content=model, limits=limits)
+    interpreter.allocate_tensors()
+    for detail, value in zip(interpreter.get_input_details(), feeds):
+        interpreter.set_tensor(detail["index"], value)
+    interpreter.invoke()
+    return [interpreter.get_tensor(d["index"]) for d in interpreter.get_output_details()]
+
+
+def refused(model: bytes, message: str, feeds=(), limits: pytflite.Limits = BOUNDED) -> None:
+    with pytest.raises(pytflite.InterpreterError, match=message) as caught:
+        run(model, feeds, limits)
+    assert is_refusal(caught.value), caught.value.__cause__
+
+
+# --- the model file ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("tensor_type", [T.RESOURCE, T.VARIANT], ids=lambda t: t.name)
+def test_a_handle_type_constant_is_refused_at_load(tensor_type):
+    b = ModelBuilder()
+    x = b.add_input("x", T.FLOAT32, [3])
+    handle = b.add_tensor("handle", tensor_type, [3, 1], data=np.zeros(12, np.uint8))
+    y = b.add_tensor("y", T.FLOAT32, [3])
+    b.add_operator(Op.ABS, [x], [y])
+    b.add_output(y)
+    b.add_output(handle)
+    with pytest.raises(pytflite.ModelError, match=f"a {tensor_type.name} tensor has a buffer") as caught:
+        pytflite.Interpreter(model_content=b.build())
+    assert is_refusal(caught.value)
+
+
+def test_options_union_type_without_its_table_reads_as_the_defaults():
+    """A corrupted offset can leave an operator's options type set and its table absent."""
+    assert read_options(1, BuiltinOptions.SoftmaxOptions, None) == options_class("SoftmaxOptions")()
+
+
+def test_an_empty_tensor_read_before_a_later_operator_writes_it():
+    """An empty tensor needs no producer, unless an operator writes (and resizes) it: ELU was prepared
+    with the [5, 0] input, then RELU6 made that tensor [3] and ELU wrote 3 values into [5, 0]."""
+    b = ModelBuilder()
+    x = b.add_input("x", T.FLOAT32, [3])
+    early = b.add_tensor("early", T.FLOAT32, [5, 0])
+    y = b.add_tensor("y", T.FLOAT32, [5, 0])
+    b.add_operator(Op.ELU, [early], [y])
+    b.add_operator(Op.RELU6, [x], [early])
+    b.add_output(y)
+    with pytest.raises(
+        pytflite.ModelError, match="Input tensor 1 to op 0 \\(ELU\\) of subgraph 0 is not produced"
+    ):
+        pytflite.Interpreter(model_content=b.build())
+
+
+# --- outputs a kernel cannot write ----------------------------------------------------------------------
+
+
+def test_var_handle_output_with_no_element_for_the_id():
+    b = ModelBuilder()
+    handle = b.add_tensor("handle", T.RESOURCE, [0])
+    b.add_operator(Op.VAR_HANDLE, [], [handle], {"container": "", "shared_name": "v"})
+    b.add_output(handle)
+    refused(b.build(), r"VAR_HANDLE output shape \[0\] has no element to hold the resource id")
+
+
+@pytest.mark.parametrize("op", [Op.LOGISTIC, Op.SOFTMAX], ids=lambda op: op.name)
+def test_an_optional_output_is_not_the_last_tensor(op):
+    b = ModelBuilder()
+    x = b.add_input("x", T.FLOAT32, [1, 4])
+    y = b.add_tensor("y", T.FLOAT32, [1, 4])
+    b.add_operator(Op.ABS, [x], [y])
+    b.add_operator(op, [x], [-1], {"beta": 1.0} if op == Op.SOFTMAX else None)
+    b.add_output(y)  # the last tensor, which -1 used to reach
+    refused(b.build(), "Tensor at index 0 was optional but was expected", [np.ones((1, 4), np.float32)])
+
+
+# --- IF and WHILE ---------------------------------------------------------------------------------------
+
+
+def while_model(
+    body_input_constant=False, output_type=T.INT32, body_output_written=True, optional_input=False
+) -> bytes:
+    """i = 0; while i < 3: i += 1 -- with one of the body's or the node's tensors broken."""
+    b = ModelBuilder()
+    i0 = b.add_input("i0", T.INT32, [])
+    out = b.add_tensor("out", output_type, [])
+    inputs = [-1] if optional_input else [i0]
+    b.add_operator(Op.WHILE, inputs, [out], {"cond_subgraph_index": 1, "body_subgraph_index": 2})
+    b.add_output(out)
+    cond = b.add_subgraph("cond")
+    ci = cond.add_input("i", T.INT32, [])
+    less = cond.add_tensor("less", T.BOOL, [])
+    cond.add_operator(Op.LESS, [ci, cond.add_constant("three", np.int32(3))], [less])
+    cond.add_output(less)
+    body = b.add_subgraph("body")
+    if body_input_constant:
+        bi = body.add_constant("i", np.int32(0))
+        body.inputs.append(bi)
+    else:
+        bi = body.add_input("i", T.INT32, [])
+    bo = body.add_tensor("next", T.INT32, [])
+    if body_output_written:
+        body.add_operator(Op.ADD, [bi, body.add_constant("one", np.int32(1))], [bo])
+    body.add_output(bo)
+    return b.build()
+
+
+def test_while_runs_when_nothing_is_broken():
+    assert run(while_model(), [np.int32(0)])[0] == 3
+
+
+def test_while_body_input_that_is_a_constant():
+    refused(
+        while_model(body_input_constant=True),
+        "WHILE body subgraph input 0 is a constant tensor, it cannot receive a value",
+        [np.int32(0)],
+    )
+
+
+def test_while_output_of_another_type_than_the_body_gives():
+    refused(
+        while_model(output_type=T.UINT32),
+        "WHILE body subgraph output 0 is INT32, the node's output UINT32",
+        [np.int32(0)],
+    )
+
+
+def test_while_body_output_that_no_node_writes():
+    refused(
+        while_model(body_output_written=False),
+        r"WHILE body subgraph output 0 \(tensor \d+\) is never written",
+        [np.int32(0)],
+    )
+
+
+def test_while_input_that_is_optional():
+    refused(
+        while_model(optional_input=True), "Tensor at index 0 was optional but was expected", [np.int32(0)]
+    )
+
+
+def test_while_condition_listing_one_tensor_as_two_inputs():
+    """Values of shapes [2] and [3] for one tensor: a copy into the wrong shape at invoke."""
+    b = ModelBuilder()
+    specs = (("i", []), ("x", [2]), ("y", [3]))
+    inputs = [b.add_input(name, T.INT32, shape) for name, shape in specs]
+    outs = [b.add_tensor(f"{name}_out", T.INT32, shape) for name, shape in specs]
+    b.add_operator(Op.WHILE, inputs, outs, {"cond_subgraph_index": 1, "body_subgraph_index": 2})
+    b.add_output(outs[0])
+    cond = b.add_subgraph("cond")
+    ci, cx = cond.add_input("i", T.INT32, []), cond.add_input("x", T.INT32, [2])
+    cond.inputs.append(cx)
+    less = cond.add_tensor("less", T.BOOL, [])
+    cond.add_operator(Op.LESS, [ci, cond.add_constant("three", np.int32(3))], [less])
+    cond.add_output(less)
+    body = b.add_subgraph("body")
+    bi, bx, by = (body.add_input(name, T.INT32, shape) for name, shape in specs)
+    bo = body.add_tensor("next", T.INT32, [])
+    body.add_operator(Op.ADD, [bi, body.add_constant("one", np.int32(1))], [bo])
+    for output in (bo, bx, by):
+        body.add_output(output)
+    feeds = [np.int32(0), np.zeros(2, np.int32), np.zeros(3, np.int32)]
+    refused(b.build(), r"WHILE condition subgraph input 2 is tensor \d+, already its input 1", feeds)
+
+
+def test_if_output_of_another_type_than_the_branch_gives():
+    b = ModelBuilder()
+    cond = b.add_input("cond", T.BOOL, [])
+    x = b.add_input("x", T.INT32, [2])
+    out = b.add_tensor("out", T.FLOAT32, [2])
+    b.add_operator(Op.IF, [cond, x], [out], {"then_subgraph_index": 1, "else_subgraph_index": 2})
+    b.add_output(out)
+    for name in ("then", "else"):
+        branch = b.add_subgraph(name)
+        bx = branch.add_input("x", T.INT32, [2])
+        result = branch.add_tensor("abs", T.INT32, [2])
+        branch.add_operator(Op.ABS, [bx], [result])
+        branch.add_output(result)
+    refused(
+        b.build(),
+        "IF then subgraph output 0 is INT32, the node's output FLOAT32",
+        [np.array(True), np.array([1, -2], np.int32)],
+    )
+
+
+# --- FULLY_CONNECTED --------------------------------------------------------------------------------------
+
+
+def test_fully_connected_with_zero_depth_weights_gives_zeros():
+    b = ModelBuilder()
+    x = b.add_input("x", T.FLOAT32, [2, 4])
+    w = b.add_constant("w", np.zeros((3, 0), np.float32))
+    y = b.add_tensor("y", T.FLOAT32, [2, 3])
+    b.add_operator(Op.FULLY_CONNECTED, [x, w, -1], [y])
+    b.add_output(y)
+    (out,) = run(b.build(), [np.ones((2, 4), np.float32)])
+    np.testing.assert_array_equal(out, np.zeros((2, 3), np.float32))  # TFLite's memset
+
+
+@pytest.mark.parametrize("hybrid", [False, True])
+def test_fully_connected_bias_of_rank_three(hybrid):
+    """The bias is `units` values whatever its shape: [1, 1, 3] must not broadcast into a new axis."""
+    weights = np.array([[1, 0, -1, 2], [0, 1, 1, 0], [2, -1, 0, 1]], np.float32)
+    bias = np.array([0.5, -1.0, 2.0], np.float32)
+    b = ModelBuilder()
+    x = b.add_input("x", T.FLOAT32, [2, 4])
+    if hybrid:
+        q = AffineQuantization([1.0], [0])
+        w = b.add_tensor("w", T.INT8, weights.shape, data=weights.astype(np.int8), quantization=q)
+    else:
+        w = b.add_constant("w", weights)
+    bias_index = b.add_constant("b", bias.reshape(1, 1, 3))
+    y = b.add_tensor("y", T.FLOAT32, [2, 3])
+    b.add_operator(Op.FULLY_CONNECTED, [x, w, bias_index], [y])
+    b.add_output(y)
+    source = np.array([[1, 2, 3, 4], [-1, 0, 2, 1]], np.float32)
+    (out,) = run(b.build(), [source])
+    np.testing.assert_allclose(out, source @ weights.T + bias, rtol=0.02, atol=0.1)
+
+
+# --- LOCAL_RESPONSE_NORMALIZATION ------------------------------------------------------------------------
+
+
+def _lrn(radius: int) -> bytes:
+    b = ModelBuilder()
+    x = b.add_input("x", T.FLOAT32, [1, 2, 2, 5])
+    y = b.add_tensor("y", T.FLOAT32, [1, 2, 2, 5])
+    options = {"radius": radius, "bias": 1.0, "alpha": 0.5, "beta": 0.75}
+    b.add_operator(Op.LOCAL_RESPONSE_NORMALIZATION, [x], [y], options)
+    b.add_output(y)
+    return b.build()
+
+
+def test_local_response_normalization_radius_far_wider_than_the_channels():
+    """Its running sums once took 2 * radius values per pixel: 64 GiB for a radius of 2**31 - 1."""
+    x = np.random.default_rng(0).standard_normal([1, 2, 2, 5]).astype(np.float32)
+    (wide,) = run(_lrn(2**31 - 1), [x], SMALL)
+    (covering,) = run(_lrn(5), [x])
+    np.testing.assert_array_equal(wide, covering)
+
+
+# --- scratch held to the Limits before it is allocated ----------------------------------------------------
+
+
+def _window_model(op: Op) -> bytes:
+    """A 2x2 input whose window (a 4001-wide filter, or a 2x2 filter dilated 4000 times) needs a
+    4002x4002 padded staging copy: 64 MB of float32, over the 16 MiB limit."""
+    b = ModelBuilder()
+    x = b.add_input("x", T.FLOAT32, [1, 2, 2, 1])
+    y = b.add_tensor("y", T.FLOAT32, [1, 2, 2, 1])
+    if op == Op.AVERAGE_POOL_2D:
+        options = {"padding": "SAME", "stride_h": 1, "stride_w": 1}
+        b.add_operator(op, [x], [y], options | {"filter_height": 4001, "filter_width": 4001})
+    else:
+        w = b.add_constant("w", np.ones((1, 2, 2, 1), np.float32))
+        options = {"padding": "SAME", "stride_h": 1, "stride_w": 1}
+        options |= {"dilation_h_factor": 4000, "dilation_w_factor": 4000}
+        if op == Op.DEPTHWISE_CONV_2D:
+            options["depth_multiplier"] = 1
+        b.add_operator(op, [x, w, b.add_constant("bias", np.zeros(1, np.float32))], [y], options)
+    b.add_output(y)
+    return b.build()
+
+
+def _transpose_model() -> bytes:
+    """A stride-4000 TRANSPOSE_CONV of a 2x2 input: a 4001x4001 output, planned before it was checked."""
+    b = ModelBuilder()
+    shape = b.add_constant("shape", np.array([1, 4001, 4001, 1], np.int32))
+    w = b.add_constant("w", np.ones((1, 1, 1, 1), np.float32))
+    x = b.add_input("x", T.FLOAT32, [1, 2, 2, 1])
+    y = b.add_tensor("y", T.FLOAT32, [1, 1, 1, 1])  # the kernel sizes it from `shape`
+    options = {"padding": "VALID", "stride_h": 4000, "stride_w": 4000}
+    b.add_operator(Op.TRANSPOSE_CONV, [shape, w, x], [y], options)
+    b.add_output(y)
+    return b.build()
+
+
+@pytest.mark.parametrize(
+    "op", [Op.AVERAGE_POOL_2D, Op.CONV_2D, Op.DEPTHWISE_CONV_2D, Op.TRANSPOSE_CONV], ids=lambda op: op.name
+)
+def test_scratch_over_the_limit_is_refused_before_it_is_allocated(op):
+    model = _transpose_model() if op == Op.TRANSPOSE_CONV else _window_model(op)
+    tracemalloc.start()  # NumPy reports its array memory to tracemalloc
+    try:
+        refused(model, "over the limit of 16777216 bytes", [np.ones((1, 2, 2, 1), np.float32)], SMALL)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < SMALL.max_bytes, f"{peak} bytes allocated before the refusal"
