@@ -45,7 +45,7 @@ def densify(values: np.ndarray, shape: Sequence[int], sparsity: SparsityParamete
             known = numbers + 1 < segments.size
             start = np.where(known, segments[np.minimum(numbers, segments.size - 1)], 0)
             stop = np.where(known, segments[np.minimum(numbers + 1, segments.size - 1)], 0)
-            counts = np.maximum(stop - start, 0)
+            counts = np.maximum(stop - start, 0).astype(np.intp)  # np.repeat's count type
             parents = np.repeat(np.arange(numbers.size), counts)
             first_child = np.cumsum(counts) - counts
             numbers = start[parents] + np.arange(parents.size) - first_child[parents]

@@ -27,7 +27,7 @@ import numpy as np
 from ..core.quantization import AffineQuantization
 from ..core.types import AllocationType, BuiltinOperator, TensorType, type_name
 from ..errors import KernelError, ensure, ensure_types_eq
-from .common import check_arity, input_tensor, is_constant, output_tensor
+from .common import as_indices, check_arity, input_tensor, is_constant, output_tensor
 from .registry import register_builtin
 
 T = TensorType
@@ -204,13 +204,13 @@ def _gather(context, node, data: GatherData) -> None:
     if data.row_base is None:
         np.take(
             source,
-            indices.reshape(data.indices_shape),
+            as_indices(indices.reshape(data.indices_shape)),
             axis=1,
             out=out.reshape(data.output_shape),
             mode="clip",
         )
     else:
-        rows = data.row_base + indices.reshape(data.indices_shape)
+        rows = as_indices(data.row_base + indices.reshape(data.indices_shape))
         np.take(source, rows, axis=0, out=out.reshape(data.output_shape), mode="clip")
 
 
@@ -277,7 +277,7 @@ def gather_nd_invoke(context, node):
         raise KernelError("gather_nd index out of bounds")
     if out.size == 0:
         return
-    rows = coords @ data.strides if data.depth else np.zeros(data.slices, np.int64)
+    rows = as_indices(coords @ data.strides) if data.depth else np.zeros(data.slices, np.intp)
     np.take(params.reshape(data.rows_shape), rows, axis=0, out=out.reshape(data.slices, -1), mode="clip")
 
 

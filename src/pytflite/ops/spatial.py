@@ -110,8 +110,8 @@ def _bilinear_axis(in_size: int, out_size: int, align: bool, half: bool):
     position = np.arange(out_size, dtype=np.float32)
     offset = np.float32(0.5 if half else 0.0)  # adding and subtracting 0 is exact
     scaled = (position + offset) * scale - offset
-    lower = np.maximum(np.floor(scaled).astype(np.int64), 0)
-    upper = np.minimum(np.ceil(scaled).astype(np.int64), in_size - 1)
+    lower = np.maximum(np.floor(scaled).astype(np.intp), 0)
+    upper = np.minimum(np.ceil(scaled).astype(np.intp), in_size - 1)
     return lower, upper, (scaled - lower.astype(np.float32)).astype(np.float32)
 
 
@@ -127,7 +127,7 @@ def _bilinear_axis_integer(in_size: int, out_size: int, align: bool, half: bool)
     # several hundred, where its rounded 10-bit scale overshoots and it reads out of bounds (undefined)
     lower = np.minimum(np.maximum(_cdiv(scaled, 1 << 10), 0), in_size - 1)
     upper = np.minimum(_cdiv(scaled + (1 << 10) - 1, 1 << 10), in_size - 1)
-    return lower, upper, scaled - (lower << 10)
+    return lower.astype(np.intp), upper.astype(np.intp), scaled - (lower << 10)
 
 
 def _check_source_pixels(op_name: str, shape: tuple[int, ...], size: tuple[int, int]) -> None:
@@ -296,12 +296,13 @@ def _resize_bilinear_invoke(context, node):
 
 
 def _nearest_axis(in_size: int, out_size: int, align: bool, half: bool, fixed_point: bool) -> np.ndarray:
-    position = np.arange(out_size, dtype=np.int64)
+    """The source index of each output position along one axis, as np.intp (np.take's index type)."""
     if out_size == 0:
-        return position
+        return np.zeros(0, np.intp)
+    position = np.arange(out_size, dtype=np.int64)
     if fixed_point:  # optimized 8-bit kernel: 16.16 fixed-point scale, plus one
         scale = (in_size << 16) // out_size + 1
-        return np.minimum((position * scale) >> 16, in_size - 1)
+        return np.minimum((position * scale) >> 16, in_size - 1).astype(np.intp)
     scale = _bilinear_scale(in_size, out_size, align)
     scaled = (position.astype(np.float32) + np.float32(0.5 if half else 0.0)) * scale
     if align:  # round half away from zero, exactly (float64 holds float32 + 0.5 exactly)
@@ -309,7 +310,7 @@ def _nearest_axis(in_size: int, out_size: int, align: bool, half: bool, fixed_po
         nearest = np.where(wide >= 0, np.floor(wide + 0.5), np.ceil(wide - 0.5))
     else:
         nearest = np.floor(scaled)
-    index = np.minimum(nearest.astype(np.int64), in_size - 1)
+    index = np.minimum(nearest.astype(np.intp), in_size - 1)
     return np.maximum(index, 0) if half else index
 
 

@@ -29,13 +29,15 @@ FloatFunction = Callable[[np.ndarray], np.ndarray]
 
 
 def _load_libm():
-    for name in ("m", "c"):
-        path = ctypes.util.find_library(name)
-        if path:
-            try:
-                return ctypes.CDLL(path)
-            except OSError:
-                continue
+    """The C math library; where none can be found by name (Pyodide links it into the interpreter
+    itself), the process's own symbols."""
+    for path in (ctypes.util.find_library("m"), ctypes.util.find_library("c"), None):
+        try:
+            library = ctypes.CDLL(path)
+        except (OSError, TypeError):  # TypeError: Windows has no process-wide handle
+            continue
+        if hasattr(library, "expf"):
+            return library
     return None
 
 
@@ -55,7 +57,13 @@ def c_float_function(name: str) -> FloatFunction:
             return result.reshape(np.shape(x))
 
         return apply
-    double = getattr(math, name[:-1])
+    exact = getattr(math, name[:-1])
+
+    def double(v: float) -> float:
+        try:
+            return exact(v)
+        except OverflowError:  # C returns infinity (exp, expm1 of large values)
+            return math.inf
 
     def fallback(x: np.ndarray) -> np.ndarray:
         flat = np.asarray(x, np.float32).reshape(-1)
