@@ -25,4 +25,6 @@ def pytest_sessionstart(session):
     if not SHARED.joinpath("fixtures").is_dir():
         missing.append(f"the recorded fixtures at {SHARED / 'fixtures'}")
     if missing:
-        raise pytest.UsageError("CI=true, but the suite would skip its comparisons: missing " + "; ".join(missing))
+        raise pytest.UsageError(
+            "CI=true, but the suite would skip its comparisons: missing " + "; ".join(missing)
+        )

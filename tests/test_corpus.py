@@ -145,7 +145,9 @@ def test_outputs_match_litert(name):
 def test_every_model_allocates(name):
     """Every model of the corpus loads and allocates: its ops and kernel variants all exist."""
     _skip_if_missing(name)
-    interpreter = pytflite.Interpreter(model_path=str(CORPUS / MODELS[name]["file"]), op_resolver=_atan_resolver())
+    interpreter = pytflite.Interpreter(
+        model_path=str(CORPUS / MODELS[name]["file"]), op_resolver=_atan_resolver()
+    )
     interpreter.allocate_tensors()
 
 

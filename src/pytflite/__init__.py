@@ -36,6 +36,7 @@ from .ops.resolver import BuiltinOpResolver, BuiltinRefOpResolver, MutableOpReso
 __version__ = "0.1.0"
 
 __all__ = [
+    "KNOWN_PROFILES",
     "OPTIONAL_TENSOR",
     "AffineQuantization",
     "AllocationType",
@@ -51,7 +52,6 @@ __all__ = [
     "Interpreter",
     "InterpreterError",
     "InvalidArgumentError",
-    "KNOWN_PROFILES",
     "KernelError",
     "Limits",
     "ModelBuilder",

@@ -37,7 +37,10 @@ def integer_hashes(outputs: dict[str, np.ndarray]) -> dict[str, str]:
 
 def corpus_hashes() -> dict[str, dict[str, str]]:
     manifest = json.loads((CORPUS / "manifest.json").read_text())
-    return {entry["name"]: integer_hashes(run_model(CORPUS, entry, reference=True)) for entry in manifest["models"]}
+    return {
+        entry["name"]: integer_hashes(run_model(CORPUS, entry, reference=True))
+        for entry in manifest["models"]
+    }
 
 
 if __name__ == "__main__":

@@ -15,10 +15,13 @@ import pytest
 import pytflite
 from pytflite import KNOWN_PROFILES
 from pytflite.fidelity.eigen_order import eigen_blocking
-from tests.oracle import SHARED
+from tests.oracle import SHARED, run
 
 RECORDINGS = {
-    "intel_sapphire_rapids": SHARED / "fixtures" / "litert-x86" / "intel_sapphire_rapids_exact_summation_conv.npz",
+    "intel_sapphire_rapids": SHARED
+    / "fixtures"
+    / "litert-x86"
+    / "intel_sapphire_rapids_exact_summation_conv.npz",
     "amd_zen4": Path(__file__).resolve().parents[1] / "fixtures" / "litert_amd_zen4_exact_summation_conv.npz",
 }
 RESOLVERS = ("BUILTIN_WITHOUT_DEFAULT_DELEGATES", "BUILTIN_REF")
@@ -42,11 +45,8 @@ def _run(data, case: int, resolver: str, profile) -> list[np.ndarray]:
         experimental_exact_float_summation=True,
         experimental_host_profile=profile,
     )
-    interpreter.allocate_tensors()
-    for j, detail in enumerate(interpreter.get_input_details()):
-        interpreter.set_tensor(detail["index"], data[f"case{case}__input_{j}"])
-    interpreter.invoke()
-    return [interpreter.get_tensor(d["index"]) for d in interpreter.get_output_details()]
+    inputs = [data[key] for key in sorted(k for k in data.files if k.startswith(f"case{case}__input_"))]
+    return run(interpreter, inputs)
 
 
 @pytest.mark.parametrize("resolver", RESOLVERS)

@@ -63,7 +63,11 @@ def test_unreported_caches_take_eigens_defaults():
 def test_features_need_the_operating_systems_register_state():
     """AVX-512 bits count only when XCR0 says the OS saves ZMM and opmask state (as cpuinfo checks)."""
     avx512 = (1 << 16) | (1 << 17) | (1 << 28) | (1 << 30) | (1 << 31) | (1 << 5)
-    table = {0: (7, 0, 0, 0), 1: (0, 0, (1 << 27) | (1 << 28) | (1 << 12) | (1 << 19), 0), 7: (0, avx512, 0, 0)}
+    table = {
+        0: (7, 0, 0, 0),
+        1: (0, 0, (1 << 27) | (1 << 28) | (1 << 12) | (1 << 19), 0),
+        7: (0, avx512, 0, 0),
+    }
     full = x86_features_from_cpuid(_reader(table), 0xE7)
     assert {"avx512f", "avx512bw", "avx2", "fma", "avx"} <= full
     without_zmm = x86_features_from_cpuid(_reader(table), 0x7)
@@ -117,7 +121,11 @@ def _hybrid_model() -> bytes:
     fc_w = builder.add_constant("fc_w", rng.integers(-127, 128, [3, 32]).astype(np.int8), quantization=q)
     y = builder.add_tensor("y", T.FLOAT32, [1, 3])
     builder.add_operator(
-        Op.FULLY_CONNECTED, [reshaped, fc_w, -1], [y], options=pytflite.options.FullyConnectedOptions(), version=3
+        Op.FULLY_CONNECTED,
+        [reshaped, fc_w, -1],
+        [y],
+        options=pytflite.options.FullyConnectedOptions(),
+        version=3,
     )
     builder.add_output(y)
     return builder.build()
@@ -128,7 +136,9 @@ def test_the_profile_reaches_the_kernels_and_decides_exact_mode():
     order); the profile given is what every subgraph's context holds."""
     model = _hybrid_model()
     for name, exact in (("intel_sapphire_rapids", True), ("aarch64", False)):
-        interpreter = pytflite.Interpreter(model_content=model, experimental_host_profile=KNOWN_PROFILES[name])
+        interpreter = pytflite.Interpreter(
+            model_content=model, experimental_host_profile=KNOWN_PROFILES[name]
+        )
         context = interpreter.subgraphs[0].context
         assert context.host is KNOWN_PROFILES[name]
         assert context.exact_float_summation is exact

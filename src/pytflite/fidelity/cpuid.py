@@ -48,7 +48,9 @@ class _Machine:
             self._page = mmap.mmap(-1, mmap.PAGESIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
             self._page.write(cpuid + xgetbv)
             base = ctypes.addressof(ctypes.c_char.from_buffer(self._page))
-        self.cpuid = ctypes.CFUNCTYPE(None, ctypes.c_uint32, ctypes.c_uint32, ctypes.POINTER(_Registers))(base)
+        self.cpuid = ctypes.CFUNCTYPE(None, ctypes.c_uint32, ctypes.c_uint32, ctypes.POINTER(_Registers))(
+            base
+        )
         self.xgetbv = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_uint32)(base + len(cpuid))
 
     @staticmethod

@@ -194,7 +194,11 @@ def eigen_blocking(depth: int, rows: int, cols: int, caches: tuple[int, int, int
     kc = depth
     if depth > largest:
         rest = depth % largest
-        kc = largest if rest == 0 else largest - peeling * ((largest - 1 - rest) // (peeling * (depth // largest + 1)))
+        kc = (
+            largest
+            if rest == 0
+            else largest - peeling * ((largest - 1 - rest) // (peeling * (depth // largest + 1)))
+        )
     fixed_l2 = 1572864
     remaining_l1 = l1 - k_sub - rows * kc * item
     if remaining_l1 >= nr * item * kc:

@@ -71,7 +71,7 @@ class HostProfile:
         "avx" or "standard_cpp" on x86 (ruy's own selection), "neon" on ARM, "standard_cpp" elsewhere."""
         if self.x86:
             supported = {
-                "avx512": _RUY_AVX512 <= self.features,
+                "avx512": self.features >= _RUY_AVX512,
                 "avx2_fma": {"avx2", "fma"} <= self.features,
                 "avx": "avx" in self.features,
             }
@@ -183,7 +183,14 @@ def _arch() -> str:
     if sys.platform == "emscripten":
         return "wasm32"
     machine = platform.machine().lower()
-    aliases = {"amd64": "x86_64", "i386": "x86", "i486": "x86", "i586": "x86", "i686": "x86", "arm64": "aarch64"}
+    aliases = {
+        "amd64": "x86_64",
+        "i386": "x86",
+        "i486": "x86",
+        "i586": "x86",
+        "i686": "x86",
+        "arm64": "aarch64",
+    }
     machine = aliases.get(machine, machine)
     if machine.startswith("armv"):
         return "arm"

@@ -41,6 +41,7 @@ Quantized kernels (uint8/int8, and int16 where TFLite has them) match LiteRT bit
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -50,8 +51,17 @@ import numpy as np
 from ..core.types import BuiltinOperator, TensorType, type_name
 from ..errors import KernelError, ensure, ensure_eq, ensure_type, ensure_types_eq
 from ..model.options import ActivationFunctionType
-from .common import broadcast_shape, check_arity, clip, input_tensor, is_constant, output_tensor
+from .common import (
+    broadcast_shape,
+    check_arity,
+    check_scratch,
+    clip,
+    input_tensor,
+    is_constant,
+    output_tensor,
+)
 from .quant.fixed_point import (
+    INT32_MAX,
     INT32_MIN,
     float_to_int32,
     multiply_by_quantized_multiplier,
@@ -138,12 +148,15 @@ def _unary_kernel(
     types: tuple[TensorType, ...] = _FLOAT,
     reference: bool = False,
 ) -> None:
-    """Register a one-input op: `compute(x, out)` for float32, `quantized(input, output)` making the
-    compute function of the other `types` in prepare."""
+    """Register a one-input op: `compute(x, out)` for float32, `quantized(input, output, x86)` making the
+    compute function of the other `types` in prepare (`x86`: the host's float-to-int conversions)."""
 
     def prepare(context, node):
         source, output = _check_unary(context, node, op.name, types)
-        node.user_data = compute if source.type == TensorType.FLOAT32 else quantized(source, output)
+        if source.type == TensorType.FLOAT32:
+            node.user_data = compute
+        else:
+            node.user_data = quantized(source, output, context.host.x86)
 
     register_builtin(op, versions, types=types, reference=reference, prepare=prepare, invoke=compute_invoke)
 
@@ -460,7 +473,7 @@ def _softmax_prepare(reference: bool) -> Callable:
             beta32 = None if np.float32(beta) == 1 else _f32(beta)
             node.user_data = lambda x, out: _softmax(x, out, beta32)
         else:
-            node.user_data = _softmax_quantized(source, output, beta, reference)
+            node.user_data = _softmax_quantized(source, output, beta, reference, context.host.x86)
 
     return prepare
 
@@ -499,7 +512,7 @@ def _log_softmax_prepare(reference: bool) -> Callable:
         if source.type == TensorType.FLOAT32:
             node.user_data = _log_softmax
         else:
-            node.user_data = _log_softmax_quantized(source, output, reference)
+            node.user_data = _log_softmax_quantized(source, output, reference, context.host.x86)
 
     return prepare
 
@@ -582,7 +595,11 @@ def local_response_norm_prepare(context, node):
         raise KernelError(f"LOCAL_RESPONSE_NORMALIZATION radius {options.radius} is negative")
     shape = tuple(source.shape)
     pixels, depth = math.prod(shape[:-1]), shape[-1]
-    size, radius = pixels * depth, int(options.radius)
+    # a window wider than the channels adds only more leading zeros: the same sums, far less memory
+    size, radius = pixels * depth, min(int(options.radius), depth)
+    check_scratch(
+        context, "LOCAL_RESPONSE_NORMALIZATION running sums", (pixels, 2 * (radius + depth)), np.int64
+    )
     order = _running_sum_order(radius, depth, pixels)
     sums = np.empty(order.shape, np.float32)
     terms = np.zeros(2 * size + 2, np.float32)
@@ -657,7 +674,8 @@ def _ensure_zero_points(op_name: str, *pairs) -> None:
 def _multiplier(real, op_name: str) -> tuple[int, int]:
     """QuantizeMultiplier of a finite real multiplier. A left shift above 31 (a multiplier of 2**31 or
     more) acts as shift % 32 in TFLite's x * (1 << shift) on x86, whose shift instructions take the count
-    modulo 32."""
+    modulo 32; kept on every host, since AArch64's LSLV on 32-bit registers does the same (armv7's
+    register shifts, which give 0 from 32 on, are not reproduced)."""
     ensure(np.isfinite(real), f"{op_name} rescaling multiplier {real} is not finite")
     multiplier, shift = quantize_multiplier(float(real))
     return multiplier, shift % 32 if shift > 31 else shift
@@ -678,7 +696,7 @@ _RELU_BOUNDS = {
 
 
 def _relu_quantized(op: BuiltinOperator) -> Callable:
-    def quantized(source, output):
+    def quantized(source, output, x86: bool):
         in_scale, in_zero = _quantization(source, "input", op.name)
         out_scale, out_zero = _quantization(output, "output", op.name)
         multiplier, shift = _multiplier(in_scale / out_scale, op.name)
@@ -690,7 +708,7 @@ def _relu_quantized(op: BuiltinOperator) -> Callable:
 
         def bound(value: float) -> int:
             quotient = round_half_away(float(np.float32(value) / out_scale))
-            return int(wrap(np.int64(out_zero) + float_to_int32(quotient), 32))
+            return int(wrap(np.int64(out_zero) + float_to_int32(quotient, x86=x86), 32))
 
         lowest = max(info.min, bound(low))
         highest = info.max if high == math.inf else min(info.max, bound(high))
@@ -806,7 +824,7 @@ def _int16_sigmoid_interpolation(values: np.ndarray, multiplier: int, left_shift
 def _tanh_logistic_quantized(op: BuiltinOperator, reference: bool) -> Callable:
     tanh = op == BuiltinOperator.TANH
 
-    def quantized(source, output):
+    def quantized(source, output, x86: bool):
         in_scale, in_zero = _quantization(source, "input", op.name)
         out_scale, out_zero = _quantization(output, "output", op.name)
         dtype = _DTYPES[source.type]
@@ -830,7 +848,8 @@ def _tanh_logistic_quantized(op: BuiltinOperator, reference: bool) -> Callable:
             while real <= 32767.0 / 2.0 and left_shift <= 30:
                 left_shift += 1
                 real *= 2.0
-            multiplier = int(real) if real < 2.0**31 else INT32_MIN
+            # int32_t(real) past int32: x86 gives INT32_MIN, ARM saturates
+            multiplier = int(real) if real < 2.0**31 else INT32_MIN if x86 else INT32_MAX
         exact, out_log2 = _checked_log2(out_scale)
         ensure(exact, f"{op.name} output scale {out_scale} is not a power of two")
         ensure_eq(out_log2, -15, f"{op.name} int16 output scale log2")
@@ -845,7 +864,7 @@ def _tanh_logistic_quantized(op: BuiltinOperator, reference: bool) -> Callable:
     return quantized
 
 
-def _elu_quantized(source, output):
+def _elu_quantized(source, output, _x86: bool):
     in_scale, in_zero = _quantization(source, "input", "ELU")
     out_scale, out_zero = _quantization(output, "output", "ELU")
 
@@ -982,7 +1001,7 @@ def _round_non_negative(values: np.ndarray) -> np.ndarray:
     return whole + (values - whole >= np.float32(0.5))
 
 
-def _softmax_float_table(source, output, beta: np.float32) -> Callable:
+def _softmax_float_table(source, output, beta: np.float32, x86: bool) -> Callable:
     in_scale, _ = _quantization(source, "input", "SOFTMAX")
     out_scale, out_zero = _quantization(output, "output", "SOFTMAX")
     table = _float_exp_table(in_scale, beta)
@@ -991,7 +1010,11 @@ def _softmax_float_table(source, output, beta: np.float32) -> Callable:
     truncating = output.type == _U8
     offset = 0 if truncating else out_zero
     # probabilities reach 1 / out_scale: past int32, the conversion needs C's overflow behaviour
-    convert = float_to_int32 if 1 / float(out_scale) >= 2**31 - 1 else (lambda v: v.astype(np.int64))
+    def convert(values):
+        return values.astype(np.int64)
+
+    if 1 / float(out_scale) >= 2**31 - 1:
+        convert = functools.partial(float_to_int32, x86=x86)
     half = np.float32(0.5)
 
     def compute(x, out):
@@ -1094,7 +1117,7 @@ _SOFTMAX_OUTPUTS = {
 }
 
 
-def _softmax_quantized(source, output, beta: float, reference: bool) -> Callable:
+def _softmax_quantized(source, output, beta: float, reference: bool, x86: bool) -> Callable:
     out_scale, out_zero = _quantization(output, "output", "SOFTMAX")
     if source.type == _I8 and output.type == _I8:
         ensure_eq(out_zero, -128, "SOFTMAX int8 output zero point")
@@ -1112,10 +1135,10 @@ def _softmax_quantized(source, output, beta: float, reference: bool) -> Callable
         return _softmax_int16(source, output, beta)
     if reference:
         return _softmax_reference(source, output, beta)
-    return _softmax_float_table(source, output, np.float32(beta))
+    return _softmax_float_table(source, output, np.float32(beta), x86)
 
 
-def _log_softmax_float_table(source, output) -> Callable:
+def _log_softmax_float_table(source, output, x86: bool) -> Callable:
     in_scale, _ = _quantization(source, "input", "LOG_SOFTMAX")
     out_scale, out_zero = _quantization(output, "output", "LOG_SOFTMAX")
     table = _float_exp_table(in_scale, np.float32(1))
@@ -1130,7 +1153,8 @@ def _log_softmax_float_table(source, output) -> Callable:
         offsets = (in_scale * maxima + log_sums) / out_scale
         log_probabilities = ratio * rows.astype(np.float32)
         log_probabilities -= offsets[:, None]
-        quantized = float_to_int32(np.rint(log_probabilities, out=log_probabilities) + np.float32(out_zero))
+        rounded = np.rint(log_probabilities, out=log_probabilities) + np.float32(out_zero)
+        quantized = float_to_int32(rounded, x86=x86)
         np.copyto(out, clip(quantized, info.min, info.max).reshape(out.shape), casting="unsafe")
 
     return compute
@@ -1171,13 +1195,13 @@ def _log_softmax_reference(source, output) -> Callable:
     return compute
 
 
-def _log_softmax_quantized(source, output, reference: bool) -> Callable:
+def _log_softmax_quantized(source, output, reference: bool, x86: bool) -> Callable:
     out_scale, out_zero = _quantization(output, "output", "LOG_SOFTMAX")
     ensure(float(out_scale) == 16.0 / 256, f"LOG_SOFTMAX output scale {out_scale} != 16/256")
     ensure_eq(out_zero, 255 if source.type == _U8 else 127, "LOG_SOFTMAX output zero point")
     if reference:
         return _log_softmax_reference(source, output)
-    return _log_softmax_float_table(source, output)
+    return _log_softmax_float_table(source, output, x86)
 
 
 def _l2_normalization_quantized(source, output) -> Callable:
@@ -1229,7 +1253,7 @@ for _op, _versions, _compute, _quantized, _types in (
         BuiltinOperator.HARD_SWISH,
         (1, 1),
         _hard_swish,
-        lambda i, o: table_kernel(_hard_swish_table(i, o), _DTYPES[i.type]),
+        lambda i, o, _x86: table_kernel(_hard_swish_table(i, o), _DTYPES[i.type]),
         _FLOAT + _BYTES,
     ),
     (BuiltinOperator.ELU, (1, 1), _elu, _elu_quantized, (*_FLOAT, _I8)),

@@ -31,14 +31,16 @@ then go through the fixed-point requantization LiteRT's kernel applies (Requant 
 
 Hybrid variants (float32 input, int8 weights: CONV_2D and DEPTHWISE_CONV_2D) quantize each batch of the
 input as TFLite does (quant/hybrid_inputs.py), accumulate exactly the same way, and scale back to float32.
-Where LiteRT's x86 kernels are not exact, they are reproduced: the per-tensor CONV_2D's SSE dot product
-(output channels not a multiple of 4) turns weight -128 times a negative input into -128 * |input|, and
-the per-channel CONV_2D's weight row sums (for the input zero point) add in int16 lanes that wrap and are
-taken on the first invoke after prepare only (stale when a runtime filter changes).
+Where LiteRT's x86 kernels are not exact, they are reproduced on x86 hosts (HostProfile.x86; ARM's NEON
+kernels are exact): the per-tensor CONV_2D's SSE dot product (output channels not a multiple of 4) turns
+weight -128 times a negative input into -128 * |input|, and the per-channel CONV_2D's weight row sums (for
+the input zero point) add in int16 lanes that wrap. On every host the row sums are taken on the first
+invoke after prepare only (stale when a runtime filter changes).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,6 +51,8 @@ from ..core.quantization import AffineQuantization
 from ..core.types import AllocationType, BuiltinOperator, TensorType, storage_dtype
 from ..errors import KernelError, ensure, ensure_eq, ensure_type
 from ..fidelity.eigen_order import eigen_product, sequential_products, sum_in_order
+from ..fidelity.ruy import gemm_rounding
+from ..fidelity.sse import sign_transfer_split, weight_row_sums
 from ..model.options import ActivationFunctionType, Padding
 from .common import (
     activation_clamp,
@@ -66,8 +70,6 @@ from .quant import fixed_point as fp
 from .quant.hybrid_inputs import (
     quantize_rows_asymmetric,
     quantize_rows_symmetric,
-    sign_transfer_split,
-    sse_row_sums,
 )
 from .registry import register_builtin, register_builtin_and_reference
 from .windows import (
@@ -135,6 +137,9 @@ class Requant:
       through an SSE translation): the high-half multiply and the right shift both round halves up, and
       two such roundings compose into one: floor((acc * m + 2**30 + 2**(30 + r)) / 2**(31 + r)), the
       output zero point joining the added constant;
+    - "single": ruy's portable C++ kernel (fidelity/ruy.py): floor((acc * m + 2**(30 - e)) / 2**(31 - e))
+      for TFLite's exponent e (one rounding, half up, a left shift inside the 64-bit shift), the result
+      truncated to int32;
     - "scalar": TFLite's MultiplyByQuantizedMultiplier (the final shift rounds halves away from zero);
     - "wide": its int64 overload (16x8 kernels with int64 bias): the multiplier reduced to 16 bits, one
       rounding, the result truncated to int32.
@@ -174,8 +179,8 @@ class Requant:
         s = np.asarray(self.shift, np.int64).reshape(-1)
         self.multiplier, self.shift = m, s
         left, right = np.maximum(s, 0), np.maximum(-s, 0)
-        # the int64 overload folds a left shift into its total shift
-        self._left = _uniform(left) if np.any(left) and self.rounding != "wide" else None
+        # the int64 overload and ruy's portable kernel fold a left shift into their total shift
+        self._left = _uniform(left) if np.any(left) and self.rounding not in ("wide", "single") else None
         if self.rounding == "simd":
             total = 31 + right
             add = (np.int64(1) << 30) + np.where(right > 0, np.int64(1) << (30 + right), 0)
@@ -185,6 +190,14 @@ class Requant:
                 add = add + (np.int64(self.zero_point) << total)
             self._add_zero_point = not fold
             self._m, self._add, self._total = _uniform(m), _uniform(add), _uniform(total)
+        elif self.rounding == "single":
+            total = 31 - s
+            ensure(bool(np.all(total >= 1)), f"requantization exponent {int(s.max())} is above 30")
+            self._m, self._add, self._total = (
+                _uniform(m),
+                _uniform(np.int64(1) << (total - 1)),
+                _uniform(total),
+            )
         elif self.rounding == "wide":
             reduced = np.where(m < 0x7FFF0000, (m + (1 << 15)) >> 16, 0x7FFF)
             total = 15 - s
@@ -297,9 +310,9 @@ class Requant:
             np.multiply(acc, self._m, out=acc)
             np.add(acc, self._add, out=acc)
             np.right_shift(acc, self._total, out=acc)
-            if self.rounding == "wide":
+            if self.rounding in ("wide", "single"):
                 fp.wrap(acc, out=acc)
-            elif self._add_zero_point and self.zero_point:
+            if self.rounding != "wide" and self._add_zero_point and self.zero_point:
                 np.add(acc, self.zero_point, out=acc)
         if tail is not None:
             acc[..., self.scalar_from :] = tail
@@ -478,10 +491,11 @@ class HybridConv:
     reference: bool  # per channel, BUILTIN_REF / grouped: (acc * filter scale) * input scale
     low: float
     high: float
-    # per tensor, O % 4 != 0 (TFLite's SSE dot product, not ruy): the im2col columns it multiplies in
-    # 16-value blocks, where a weight of -128 meets a negative input with the wrong sign; 0: exact
+    x86: bool  # the host runs LiteRT's x86 build: its SSE kernels' quirks apply (HostProfile.x86)
+    # per tensor, O % 4 != 0, x86 (TFLite's SSE dot product, not ruy): the im2col columns it multiplies
+    # in 16-value blocks, where a weight of -128 meets a negative input with the wrong sign; 0: exact
     blocked: int = 0
-    row_sums: bool = False  # per channel, optimized: the zero point times SSE-summed weight rows
+    row_sums: bool = False  # per channel, optimized: the zero point times the weight rows' sums
     flipped: np.ndarray | None = None  # [1, K, O]: the weights of -128 the SSE kernel flips (constant)
     stale: np.ndarray | None = None  # float64 [O]: exact row sums - the ones TFLite uses (None: equal)
     used_sums: np.ndarray | None = None  # int64 [O]: the row sums TFLite took (runtime filter)
@@ -498,11 +512,11 @@ class HybridConv:
         return kept, flipped
 
     def stale_sums(self, raw: np.ndarray) -> np.ndarray | None:
-        """Exact row sums minus the ones TFLite subtracts (SseReductionSumVector, wrapping in int16
-        lanes, taken from the filter of the first invoke after prepare), or None when they agree."""
+        """Exact row sums minus the ones TFLite subtracts (taken from the filter of the first invoke
+        after prepare; on x86, SseReductionSumVector's, wrapping in int16 lanes), or None when they agree."""
         flat = raw.reshape(raw.shape[0], -1)
         if self.used_sums is None:
-            self.used_sums = sse_row_sums(flat)
+            self.used_sums = weight_row_sums(flat, self.x86)
         difference = flat.astype(np.int64).sum(axis=1) - self.used_sums
         return difference.astype(np.float64) if difference.any() else None
 
@@ -614,8 +628,8 @@ def _plan_conv(
         staged, read = tuple(source_shape), source_itemsize
         if any(pads) or any(e > size for e, size in zip(extents, in_spatial)):
             staged, read = (n, *extents, channels), item
+            scratch_tensor(context, state.stage, _FLOAT_TYPES[state.dtype], staged)  # Limits, then the mask
             state.staging = make_staging(staged, padded_copies(source_shape, extents, pads), item)
-            scratch_tensor(context, state.stage, _FLOAT_TYPES[state.dtype], staged)
             temporaries.append(state.stage)
         batch, *steps, _ = byte_strides(staged, read)
         # the windows, [N, *out, G, *kernel, C/G], and where im2col keeps them
@@ -827,8 +841,20 @@ def _conv2d_integer(context, node, state, options, source, weights, bias, output
     multiplier, shift = _multipliers(source, weights, output, out_channels, op, per_tensor_product=uint8)
     low, high = _activation_range(options, output)
     groups = source.shape[3] // weights.shape[3]
-    # int64 bias: the reference kernel; grouped: the reference kernel too; else ruy
-    rounding = "wide" if bias.type == TensorType.INT64 else "simd" if optimized and groups == 1 else "scalar"
+    # int64 bias: the reference kernel; grouped: the reference kernel too; else cpu_backend_gemm
+    if bias.type == TensorType.INT64:
+        rounding = "wide"
+    elif optimized and groups == 1:
+        rounding = gemm_rounding(
+            context.host,
+            int16=source.type == TensorType.INT16,
+            uint8=uint8,
+            one_column=source.shape[0] * window.out[0] * window.out[1] == 1,
+            rows=out_channels,
+            depth=int(np.prod(weights.shape[1:])),
+        )
+    else:
+        rounding = "scalar"
     offset = _filter_offset(weights)
     magnitude = _input_magnitude(source)
     zero_point = source.params.zero_point
@@ -918,11 +944,12 @@ def _conv2d_hybrid(context, node, state, options, source, weights, bias, output,
     scales = np.broadcast_to(scales, (out_channels,)).astype(np.float32) if per_channel else scales[:1]
     low, high = _float_range(options.fused_activation_function)
     reference = per_channel and (not optimized or groups != 1)
-    hybrid = state.hybrid = HybridConv(per_channel, scales, reference, low, high)
+    hybrid = state.hybrid = HybridConv(per_channel, scales, reference, low, high, context.host.x86)
     depth = int(np.prod(weights.shape[1:]))
     # Per tensor, both resolvers run optimized_ops::HybridConv: ruy (exact) when O % 4 == 0, else the SSE
-    # kernel; per channel, the optimized kernel subtracts zero point * row sums.
-    hybrid.blocked = depth & ~15 if not per_channel and out_channels % 4 else 0
+    # kernel on x86 (NEON's, exact, on ARM); per channel, the optimized kernel subtracts zero point times
+    # the row sums.
+    hybrid.blocked = depth & ~15 if hybrid.x86 and not per_channel and out_channels % 4 else 0
     hybrid.row_sums = per_channel and not reference
     constant = _constant_data(weights)
     # |q - offset| <= 255 (asymmetric) or 127 (symmetric); the flipped weights' product is bounded by
@@ -1205,11 +1232,12 @@ def _tile_weights(w: np.ndarray, width: int) -> np.ndarray:
 
 
 def _plan_depthwise(
-    state: DepthwiseState, shape, window: Window, channels: int, item: int = 4, stage: bool = False
-) -> tuple[int, ...] | None:
-    """The staging and taps view of `window` over an input of `shape` (elements of `item` bytes, the
-    staged copy's too; `stage`: always copy); returns the scratch shape."""
+    context, state: DepthwiseState, shape, window: Window, channels: int, stage: bool = False
+) -> bool:
+    """The staging and taps view of `window` over an input of `shape` (elements of `state.dtype`, the
+    staged copy's too; `stage`: always copy); sizes the scratch and returns whether there is one."""
     n, h, w, _ = shape
+    item = state.dtype.itemsize
     (oh, ow), (kh, kw), (sh, sw), (dh, dw) = window.out, window.kernel, window.strides, window.dilation
     top, left = window.pads[0][0], window.pads[1][0]
     rows = (oh - 1) * sh + (kh - 1) * dh + 1
@@ -1220,12 +1248,14 @@ def _plan_depthwise(
             staged, state.staging = tuple(shape), None
         else:
             staged = (n, rows, cols, channels)
+            scratch_tensor(context, state.scratch, _FLOAT_TYPES[state.dtype], staged)  # Limits, then mask
             copies = padded_copies(shape, (rows, cols), (top, left))
             state.staging = make_staging(staged, copies, item, repeat)
         row = staged[2] * channels
         steps = (dh * row, dw * channels, sh * row)
     else:
         staged = (n, rows, kw, ow, channels)
+        scratch_tensor(context, state.scratch, _FLOAT_TYPES[state.dtype], staged)  # Limits, then the mask
         copies = []
         for row_copy in padded_copies(shape, (rows, w), (top, 0)):
             (_, rows_dst, _, _), (_, rows_src, _, _) = row_copy
@@ -1238,7 +1268,7 @@ def _plan_depthwise(
         steps = (dh * row, ow * channels, sh * row)
     batch = int(np.prod(staged[1:], dtype=np.int64))
     state.view = ((n, kh, kw, oh, ow * channels), tuple(item * s for s in (batch, *steps, 1)))
-    return None if state.staging is None else staged
+    return state.staging is not None
 
 
 def depthwise_prepare(optimized: bool):
@@ -1292,9 +1322,7 @@ def _depthwise_prepare(context, node, optimized: bool) -> None:
     state.dtype = np.dtype(np.float32)
     state.exact, state.bias_first = False, optimized
     if n * window.out[0] * window.out[1]:
-        staged = _plan_depthwise(state, source.shape, window, out_channels)
-        if staged is not None:
-            scratch_tensor(context, state.scratch, TensorType.FLOAT32, staged)
+        if _plan_depthwise(context, state, source.shape, window, out_channels):
             temporaries.append(state.scratch)
         if context.exact_float_summation:
             state.exact = True
@@ -1325,9 +1353,7 @@ def _plan_depthwise_sums(context, node, state, source, window, out_channels, dty
     state.dtype = np.dtype(dtype)
     n = source.shape[0]
     if n * window.out[0] * window.out[1]:
-        staged = _plan_depthwise(state, source.shape, window, out_channels, state.dtype.itemsize, stage)
-        if staged is not None:
-            scratch_tensor(context, state.scratch, _FLOAT_TYPES[state.dtype], staged)
+        if _plan_depthwise(context, state, source.shape, window, out_channels, stage):
             temporaries.append(state.scratch)
         scratch_tensor(
             context, state.acc, _FLOAT_TYPES[state.dtype], (n, *window.out[:1], window.out[1] * out_channels)
@@ -1652,7 +1678,7 @@ def _transpose_plan(
         if not tap.empty
     ]
     state.shape, state.mode, state.steps, state.rows = shape, "scatter", [], None
-    if gather:
+    if gather and math.prod(shape[:-1]) * max(state.out_channels, 1) <= _GATHER_ELEMENTS:  # cheap to plan
         pixels = np.arange(int(np.prod(shape[:-1], dtype=np.int64))).reshape(shape[:-1])
         sources = np.arange(int(np.prod(source_shape[:-1], dtype=np.int64))).reshape(source_shape[:-1])
         counts = np.zeros(pixels.shape, np.int64)

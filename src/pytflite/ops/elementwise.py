@@ -33,6 +33,7 @@ from ..model.options import ActivationFunctionType
 from .common import broadcast_shape, check_arity, clip, input_tensor, is_constant, output_tensor
 from .quant.fixed_point import (
     activation_range,
+    float_to_int32,
     quantize_multiplier,
     round_half_away,
     rounding_divide_by_pot,
@@ -345,7 +346,9 @@ def _path_groups(walk, size: int, block: int, broadcast_block: int) -> list[tupl
 def _divide_by_pot_x86(x: np.ndarray, exponent) -> np.ndarray:
     """gemmlowp's scalar RoundingDivideByPOT on int32 values for any exponent, as x86 code computes it:
     exponents outside [0, 31] (which TFLite's DIV and SUB can produce) shift by their low 6 bits for the
-    int64 mask and by their low 5 bits for the int32 shift."""
+    int64 mask and by their low 5 bits for the int32 shift. Used on every host: AArch64's shifts by a
+    register also take the count mod 64 (X registers) and mod 32 (W registers); armv7's, which give 0 or
+    the sign from 32 on, are not reproduced."""
     x = np.asarray(x, np.int64)
     exponent = np.asarray(exponent, np.int64)
     mask = _wrap32((np.int64(1) << (exponent & 63)) - 1)
@@ -1107,7 +1110,8 @@ def _pow_prepare(context, node):
     context.resize_tensor(output, _output_shape(first, second, "POW"))
     is_int = first.type == T.INT32
     checked = _negative_exponent_check(second) if is_int else None
-    elementwise = _int_pow if is_int else np.power
+    x86 = context.host.x86
+    elementwise = (lambda a, b, out: _int_pow(a, b, out, x86)) if is_int else np.power
     # Shapes differ and the exponent is one value: TFLite multiplies by repeated squaring when it is
     # within 1e-5 of an integer >= 1 (clamping floats to +-FLT_MAX), else calls std::pow per element.
     scalar_exponent = first.shape != second.shape and math.prod(second.shape) == 1
@@ -1182,11 +1186,11 @@ def _negative_exponent_check(exponent) -> Callable[[np.ndarray], None]:
     return check
 
 
-def _int_pow(a, b, out):
-    """std::pow on ints: computed in double, converted back; out-of-range results become INT_MIN (x86)."""
+def _int_pow(a, b, out, x86: bool):
+    """std::pow on ints: computed in double, converted back; out-of-range results become INT_MIN on x86
+    hosts and saturate elsewhere (ARM's conversion; see float_to_int32)."""
     result = np.power(a, b, out=np.empty(out.shape, np.float64), dtype=np.float64)
-    result[~((result >= -(2.0**31)) & (result < 2.0**31))] = -(2.0**31)
-    np.copyto(out, result, casting="unsafe")
+    np.copyto(out, float_to_int32(result, x86=x86), casting="unsafe")
 
 
 def _squared_difference_prepare(context, node):

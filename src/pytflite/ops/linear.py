@@ -20,9 +20,10 @@ plus [units] with keep_num_dims. A weights tensor with a zero depth gives zeros.
   each input row is quantized to int8 on the fly (quant/hybrid_inputs.py: symmetric, or
   asymmetric_quantize_inputs, with TFLite's NEON block rounding), the exact integer products scaled by
   the row's scale times the weights' (per-tensor or per-channel) scale, the bias added, and any fused
-  activation (TANH and SIGN_BIT included) applied. As LiteRT's x86 SSE kernel does, a weight of -128
-  meeting a negative input in a 16-value block is summed with the wrong sign, row sums (asymmetric
-  inputs) wrap in int16 lanes, and they are computed on the first invoke after prepare only. Constant
+  activation (TANH and SIGN_BIT included) applied. On x86 hosts, as LiteRT's SSE kernel does, a weight
+  of -128 meeting a negative input in a 16-value block is summed with the wrong sign and row sums
+  (asymmetric inputs) wrap in int16 lanes (exact elsewhere: ARM's NEON kernels); on every host the row
+  sums are computed on the first invoke after prepare only. Constant
   int4 weights of >= 4 units and an even depth >= 32 take TFLite's 4-bit kernel, whose input
   quantization is its own (symmetric, plain std::round; weights of -8 refused, TFLite garbles them).
 
@@ -48,6 +49,8 @@ from ..core.quantization import AffineQuantization, DimensionType, SparsityParam
 from ..core.sparsity import densify
 from ..core.types import BuiltinOperator, TensorType, type_name
 from ..errors import KernelError, ensure, ensure_eq, ensure_type, ensure_types_eq
+from ..fidelity.ruy import gemm_rounding
+from ..fidelity.sse import sign_transfer_correction, sign_transfer_mask, weight_row_sums
 from ..model.options import ActivationFunctionType, FullyConnectedOptionsWeightsFormat
 from .common import (
     activation_clamp,
@@ -62,16 +65,13 @@ from .quant.hybrid_inputs import (
     quantize_rows_4bit_kernel,
     quantize_rows_asymmetric,
     quantize_rows_symmetric,
-    sign_transfer_correction,
-    sign_transfer_mask,
-    sse_row_sums,
 )
 from .quant.integer_gemm import (
     double_rounding_requantizer,
     exact_float_type,
     float_scale_requantizer,
+    gemm_requantizer,
     int64_requantizer,
-    simd_requantizer,
 )
 from .registry import register_builtin, register_builtin_and_reference
 
@@ -115,7 +115,7 @@ def _per_channel_scales(tensor) -> np.ndarray | None:
 @dataclass(frozen=True)
 class FullyConnectedData:
     batch: int
-    depth: int
+    depth: int  # of the [batch, depth] input rows: the weights' depth, or for a zero one the input's
     units: int
     clamp: Callable[[np.ndarray], None] | None  # the float kernel's activation
     dense: np.ndarray | None  # sparse float weights, densified in prepare
@@ -155,14 +155,15 @@ def _fully_connected_prepare(optimized: bool):
         ensure_eq(len(weights.shape), 2, "FULLY_CONNECTED weights rank")
         units, depth = weights.shape
         size = math.prod(source.shape)
-        if depth == 0:
+        if depth == 0:  # TFLite: one output row per input row, all zeros
             batch = math.prod(source.shape[:-1])
+            row_length = size // batch if batch else 0
         else:
             ensure(
                 size % depth == 0,
                 f"FULLY_CONNECTED input of {size} elements is not a multiple of depth {depth}",
             )
-            batch = size // depth
+            batch, row_length = size // depth, depth
         if bias is not None:
             ensure_eq(math.prod(bias.shape), units, "FULLY_CONNECTED bias size")
         if options.keep_num_dims:
@@ -179,14 +180,17 @@ def _fully_connected_prepare(optimized: bool):
         if depth == 0 or batch * units == 0:
             kernel = _zeros_kernel
         elif hybrid:
-            kernel = _hybrid_fc_kernel(source, weights, bias, options, batch, depth, optimized)
+            x86 = context.host.x86
+            kernel = _hybrid_fc_kernel(source, weights, bias, options, batch, depth, optimized, x86)
         elif source.type == T.FLOAT32:
             clamp = activation_clamp(options.fused_activation_function)
             if weights.sparsity is not None:
                 dense = _densify_float_weights(weights, batch, depth, units, optimized)
         else:
-            kernel = _quantized_fc_kernel(source, weights, bias, output, options, optimized, batch, depth)
-        node.user_data = FullyConnectedData(batch, depth, units, clamp, dense, kernel)
+            kernel = _quantized_fc_kernel(
+                source, weights, bias, output, options, optimized, batch, depth, context.host
+            )
+        node.user_data = FullyConnectedData(batch, row_length, units, clamp, dense, kernel)
 
     return prepare
 
@@ -240,14 +244,15 @@ def fully_connected_invoke(context, node):
     data = node.user_data
     out = tensors[node.outputs[0]].data.reshape(data.batch, data.units)
     x = tensors[node.inputs[0]].data.reshape(data.batch, data.depth)
-    has_bias = len(node.inputs) == 3 and node.inputs[2] >= 0
+    # the bias is `units` values in any shape ([1, 1, units] broadcasts wrongly against [batch, units])
+    bias = tensors[node.inputs[2]].data.reshape(-1) if len(node.inputs) == 3 and node.inputs[2] >= 0 else None
     if data.kernel is not None:
-        data.kernel(x, tensors[node.inputs[1]].data, tensors[node.inputs[2]].data if has_bias else None, out)
+        data.kernel(x, tensors[node.inputs[1]].data, bias, out)
         return
     weights = data.dense if data.dense is not None else tensors[node.inputs[1]].data
     np.matmul(x, weights.T, out=out)
-    if has_bias:
-        out += tensors[node.inputs[2]].data
+    if bias is not None:
+        out += bias
     if data.clamp is not None:
         data.clamp(out)
 
@@ -319,8 +324,9 @@ def _densify_int8_weights(weights, batch, depth, units) -> np.ndarray:
 # --- quantized --------------------------------------------------------------------------------------
 
 
-def _quantized_fc_kernel(source, weights, bias, output, options, optimized, batch, depth) -> Kernel:
+def _quantized_fc_kernel(source, weights, bias, output, options, optimized, batch, depth, host) -> Kernel:
     what = "FULLY_CONNECTED"
+    x86 = host.x86
     ensure(isinstance(source.quantization, AffineQuantization), f"{what} input has no affine quantization")
     ensure(
         isinstance(weights.quantization, AffineQuantization) and weights.quantization.scale.size > 0,
@@ -375,14 +381,14 @@ def _quantized_fc_kernel(source, weights, bias, output, options, optimized, batc
             requantize = int64_requantizer(multiplier, shift)
             int64_accumulator = True
         elif not optimized or nonzero or bias_type == T.INT64:
-            requantize = float_scale_requantizer(effective)
+            requantize = float_scale_requantizer(effective, x86)
             int64_accumulator = bias_type != T.INT32
         else:
-            requantize = simd_requantizer(multiplier, shift)
+            requantize = _gemm_requantizer(host, source.type, batch, units, depth, multiplier, shift)
     elif optimized:
-        requantize = simd_requantizer(multiplier, shift)
+        requantize = _gemm_requantizer(host, source.type, batch, units, depth, multiplier, shift)
     else:
-        requantize = float_scale_requantizer(effective)
+        requantize = float_scale_requantizer(effective, x86)
 
     if weights.sparsity is not None:
         ensure(
@@ -472,7 +478,20 @@ def _int16_bias_type(options, bias) -> TensorType | None:
 # --- hybrid -----------------------------------------------------------------------------------------
 
 
-def _hybrid_fc_kernel(source, weights, bias, options, batch, depth, optimized) -> Kernel:
+def _gemm_requantizer(host, source_type, batch, units, depth, multiplier, shift):
+    """The requantization of cpu_backend_gemm's kernel for this product on this host (fidelity/ruy.py)."""
+    rounding = gemm_rounding(
+        host,
+        int16=source_type == T.INT16,
+        uint8=source_type == T.UINT8,
+        one_column=batch == 1,
+        rows=units,
+        depth=depth,
+    )
+    return gemm_requantizer(rounding, multiplier, shift)
+
+
+def _hybrid_fc_kernel(source, weights, bias, options, batch, depth, optimized, x86: bool) -> Kernel:
     what = "FULLY_CONNECTED"
     units = weights.shape[0]
     ensure(
@@ -526,12 +545,12 @@ def _hybrid_fc_kernel(source, weights, bias, options, batch, depth, optimized) -
         if options.asymmetric_quantize_inputs
         else quantize_rows_symmetric
     )
-    # the columns TFLite's SSE kernel multiplies in 16-value blocks (every stored block when sparse);
-    # its 4-bit kernel has no such quirk
-    blocked = 0 if four_bit else depth if sparse else depth & ~15
+    # the columns TFLite's SSE kernel (x86 only) multiplies in 16-value blocks (every stored block when
+    # sparse); its 4-bit kernel has no such quirk
+    blocked = 0 if four_bit or not x86 else depth if sparse else depth & ~15
 
     def row_sums_of(raw) -> np.ndarray:
-        sums = raw.astype(np.int64).sum(axis=1) if sparse else sse_row_sums(raw)
+        sums = raw.astype(np.int64).sum(axis=1) if sparse else weight_row_sums(raw, x86)
         return sums.astype(float_type)
 
     def prepared(raw):
@@ -673,7 +692,7 @@ def batch_matmul_prepare(context, node):
     context.resize_tensor(output, output_shape)
     kernel = None
     if hybrid:
-        kernel = _hybrid_matmul_kernel(lhs, rhs, options, output_shape)
+        kernel = _hybrid_matmul_kernel(lhs, rhs, options, output_shape, context.host.x86)
     elif lhs.type != T.FLOAT32:
         kernel = _quantized_matmul_kernel(lhs, rhs, output, options)
     node.user_data = BatchMatMulData(kernel)
@@ -759,7 +778,7 @@ def _quantized_matmul_kernel(lhs, rhs, output, options) -> Kernel:
     return kernel
 
 
-def _hybrid_matmul_kernel(lhs, rhs, options, output_shape) -> Kernel:
+def _hybrid_matmul_kernel(lhs, rhs, options, output_shape, x86: bool) -> Kernel:
     """Hybrid BATCH_MATMUL as TFLite's reference kernel computes it (see the module docstring)."""
     what = "BATCH_MATMUL"
     ensure(isinstance(rhs.quantization, AffineQuantization), f"{what} rhs has no affine quantization")
@@ -783,9 +802,9 @@ def _hybrid_matmul_kernel(lhs, rhs, options, output_shape) -> Kernel:
     folded_lhs, folded_rhs, scale_rows, sum_rows = plan
 
     def prepared(b):
-        """The weights as [..., depth, cols] floats, and TFLite's (SSE, int16-lane) column sums."""
+        """The weights as [..., depth, cols] floats, and TFLite's column sums (x86: SSE int16 lanes)."""
         weights = np.ascontiguousarray(b if options.adj_y else b.swapaxes(-1, -2)).reshape(folded_rhs)
-        return weights.astype(float_type).swapaxes(-1, -2), sse_row_sums(weights.reshape(-1, depth))
+        return weights.astype(float_type).swapaxes(-1, -2), weight_row_sums(weights.reshape(-1, depth), x86)
 
     fixed = prepared(rhs.data) if is_constant(rhs) else None
     # TFLite sums the weight columns on the first invoke after prepare only (stale if rhs changes)

@@ -20,8 +20,9 @@ reference kernel (and, in both, per-channel and int4/uint4 outputs) divides in f
 away from zero. The optimized per-tensor int8/uint8/int16 kernel (BuiltinOpResolver's; LiteRT's x86 build
 runs its NEON code through an SSE translation) does whole blocks of 8 elements as x * float32(1 / scale),
 rounded half to even, and the last size % 8 elements by a double division rounded half away. A value
-outside int32 (and NaN) becomes INT32_MIN, as x86's conversions give, before the zero point is added
-(wrapping) and the clamp applied.
+outside int32 (and NaN) becomes INT32_MIN on x86 hosts, as x86's conversions give; elsewhere (ARM's
+conversions) it saturates to int32's limits, NaN giving 0. Then the zero point is added (wrapping) and
+the clamp applied.
 QUANTIZE of an integer input requantizes: (q - in_zero_point) * in_scale / out_scale by the fixed-point
 multiplier, plus out_zero_point, clamped. The optimized kernel does 8-bit to 8-bit in SIMD blocks of 16,
 whose fixed-point multiply rounds halves up instead of away from zero. For 8- and 16-bit inputs the
@@ -210,8 +211,9 @@ _RANGES = {
 }
 
 
-def _float_quantizer(output, optimized: bool) -> Compute:
-    """compute(x, out): out = clamp(zero_point + round(x / scale)) per tensor or per channel."""
+def _float_quantizer(output, optimized: bool, x86: bool) -> Compute:
+    """compute(x, out): out = clamp(zero_point + round(x / scale)) per tensor or per channel; `x86`:
+    the host's float-to-int32 conversion (HostProfile.x86)."""
     quantization = output.quantization
     lowest, highest = _RANGES[output.type]
     rank = len(output.shape)
@@ -229,7 +231,7 @@ def _float_quantizer(output, optimized: bool) -> Compute:
         scale, zero_point = np.float32(output.params.scale), output.params.zero_point
 
     def finish(rounded: np.ndarray) -> np.ndarray:
-        return np.clip(wrap(float_to_int32(rounded) + zero_point), lowest, highest)
+        return np.clip(wrap(float_to_int32(rounded, x86=x86) + zero_point), lowest, highest)
 
     if output.type in PACKED_TYPES:
         return lambda x, out: pack_into(finish(round_half_away(x / scale)).astype(np.int8), output.type, out)
@@ -308,7 +310,7 @@ def quantize_prepare(optimized: bool):
                     f"Input type FLOAT32 with Output type {type_name(output.type)} is not currently supported."
                 )
             blocked = optimized and output.type in _BLOCKED_TARGETS and output.quantization.scale.size == 1
-            compute = _float_quantizer(output, blocked)
+            compute = _float_quantizer(output, blocked, context.host.x86)
         node.user_data = compute
 
     return prepare

@@ -22,10 +22,11 @@ Float kernels follow TFLite's lstm_eval / kernel_utils / svdf operation order, w
 Hybrid kernels (float activations, int8 weights; uint8 weights read as int8 as TFLite does) quantize
 the float vectors row by row as TFLite's x86 build does (quant/hybrid_inputs.py: NEON-on-SSE block
 rounding, symmetric or asymmetric_quantize_inputs), multiply exactly in integers (a float BLAS matmul of
-int8 values, exact below 2**24 / 2**53) and accumulate sum * (row scale * weight scale) in float32. As
-LiteRT's SSE MatrixBatchVectorMultiplyAccumulate does, a weight of -128 meeting a negative input in a
-16-value block is summed with the wrong sign, and the weight row sums of asymmetric inputs wrap in int16
-lanes and are computed on the first invoke after prepare only (stale if runtime weights change).
+int8 values, exact below 2**24 / 2**53) and accumulate sum * (row scale * weight scale) in float32. On x86
+hosts, as LiteRT's SSE MatrixBatchVectorMultiplyAccumulate does, a weight of -128 meeting a negative input
+in a 16-value block is summed with the wrong sign, and the weight row sums of asymmetric inputs wrap in
+int16 lanes (ARM's NEON kernels are exact: so is this, there). On every host the row sums are computed on
+the first invoke after prepare only (stale if runtime weights change).
 Sigmoid and tanh of hybrid LSTMs are Eigen's exact float functions (their results are requantized).
 
 Integer kernels: the 8x8->16 integer LSTM (int8 input and weights, int16 cell state; LSTM and
@@ -42,6 +43,8 @@ import numpy as np
 
 from ..core.types import BuiltinOperator, TensorType, type_name
 from ..errors import KernelError, ensure, ensure_eq
+from ..fidelity.ruy import gemm_rounding
+from ..fidelity.sse import sign_transfer_correction, sign_transfer_mask, weight_row_sums
 from ..model.options import ActivationFunctionType, LSTMKernelType
 from .common import clip, is_constant, output_tensor
 from .quant.fixed_point import (
@@ -55,11 +58,8 @@ from .quant.gemmlowp import FixedPointMath, inv_sqrt_multiplier
 from .quant.hybrid_inputs import (
     quantize_rows_asymmetric,
     quantize_rows_symmetric,
-    sign_transfer_correction,
-    sign_transfer_mask,
-    sse_row_sums,
 )
-from .quant.integer_gemm import exact_float_type, simd_requantizer
+from .quant.integer_gemm import exact_float_type, gemm_requantizer
 from .registry import register_builtin
 
 F32 = np.float32
@@ -212,11 +212,11 @@ def _sequence_matmul(x_tbd: np.ndarray, weights: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class _HybridMatrix:
-    """Int8 weights [rows, cols] prepared for TFLite's hybrid MatrixBatchVectorMultiplyAccumulate as
-    LiteRT's x86 SSE kernel runs it: transposed to [cols, rows] as floats whose BLAS products of int8
-    values are exact (float32 while every sum stays below 2**24, else float64), the weight row sums
-    SseReductionSumVector gives (for asymmetric inputs; int16 lanes that wrap), the mask of the weights
-    of -128 its 16-value blocks multiply with the wrong sign, and one float32 scale per output column."""
+    """Int8 weights [rows, cols] prepared for TFLite's hybrid MatrixBatchVectorMultiplyAccumulate:
+    transposed to [cols, rows] as floats whose BLAS products of int8 values are exact (float32 while
+    every sum stays below 2**24, else float64), the weight row sums (for asymmetric inputs; on x86,
+    SseReductionSumVector's int16 lanes that wrap), the mask of the weights of -128 the x86 SSE kernel's
+    16-value blocks multiply with the wrong sign (None elsewhere), and one float32 scale per output column."""
 
     weights_t: np.ndarray
     row_sums: np.ndarray
@@ -224,10 +224,11 @@ class _HybridMatrix:
     scales: np.ndarray
 
 
-def _hybrid_matrix(blocks: list, sums_cache: dict | None = None, key: str = "") -> _HybridMatrix:
-    """Stack several int8 weight matrices (each with its scale) along their output rows. TFLite sums the
-    weight rows on the first invoke after prepare only: with `sums_cache` (op data that prepare renews)
-    the row sums of `key` are computed once and reused, stale if runtime weights change afterwards."""
+def _hybrid_matrix(blocks: list, x86: bool, sums_cache: dict | None = None, key: str = "") -> _HybridMatrix:
+    """Stack several int8 weight matrices (each with its scale) along their output rows, for an x86 host
+    (HostProfile.x86, read in prepare) or another. TFLite sums the weight rows on the first invoke after
+    prepare only: with `sums_cache` (op data that prepare renews) the row sums of `key` are computed once
+    and reused, stale if runtime weights change afterwards."""
     weights = np.concatenate([np.asarray(w).view(np.int8) for w, _ in blocks], axis=0)
     columns = weights.shape[1]
     dtype = exact_float_type(columns * 128 * 128 + 256 * 128 * columns)  # products + sign corrections
@@ -235,10 +236,10 @@ def _hybrid_matrix(blocks: list, sums_cache: dict | None = None, key: str = "") 
     if sums_cache is not None and key in sums_cache:
         row_sums = sums_cache[key]
     else:
-        row_sums = sse_row_sums(weights).astype(dtype)
+        row_sums = weight_row_sums(weights, x86).astype(dtype)
         if sums_cache is not None:
             sums_cache[key] = row_sums
-    mask = sign_transfer_mask(weights, columns & ~15)
+    mask = sign_transfer_mask(weights, columns & ~15 if x86 else 0)
     return _HybridMatrix(np.ascontiguousarray(weights.T.astype(dtype)), row_sums, mask, scales)
 
 
@@ -332,6 +333,7 @@ class _LstmDirection:
     projection: bool
     cell_diag: bool  # recurrent_to_cell is a diagonal (1-D) weight vector
     hybrid: bool
+    x86: bool  # the host runs LiteRT's x86 build (HostProfile.x86): its SSE hybrid kernels' quirks apply
     integer: bool = False  # int8 input, the 8x8->16 integer kernel
     order: tuple[str, ...] = ()  # the gates of the stacked buffers, left to right
     packed: Any = None  # _LstmFloatWeights / _LstmHybridWeights; None: packed at each invoke
@@ -425,7 +427,7 @@ def _pack_lstm_hybrid(direction: _LstmDirection, t: dict, bias, layer_norm) -> _
 
     def matrix(prefix):
         blocks = [(t[f"{prefix}{g}"].data, t[f"{prefix}{g}"].params.scale) for g in order]
-        return _hybrid_matrix(blocks, direction.row_sums, prefix)
+        return _hybrid_matrix(blocks, direction.x86, direction.row_sums, prefix)
 
     packed = _LstmHybridWeights(
         matrix("input_to_"),
@@ -444,7 +446,7 @@ def _pack_lstm_hybrid(direction: _LstmDirection, t: dict, bias, layer_norm) -> _
     if direction.projection:
         weights = t["projection_weights"]
         packed.projection = _hybrid_matrix(
-            [(weights.data, weights.params.scale)], direction.row_sums, "projection"
+            [(weights.data, weights.params.scale)], direction.x86, direction.row_sums, "projection"
         )
         if t["projection_bias"] is not None:
             packed.projection_bias = t["projection_bias"].data.astype(F32)
@@ -807,6 +809,7 @@ def _lstm_direction(
         projection=t["projection_weights"] is not None,
         cell_diag=t["recurrent_to_cell"] is not None and len(t["recurrent_to_cell"].shape) == 1,
         hybrid=hybrid,
+        x86=context.host.x86,
     )
     _check_lstm_direction(context, node, direction, t, use_layer_norm, is_integer, op)
     for name, tensor in t.items():
@@ -1375,7 +1378,7 @@ def basic_lstm_prepare(context, node):
     if types == (T.FLOAT32,) * 9:
         data = _BasicLstm(units)
     elif types == _BASIC_QUANTIZED_TYPES:
-        data = _basic_quantized_prepare(units, weights, bias, outputs[1])
+        data = _basic_quantized_prepare(context.host, batches, units, weights, bias, outputs[1])
     else:
         raise KernelError("Unsupported combination of data types for LstmCell")
     context.resize_tensor(outputs[0], activation.shape)
@@ -1397,7 +1400,7 @@ class _BasicLstm:
     requantize: Any = None  # the int32 accumulators to the int16 gates (Q3.12)
 
 
-def _basic_quantized_prepare(units, weights, bias, state_out) -> _BasicLstm:
+def _basic_quantized_prepare(host, batches, units, weights, bias, state_out) -> _BasicLstm:
     """TFLite's 8-bit LstmCell<4>: uint8 input and activation (zero point 128), int16 state in Q4.11."""
 
     log2 = None if state_out.params is None else _checked_log2(state_out.params.scale)
@@ -1409,8 +1412,11 @@ def _basic_quantized_prepare(units, weights, bias, state_out) -> _BasicLstm:
     ensure(is_constant(weights), "LSTM basic kernel: quantized weights must be constant")
     values = weights.data.astype(np.float64) - weights.params.zero_point
     multiplier, shift = quantize_multiplier(4096 * float(bias.params.scale))
-    # ruy's int16 destination: its x86 kernels round the fixed-point multiply and shift half up
-    return _BasicLstm(units, True, np.ascontiguousarray(values.T), simd_requantizer(multiplier, shift))
+    # cpu_backend_gemm's uint8 product into int16: its rounding depends on the kernel the host runs
+    rows, depth = weights.shape
+    rounding = gemm_rounding(host, int16=False, uint8=True, one_column=batches == 1, rows=rows, depth=depth)
+    requantize = gemm_requantizer(rounding, multiplier, shift)
+    return _BasicLstm(units, True, np.ascontiguousarray(values.T), requantize)
 
 
 def basic_lstm_invoke(context, node):
@@ -1516,8 +1522,11 @@ class _RnnCell:
     bias: np.ndarray | None = None
 
 
-def _rnn_cell(input_weights, recurrent_weights, bias, aux_weights=None, row_sums=None) -> _RnnCell:
-    """`row_sums`: the op data's cache of hybrid weight row sums (TFLite computes them once)."""
+def _rnn_cell(
+    input_weights, recurrent_weights, bias, aux_weights=None, *, row_sums: dict, x86: bool
+) -> _RnnCell:
+    """`row_sums`: the op data's cache of hybrid weight row sums (TFLite computes them once); `x86`: the
+    op data's HostProfile.x86."""
     hybrid = input_weights.type in _WEIGHT_INT
     cell = _RnnCell(units=input_weights.shape[0], hybrid=hybrid, bias=bias.data.astype(F32))
     if hybrid:
@@ -1527,7 +1536,7 @@ def _rnn_cell(input_weights, recurrent_weights, bias, aux_weights=None, row_sums
             ("aux", aux_weights),
         ):
             if tensor is not None:
-                matrix = _hybrid_matrix([(tensor.data, tensor.params.scale)], row_sums, name)
+                matrix = _hybrid_matrix([(tensor.data, tensor.params.scale)], x86, row_sums, name)
                 setattr(cell, f"{name}_weights", matrix)
     else:
         cell.input_weights = np.ascontiguousarray(input_weights.data.T.astype(F32))
@@ -1581,6 +1590,7 @@ def _run_rnn(cell: _RnnCell, x, aux, h, out, activation, asymmetric: bool, forwa
 class _RnnOpData:
     cells: list
     constant: bool
+    x86: bool  # HostProfile.x86, read in prepare
     time_major: bool = True
     extra: dict = field(default_factory=dict)
     row_sums: dict = field(default_factory=dict)  # hybrid weight row sums, computed once (as TFLite)
@@ -1640,10 +1650,10 @@ def _rnn_prepare(context, node, sequence: bool):
     ensure_eq(state.shape[1], units, "hidden_state->dims->data[1]")
     context.resize_tensor(output_tensor(context, node), (*lead, units))
     constant = all(is_constant(tensor) for tensor in (input_weights, recurrent_weights, bias))
-    data = _RnnOpData([], constant, time_major)
+    data = _RnnOpData([], constant, context.host.x86, time_major)
     data.extra = {"sequence": sequence}
     if constant:
-        data.cells = [_rnn_cell(input_weights, recurrent_weights, bias, row_sums=data.row_sums)]
+        data.cells = [_rnn_cell(input_weights, recurrent_weights, bias, row_sums=data.row_sums, x86=data.x86)]
     node.user_data = data
 
 
@@ -1663,7 +1673,7 @@ def rnn_invoke(context, node):
     if data.constant:
         cell = data.cells[0]
     else:
-        cell = _rnn_cell(input_weights, recurrent_weights, bias, row_sums=data.row_sums)
+        cell = _rnn_cell(input_weights, recurrent_weights, bias, row_sums=data.row_sums, x86=data.x86)
     options = node.builtin_data
     out = tensors[node.outputs[0]].data
     if data.extra["sequence"]:
@@ -1775,7 +1785,7 @@ def bidirectional_rnn_prepare(context, node):
         context.resize_tensor(output_tensor(context, node, 1), (*lead, bw_units))
     weights = (fw_w, fw_r, fw_b, bw_w, bw_r, bw_b, fw_aux_w, bw_aux_w)
     constant = all(tensor is None or is_constant(tensor) for tensor in weights)
-    data = _RnnOpData([], constant, time_major)
+    data = _RnnOpData([], constant, context.host.x86, time_major)
     data.extra = {
         "merged": merged,
         "aux_weights": has_aux_weights,
@@ -1784,15 +1794,15 @@ def bidirectional_rnn_prepare(context, node):
         "row_sums": [{}, {}],  # each direction's hybrid weight row sums, computed once (as TFLite)
     }
     if constant:
-        data.cells = _bidi_rnn_cells(weights, data.extra["row_sums"])
+        data.cells = _bidi_rnn_cells(weights, data.extra["row_sums"], data.x86)
     node.user_data = data
 
 
-def _bidi_rnn_cells(weights, row_sums: list) -> list:
+def _bidi_rnn_cells(weights, row_sums: list, x86: bool) -> list:
     fw_w, fw_r, fw_b, bw_w, bw_r, bw_b, fw_aux_w, bw_aux_w = weights
     return [
-        _rnn_cell(fw_w, fw_r, fw_b, fw_aux_w, row_sums[0]),
-        _rnn_cell(bw_w, bw_r, bw_b, bw_aux_w, row_sums[1]),
+        _rnn_cell(fw_w, fw_r, fw_b, fw_aux_w, row_sums=row_sums[0], x86=x86),
+        _rnn_cell(bw_w, bw_r, bw_b, bw_aux_w, row_sums=row_sums[1], x86=x86),
     ]
 
 
@@ -1804,7 +1814,7 @@ def bidirectional_rnn_invoke(context, node):
     if data.constant:
         fw, bw = data.cells
     else:
-        fw, bw = _bidi_rnn_cells([inputs[i] for i in (1, 2, 3, 5, 6, 7, 10, 11)], extra["row_sums"])
+        fw, bw = _bidi_rnn_cells([inputs[i] for i in (1, 2, 3, 5, 6, 7, 10, 11)], extra["row_sums"], data.x86)
     fw_h = _variable_state(context, node, 4).data
     bw_h = _variable_state(context, node, 8).data
     options = node.builtin_data
@@ -1862,6 +1872,7 @@ class _SvdfData:
     filters: int
     memory: int
     kind: str  # "float", "hybrid" or "integer"
+    x86: bool  # HostProfile.x86, read in prepare
     feature: Any = None  # float: [input, filters]; hybrid: _HybridMatrix; integer: int64 [filters, input]
     time: np.ndarray | None = None  # [filters, memory]
     bias: np.ndarray | None = None
@@ -1910,7 +1921,7 @@ def svdf_prepare(context, node):
         raise KernelError(f"Type {type_name(feature.type)} not currently supported.")
     if feature.sparsity is not None or time.sparsity is not None:
         raise KernelError("SVDF with sparse weights is not supported")
-    data = _SvdfData(rank, units, filters, memory, kind)
+    data = _SvdfData(rank, units, filters, memory, kind, context.host.x86)
     if kind == "integer":
         _svdf_integer_prepare(data, options, source, feature, time, bias, state, output)
     elif kind == "float":
@@ -1925,7 +1936,8 @@ def svdf_prepare(context, node):
             "SVDF hybrid needs FLOAT32 bias and state",
         )
         if is_constant(feature):
-            data.feature = _hybrid_matrix([(feature.data, feature.params.scale)], data.row_sums, "feature")
+            blocks = [(feature.data, feature.params.scale)]
+            data.feature = _hybrid_matrix(blocks, data.x86, data.row_sums, "feature")
         if is_constant(time):
             data.time = _svdf_hybrid_time(time)
     node.user_data = data
@@ -1992,7 +2004,8 @@ def svdf_invoke(context, node):
     else:
         matrix = data.feature
         if matrix is None:  # runtime weights
-            matrix = _hybrid_matrix([(feature.data, feature.params.scale)], data.row_sums, "feature")
+            blocks = [(feature.data, feature.params.scale)]
+            matrix = _hybrid_matrix(blocks, data.x86, data.row_sums, "feature")
         if data.time is None:  # runtime time weights: TFLite dequantizes them once, at the first invoke
             data.time = _svdf_hybrid_time(time)
         if x.any():

@@ -83,6 +83,7 @@ class ReduceSpec:
     source_quantization: tuple[float, int] | None = None
     output_quantization: tuple[float, int] | None = None
     optimized: bool = True
+    x86: bool = True  # HostProfile.x86 (read in prepare): how floats out of int32's range convert
 
     @property
     def count(self) -> int:
@@ -247,7 +248,8 @@ def _zeros(x, out):
 
 def _quantized_sum(spec: ReduceSpec) -> Callable:
     """optimized_ops::QuantizedMeanOrSum with compute_sum: the int32 sum requantized in float32 arithmetic,
-    round(sum * (input_scale / output_scale) + bias) + output zero point, rounding halves away from 0."""
+    round(sum * (input_scale / output_scale) + bias) + output zero point, rounding halves away from 0
+    (past int32: INT32_MIN on x86 hosts, saturated elsewhere)."""
     (source_scale, source_zero_point), (output_scale, output_zero_point) = (
         spec.source_quantization,
         spec.output_quantization,
@@ -262,7 +264,7 @@ def _quantized_sum(spec: ReduceSpec) -> Callable:
         total = _int32_sum(x, axes).astype(np.float32)  # int to float, rounding as C does
         value = total * scale + bias
         with np.errstate(invalid="ignore"):
-            result = float_to_int32(round_half_away(value)) + output_zero_point
+            result = float_to_int32(round_half_away(value), x86=spec.x86) + output_zero_point
         np.copyto(out, np.clip(result, low, high), casting="unsafe")
 
     return quantized_sum
@@ -333,6 +335,7 @@ class ReduceData:
     run: Callable[[np.ndarray, np.ndarray], None] | None  # None: the axis tensor is computed at run time
     kept: tuple[int, ...] = ()  # the output's shape with the reduced dimensions kept
     quantized: bool = False  # the reduction requantizes (its reducer gets the quantization parameters)
+    x86: bool = True  # HostProfile.x86, read in prepare
 
 
 def _quantization_rule(op_name: str, source, output) -> bool:
@@ -373,6 +376,7 @@ def reducer(op_name: str, make: Reducer, types: tuple[TensorType, ...], optimize
             (source.params.scale, source.params.zero_point) if quantized else None,
             (output.params.scale, output.params.zero_point) if quantized else None,
             optimized,
+            node.user_data.x86,
         )
 
     def prepare(context, node):
@@ -387,12 +391,12 @@ def reducer(op_name: str, make: Reducer, types: tuple[TensorType, ...], optimize
         ensure_type(axis, TensorType.INT32, "axis", op_name)
         quantized = _quantization_rule(op_name, source, output)
         if axis.allocation_type not in (AllocationType.MMAP_RO, AllocationType.PERSISTENT_RO):
-            node.user_data = ReduceData(None, quantized=quantized)
+            node.user_data = ReduceData(None, quantized=quantized, x86=context.host.x86)
             context.set_tensor_to_dynamic(output)
             return
         shape = tuple(source.shape)
         axes = resolve_axes(axis.data, len(shape))
-        node.user_data = ReduceData(None, _kept(shape, axes), quantized)
+        node.user_data = ReduceData(None, _kept(shape, axes), quantized, context.host.x86)
         node.user_data.run = make(spec_for(node, source, output, axes))
         context.resize_tensor(output, reduced_shape(shape, axes, node.builtin_data.keep_dims))
 
@@ -494,7 +498,7 @@ def _innermost_nan_arg(rows: np.ndarray, is_max: bool) -> np.ndarray:
 
         value = fold(fold(lanes[:, 0], lanes[:, 1]), fold(lanes[:, 2], lanes[:, 3]))
         matches = lanes == value[:, None]
-        index = np.where(matches, lane_index, np.iinfo(np.int64).max).min(axis=1)
+        index = np.where(matches, lane_index, size).min(axis=1)  # size: past every lane's index
     for i in range(start, size):
         column = rows[:, i]
         take = ~np.isnan(column) & (np.isnan(value) | better(column, value))

@@ -20,8 +20,9 @@ every input value, made in prepare by TFLite's own per-value arithmetic, so invo
 - SQRT: the float32 formula truncated toward zero (a C cast, not a rounding);
 - int8 RSQRT: gemmlowp's fixed-point Newton-Raphson inverse square root (GetInvSqrtQuantizedMultiplierExp)
   and two MultiplyByQuantizedMultiplier steps.
-SQRT and RSQRT fail at invoke on inputs below the input zero point, as TFLite does. Float-to-int32
-casts of values out of int32's range give INT32_MIN (x86's cvttss2si), which TFLite's LUTs then clamp.
+SQRT and RSQRT fail at invoke on inputs below the input zero point, as TFLite does. SQRT's float-to-int32
+casts of values out of int32's range give INT32_MIN on x86 hosts (cvttss2si) and saturate elsewhere
+(ARM), before TFLite's LUTs clamp them.
 
 CAST converts every pair of its types the way TFLite's cast.cc does: floats (and complex64's real part)
 to integers truncate toward zero and saturate at the integer type's limits, NaN giving the maximum;
@@ -158,7 +159,7 @@ def _clamped(values: np.ndarray, dtype) -> np.ndarray:
     return np.clip(values, info.min, info.max).astype(dtype)
 
 
-def _abs_quantized(source, output) -> Compute:
+def _abs_quantized(source, output, x86: bool) -> Compute:
     in_scale, in_zero, out_scale, out_zero = _elementwise_params(source, output, "ABS")
     values = every_value(source.dtype)
     magnitude = np.abs(values - in_zero)
@@ -177,7 +178,7 @@ def _lut(source, in_scale, in_zero, out_scale, out_zero, transform) -> Compute:
     return table_kernel(table, source.dtype)
 
 
-def _exp_quantized(source, output) -> Compute:
+def _exp_quantized(source, output, x86: bool) -> Compute:
     # EXP reads the legacy per-tensor parameters and needs no quantization (a missing one is scale 0)
     in_scale, in_zero = source.params.scale, source.params.zero_point
     out_scale, out_zero = output.params.scale, output.params.zero_point
@@ -187,7 +188,7 @@ def _exp_quantized(source, output) -> Compute:
     return _lut(source, in_scale, in_zero, out_scale, out_zero, expf)
 
 
-def _log_quantized(source, output) -> Compute:
+def _log_quantized(source, output, x86: bool) -> Compute:
     in_scale, in_zero, out_scale, out_zero = _elementwise_params(source, output, "LOG")
     lowest = int(np.iinfo(source.dtype).min)
     output_min = _F32(lowest - out_zero) * _F32(out_scale)
@@ -215,14 +216,14 @@ def _valid_range(valid: np.ndarray, values: np.ndarray) -> tuple[int, int]:
     return (int(accepted.min()), int(accepted.max())) if accepted.size else (1, 0)
 
 
-def _sqrt_quantized(source, output) -> Compute:
+def _sqrt_quantized(source, output, x86: bool) -> Compute:
     in_scale, in_zero, out_scale, out_zero = _elementwise_params(source, output, "SQRT")
     values = every_value(source.dtype)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         dequantized = _F32(in_scale) * (values - in_zero).astype(np.float32)
         valid = ~(dequantized < _F32(0))
         quotient = np.sqrt(np.where(valid, dequantized, _F32(0))) / _F32(out_scale)
-    table = _clamped(wrap(float_to_int32(quotient) + out_zero, 32), source.dtype)
+    table = _clamped(wrap(float_to_int32(quotient, x86=x86) + out_zero, 32), source.dtype)
     low, high = _valid_range(valid, values)
     return _checked(
         table_kernel(table, source.dtype), low, high, "Sqrt is only defined for non-negative values"
@@ -257,7 +258,7 @@ def _inv_sqrt_multipliers(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return x, -shift
 
 
-def _rsqrt_quantized(source, output) -> Compute:
+def _rsqrt_quantized(source, output, x86: bool) -> Compute:
     in_scale, in_zero, out_scale, out_zero = _elementwise_params(source, output, "RSQRT")
     message = "Rsqrt is only defined for positive values"
     info = np.iinfo(source.dtype)
@@ -284,6 +285,8 @@ def _rsqrt_quantized(source, output) -> Compute:
     return _checked(table_kernel(_clamped(result, np.int8), np.int8), in_zero, 127, message)
 
 
+# builder(source, output, x86) -> the compute of a quantized input; x86: HostProfile.x86, which decides
+# how float values convert to int32 (SQRT's table)
 _QUANTIZED_BUILDERS = {
     BuiltinOperator.ABS: _abs_quantized,
     BuiltinOperator.EXP: _exp_quantized,
@@ -315,7 +318,7 @@ def unary_prepare(op: BuiltinOperator, computes: dict[TensorType, Compute], type
         ensure_type(source, types, "input", op_name)
         ensure_types_eq(source, output, f"{op_name} input/output types")
         if _takes_quantized(op, source):
-            node.user_data = _QUANTIZED_BUILDERS[op](source, output)
+            node.user_data = _QUANTIZED_BUILDERS[op](source, output, context.host.x86)
         else:
             # LOG, SQRT and RSQRT of int16 without quantization read a table TFLite never built
             ensure(
@@ -419,6 +422,7 @@ def _saturating_cast(read, value_dtype: np.dtype, out_type: TensorType) -> Compu
     info = np.iinfo(storage_dtype(out_type))
     bound = np.float64 if value_dtype == np.float64 else np.float32
     low, high = bound(info.min), bound(float(info.max) + 1)
+    limits = np.array([info.min, info.max], storage_dtype(out_type))
 
     def compute(x, out):
         values = read(x)
@@ -427,7 +431,8 @@ def _saturating_cast(read, value_dtype: np.dtype, out_type: TensorType) -> Compu
         inside &= values < high
         if not inside.all():
             outside = ~inside
-            out[outside] = np.where(values[outside] < low, info.min, info.max)
+            # the limits typed: plain Python ints would be int32 on 32-bit NumPy
+            out[outside] = np.where(values[outside] < low, limits[0], limits[1])
 
     return compute
 

@@ -86,15 +86,18 @@ def wrap(values, bits: int = 32, out: np.ndarray | None = None) -> np.ndarray:
     return result
 
 
-def float_to_int32(values, saturate: bool = False) -> np.ndarray:
-    """static_cast<int32_t>(float) as x86 computes it: truncation toward zero, and INT32_MIN (cvttss2si's
-    "integer indefinite") for NaN and values out of int32's range. With `saturate`, out-of-range values
-    clamp to int32's limits instead, as where LiteRT's compiler folds a following clamp into the
-    conversion. Returned as int64."""
+def float_to_int32(values, saturate: bool = False, x86: bool = True) -> np.ndarray:
+    """static_cast<int32_t>(float): truncation toward zero. On x86 (cvttss2si) NaN and values out of
+    int32's range give INT32_MIN ("integer indefinite"); with `saturate`, out-of-range values clamp to
+    int32's limits instead, as where LiteRT's compiler folds a following clamp into the conversion.
+    Elsewhere (`x86` False; ARM's fcvtzs) out-of-range values saturate and NaN gives 0. Kernels pass
+    their HostProfile.x86, read in prepare. Returned as int64."""
     values = np.asarray(values)
     with np.errstate(invalid="ignore"):
         inside = (values >= -(2.0**31)) & (values < 2.0**31)
         whole = np.trunc(np.where(inside, values, 0)).astype(np.int64)
+    if not x86:
+        return np.where(inside, whole, np.where(values > 0, INT32_MAX, np.where(values < 0, INT32_MIN, 0)))
     if saturate:
         return np.where(inside, whole, np.where(values > 0, INT32_MAX, INT32_MIN))
     return np.where(inside, whole, INT32_MIN)
@@ -104,7 +107,8 @@ def multiply_by_quantized_multiplier(x: np.ndarray, multiplier, shift) -> np.nda
     """TFLite's default MultiplyByQuantizedMultiplier for int32 accumulators (double rounding).
 
     A left shift of 32 or more (a real multiplier of 2**31 or more) makes C's `1 << shift` undefined;
-    x86 shifts by `shift % 32`, and so does this."""
+    x86 shifts by `shift % 32`, and so does this, on every host: AArch64's LSLV on 32-bit registers also
+    takes the count mod 32 (armv7's register shifts, which give 0 from 32 on, are not reproduced)."""
     x = np.asarray(x, dtype=np.int64)
     shift = np.asarray(shift, dtype=np.int64)
     left = np.maximum(shift, 0) & 31

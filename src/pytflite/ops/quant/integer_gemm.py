@@ -13,12 +13,15 @@ clamp:
   connected layers (ruy's x86 kernels and the NEON custom GEMV through its SSE translation): the
   accumulator (shifted left, wrapping in int32, for multipliers above one) times the fixed-point
   multiplier, high half rounded half up, then a rounding right shift, half up.
+- `single_rounding_requantizer`: ruy's portable C++ kernel (one rounding, half up), which LiteRT runs
+  where ruy has no SIMD kernel for the host (fidelity/ruy.py).
 - `double_rounding_requantizer`: TFLite's scalar MultiplyByQuantizedMultiplier for int32 accumulators
-  (both roundings half away from zero).
+  (the high half rounded half up, the right shift half away from zero).
 - `int64_requantizer`: the overload for int64 accumulators (16-bit multiplier, one rounding half up),
   whose int64 result C truncates to int32.
 - `float_scale_requantizer`: the reference kernels that take float scales: round(double(acc) * scale)
-  half away from zero, converted to int32 as x86 does (INT32_MIN when out of range).
+  half away from zero, converted to int32 as the host does (x86: INT32_MIN when out of range; ARM:
+  saturated).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .fixed_point import INT32_MIN, multiply_by_quantized_multiplier, round_half_away, wrap
+from .fixed_point import float_to_int32, multiply_by_quantized_multiplier, round_half_away, wrap
 
 Requantizer = Callable[[np.ndarray], np.ndarray]
 
@@ -69,11 +72,36 @@ def simd_requantizer(multiplier, shift) -> Requantizer:
     return requantize
 
 
+def single_rounding_requantizer(multiplier, shift) -> Requantizer:
+    """ruy's portable C++ kernel (fidelity/ruy.py): one rounding, half up, the left shift folded into
+    the 64-bit shift (no int32 wrap before it), the int64 result truncated to int32."""
+    total = 31 - np.asarray(shift, np.int64)
+    if np.any(total < 1):
+        raise ValueError(f"requantization exponent {int(np.max(shift))} is above 30")
+    multiplier = np.asarray(multiplier, np.int64)
+    rounding = np.int64(1) << (total - 1)
+
+    def requantize(acc: np.ndarray) -> np.ndarray:
+        return wrap((acc * multiplier + rounding) >> total)
+
+    return requantize
+
+
 def double_rounding_requantizer(multiplier, shift) -> Requantizer:
     """TFLite's MultiplyByQuantizedMultiplier(int32 x, ...): SRDHM then RoundingDivideByPOT."""
     multiplier = np.asarray(multiplier, np.int64)
     shift = np.asarray(shift, np.int64)
     return lambda acc: multiply_by_quantized_multiplier(acc, multiplier, shift)
+
+
+def gemm_requantizer(rounding: str, multiplier, shift) -> Requantizer:
+    """The requantizer of a rounding fidelity.ruy.gemm_rounding chose: "simd", "single" or "scalar"."""
+    makers = {
+        "simd": simd_requantizer,
+        "single": single_rounding_requantizer,
+        "scalar": double_rounding_requantizer,
+    }
+    return makers[rounding](multiplier, shift)
 
 
 def int64_requantizer(multiplier, shift) -> Requantizer:
@@ -89,13 +117,12 @@ def int64_requantizer(multiplier, shift) -> Requantizer:
     return requantize
 
 
-def float_scale_requantizer(scale) -> Requantizer:
-    """static_cast<int32_t>(round(double(acc) * scale)): `scale` is the double effective scale."""
+def float_scale_requantizer(scale, x86: bool) -> Requantizer:
+    """static_cast<int32_t>(round(double(acc) * scale)): `scale` is the double effective scale, `x86`
+    the host's conversion (HostProfile.x86; see float_to_int32)."""
     scale = np.asarray(scale, np.float64)
 
     def requantize(acc: np.ndarray) -> np.ndarray:
-        rounded = round_half_away(acc.astype(np.float64) * scale)
-        inside = (rounded >= INT32_MIN) & (rounded < 2**31)
-        return np.where(inside, rounded, INT32_MIN).astype(np.int64)
+        return float_to_int32(round_half_away(acc.astype(np.float64) * scale), x86=x86)
 
     return requantize

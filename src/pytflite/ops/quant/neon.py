@@ -1,5 +1,6 @@
 """NEON lane operations as LiteRT's x86 build computes them (NEON_2_SSE translation), over NumPy int64
-arrays holding int32 (or int16) lane values.
+arrays holding int32 (or int16) lane values. Real NEON rounds the same way, so kernels use these on
+every host (the translation's shifts by 32 or more, below, are its own: docs/fidelity.md).
 
 TFLite's optimized kernels run their `#ifdef USE_NEON` blocks on x86 through an SSE translation of the
 NEON intrinsics. Those blocks round differently from the scalar code that handles the remaining elements,
