@@ -89,9 +89,6 @@ class _Arena:
         self._storage, self.buffer = storage, buffer
         return True
 
-    def keep_only(self, alive) -> None:
-        self.active = [a for a in self.active if alive(a)]
-
 
 class ArenaPlanner:
     """Plans lifetimes over an execution plan and places ArenaRw / ArenaRwPersistent tensors."""
@@ -104,7 +101,6 @@ class ArenaPlanner:
         self.allocations: dict[int, _Allocation] = {}
         self.rw = _Arena()
         self.persistent = _Arena()
-        self._last_active = 0
         # tensors by the plan position that first writes them (may hold stale entries: check `first`)
         self._by_first: dict[int, list[int]] = {}
 
@@ -179,17 +175,6 @@ class ArenaPlanner:
                 del self.allocations[t]
                 self.tensors[t].data = None
         self.rw.active.clear()
-        self._last_active = 0
-
-    def reset_allocations_after(self, position: int) -> None:
-        """A dynamic tensor was resized at `position`: the nodes after it are prepared and allocated again.
-
-        TFLite drops the placements of the tensors first written after `position` and places them anew.
-        The arena holds no dynamic tensor, so those placements stay valid: they are kept, and
-        execute_allocations places again only the tensors that grew (a WHILE body re-preparing its tail
-        every iteration then allocates nothing).
-        """
-        self._last_active = position
 
     def execute_allocations(self, first: int, last: int, plan: Sequence[Node]) -> None:
         """Place the tensors first written in plan positions [first, last] and bind their data."""
@@ -217,7 +202,7 @@ class ArenaPlanner:
                 to_place.append(t)
         if to_place:
             # Avoid every kept rw placement whose lifetime reaches this range (also those of later tensors
-            # kept by reset_allocations_after); a tensor placed again leaves its old, too small place.
+            # kept when a dynamic resize re-prepares the plan's tail); a tensor placed again leaves its old, too small place.
             replaced = set(to_place)
             tensors = self.tensors
             self.rw.active = sorted(
@@ -234,7 +219,6 @@ class ArenaPlanner:
                     self.allocations[t] = self.rw.allocate(t, tensor.bytes, self.first[t], self.last[t])
                 else:
                     self.allocations[t] = self.persistent.allocate(t, tensor.bytes, self.first[t], UNASSIGNED)
-        self._last_active = last
         moved = self.rw.commit() | self.persistent.commit()
         # A full allocation (or a moved buffer) binds every placement that needs it; a lazy one during
         # invoke (after a dynamic resize) only the tensors of its range that were placed or resized.

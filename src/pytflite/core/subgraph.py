@@ -667,8 +667,10 @@ class Subgraph:
             if self._resized_during_invoke and any(o.allocation_type == dynamic for o in outputs):
                 self._next_to_prepare = position + 1
                 if self._next_to_allocate > self._next_to_prepare:
+                    # TFLite drops the placements of the tensors first written after `position`; the
+                    # arena holds no dynamic tensor, so they stay valid and are kept: the allocation
+                    # places again only the tensors that grew
                     self._next_to_allocate = self._next_to_prepare
-                    self._planner.reset_allocations_after(position)
 
     def ensure_tensor_data_is_readable(self, index: int) -> None:
         """Copy a delegate-owned tensor back into `data` if the delegate marked it stale."""

@@ -27,18 +27,6 @@ def parse_control_dependencies(data: bytes) -> list[list[tuple[int, int]]] | Non
     return subgraphs if reader.position == len(data) else None
 
 
-def serialize_control_dependencies(edges: list[list[tuple[int, int]]]) -> bytes:
-    out = bytearray()
-    _put_unsigned(out, VERSION)
-    _put_unsigned(out, len(edges))
-    for subgraph_edges in edges:
-        _put_unsigned(out, len(subgraph_edges))
-        for start, end in subgraph_edges:
-            _put_signed(out, start)
-            _put_signed(out, end)
-    return bytes(out)
-
-
 class _VarintReader:
     def __init__(self, data: bytes):
         self.data = data
@@ -57,14 +45,3 @@ class _VarintReader:
     def signed(self) -> int:
         value = self.unsigned()
         return -(value // 2) - 1 if value % 2 else value // 2
-
-
-def _put_unsigned(out: bytearray, value: int) -> None:
-    while value >= 0x80:
-        out.append(value % 0x80 + 0x80)
-        value //= 0x80
-    out.append(value)
-
-
-def _put_signed(out: bytearray, value: int) -> None:
-    _put_unsigned(out, -(value + 1) * 2 + 1 if value < 0 else value * 2)

@@ -449,11 +449,6 @@ def options_class_for_operator(op: int) -> type | None:
     return None if table is None else options_class(table.name)
 
 
-def options_table_name(union: int, union_type: int) -> str | None:
-    table = _TABLE_BY_UNION.get((union, union_type))
-    return None if table is None else table.name
-
-
 def _read_field(table: flatbuffers.table.Table, field: _Field, table_name: str) -> Any:
     offset = table.Offset(4 + 2 * field.slot)
     if offset == 0:

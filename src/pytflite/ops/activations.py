@@ -1009,10 +1009,11 @@ def _softmax_float_table(source, output, beta: np.float32, x86: bool) -> Callabl
     # x86 rounds uint8 results as int(p + 0.5f), and that specialization leaves out the zero point
     truncating = output.type == _U8
     offset = 0 if truncating else out_zero
-    # probabilities reach 1 / out_scale: past int32, the conversion needs C's overflow behaviour
-    def convert(values):
+
+    def convert(values):  # probabilities below 2**31: a plain cast
         return values.astype(np.int64)
 
+    # probabilities reach 1 / out_scale: past int32, the conversion needs C's overflow behaviour
     if 1 / float(out_scale) >= 2**31 - 1:
         convert = functools.partial(float_to_int32, x86=x86)
     half = np.float32(0.5)

@@ -11,7 +11,7 @@ from ..core.context import Context
 from ..core.node import OPTIONAL_TENSOR, Node
 from ..core.tensor import Tensor
 from ..core.types import AllocationType, TensorType
-from ..errors import KernelError, ensure, ensure_type, ensure_types_eq
+from ..errors import KernelError, ensure
 from ..model.options import ActivationFunctionType
 
 # NumPy's clip ufunc itself: np.clip's Python layer costs more than clamping a small tensor (~1 us a call).
@@ -158,16 +158,3 @@ def as_indices(values: np.ndarray) -> np.ndarray:
     """`values`, indices the caller has bounds-checked, in a type np.take accepts: unchanged (no copy)
     when it casts safely to np.intp, as int32 always and int64 on 64-bit NumPy do; else as np.intp."""
     return values.astype(np.intp) if values.dtype in _NOT_INTP_SAFE else values
-
-
-def same_shape_prepare(op_name: str, types: tuple[TensorType, ...] = (TensorType.FLOAT32,)):
-    """A prepare function for a one-input op whose output has the input's type and shape."""
-
-    def prepare(context: Context, node: Node) -> None:
-        check_arity(node, 1)
-        source, output = input_tensor(context, node, 0), output_tensor(context, node)
-        ensure_type(source, types, "input", op_name)
-        ensure_types_eq(source, output, f"{op_name} input/output types")
-        context.resize_tensor(output, source.shape)
-
-    return prepare

@@ -125,12 +125,6 @@ class Call:
         return outputs
 
 
-def run_subgraph(target: Subgraph, values: Sequence[np.ndarray | None]) -> list[np.ndarray]:
-    """Copy `values` into `target`'s inputs (resizing and allocating it if their shapes changed), invoke
-    it, and return copies of its outputs."""
-    return Call(target).run(values)
-
-
 def write_outputs(context, node, values: Sequence[np.ndarray], dynamic: bool) -> None:
     for index, value in zip(node.outputs, values):
         if index == OPTIONAL_TENSOR:
