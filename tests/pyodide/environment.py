@@ -160,7 +160,7 @@ def run_driver(setup: Setup, job: dict, folder: Path, mounts: list[Path], timeou
             "wheels": [str(wheel) for wheel in setup.wheels],
             "mounts": sorted(
                 {
-                    str(Path(p).resolve())
+                    str(Path(p).absolute())
                     for p in [*mounts, folder, src.parent, *(w.parent for w in setup.wheels)]
                 }
             ),
