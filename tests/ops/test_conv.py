@@ -1405,10 +1405,10 @@ def test_depthwise_conv2d_exact_summation_is_bit_identical(
 @pytest.mark.parametrize("resolver", RESOLVERS)
 def test_depthwise_conv2d_exact_summation_in_row_batches(monkeypatch, resolver):
     """Large outputs are summed a few output rows at a time (here, one or two)."""
-    from pytflite.ops import conv
+    from pytflite.ops.conv import depthwise
 
     rng = np.random.default_rng(9)
-    monkeypatch.setattr(conv, "_TERMS_AT_ONCE", 10 * 2 * 48 * 2)
+    monkeypatch.setattr(depthwise, "_TERMS_AT_ONCE", 10 * 2 * 48 * 2)
     model, feeds = _depthwise_model(rng, 2, (11, 12), (3, 3), 16, 1, strides=(1, 1))
     _assert_identical(model, feeds, resolver)
     if resolver == RESOLVERS[0]:  # the fast path adds the bias last, as only the reference kernel does

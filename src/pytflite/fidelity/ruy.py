@@ -12,7 +12,7 @@ to cpu_backend_gemm, which picks, by shape and by host:
   NEON kernels round the high half and then the right shift, both halves up ("simd"); its portable C++
   kernel rounds once, half up, with the left shift inside the 64-bit shift ("single").
 Verified against ai-edge-litert 2.3.0 under each RUY_PATHS value (tests/fidelity/test_ruy_paths.py).
-The rounding names are those of ops/conv.py's Requant.
+The rounding names are those of ops/conv/requant.py's Requant.
 """
 
 from __future__ import annotations

@@ -69,7 +69,8 @@ def register_builtin(
     """Add a kernel (its init/prepare/invoke/free/profiling_string functions) for a version range."""
     table = _REFERENCE if reference else _DEFAULT
     if not reference:
-        module = callbacks["invoke"].__module__.rsplit(".", 1)[-1]
+        # its path under ops/: conv/conv2d for a family split into a package
+        module = callbacks["invoke"].__module__.removeprefix(f"{__package__}.").replace(".", "/")
         _INFO.append(KernelInfo(op, versions, tuple(types), module))
     first, last = versions
     registration = Registration(builtin_code=op, **callbacks)

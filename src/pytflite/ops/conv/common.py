@@ -1,0 +1,211 @@
+"""What the convolutions share: their accepted types, input checks, the hybrid input quantization and
+the quantization parameters of the integer kernels (TFLite's Prepare checks and multipliers)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ...core.quantization import AffineQuantization
+from ...core.types import TensorType
+from ...errors import KernelError, ensure, ensure_eq, ensure_type
+from ...model.options import ActivationFunctionType
+from ..common import is_constant, reject_quantized_or_hybrid
+from ..quant import fixed_point as fp
+from ..quant.hybrid_inputs import (
+    quantize_rows_asymmetric,
+    quantize_rows_symmetric,
+)
+
+_FLOAT = (TensorType.FLOAT32,)
+_INTEGER = (TensorType.UINT8, TensorType.INT8, TensorType.INT16)
+_CONV_TYPES = (TensorType.FLOAT32, *_INTEGER)
+_RANGES = {TensorType.UINT8: (0, 255), TensorType.INT8: (-128, 127), TensorType.INT16: (-32768, 32767)}
+_FLOAT_TYPES = {np.dtype(np.float32): TensorType.FLOAT32, np.dtype(np.float64): TensorType.FLOAT64}
+_EXACT_FLOAT32 = 1 << 24  # every integer of smaller magnitude is a float32, and so every sum of them
+_ALL = slice(None)
+
+
+def _check_float(tensors, roles, op: str) -> None:
+    """Every tensor float32; the variants not implemented say so."""
+    reject_quantized_or_hybrid(tensors[0], tensors[1], op)
+    for tensor, role in zip(tensors, roles):
+        ensure_type(tensor, _FLOAT, role, op)
+
+
+def _check_bias(bias, channels: int, op: str) -> None:
+    ensure_type(bias, _FLOAT, "bias", op)
+    count = int(np.prod(bias.shape, dtype=np.int64))
+    ensure_eq(count, channels, f"{op} bias size")
+
+
+def _positive(values: Sequence[int], what: str) -> None:
+    ensure(all(v > 0 for v in values), f"{what} must be positive, got {list(values)}")
+
+
+def _constant_data(tensor) -> np.ndarray | None:
+    return tensor.data if tensor is not None and is_constant(tensor) and tensor.data is not None else None
+
+
+def _bias_row(bias: np.ndarray, width: int) -> np.ndarray:
+    """The bias repeated over one output row, so that adding it runs one long loop per row."""
+    return np.tile(bias.reshape(-1), width)
+
+
+def _float_range(activation) -> tuple[float, float]:
+    """CalculateActivationRange: the float clamp of a fused activation (none for other activations)."""
+    return {
+        ActivationFunctionType.RELU: (0.0, np.inf),
+        ActivationFunctionType.RELU6: (0.0, 6.0),
+        ActivationFunctionType.RELU_N1_TO_1: (-1.0, 1.0),
+    }.get(activation, (-np.inf, np.inf))
+
+
+def _quantize_input(x: np.ndarray, per_channel: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Each batch of a hybrid kernel's input quantized (asymmetrically when `per_channel`), as float32
+    (q - zero point) values shaped like x (exact); the per-batch scaling factors and zero points."""
+    rows = x.reshape(x.shape[0], -1)
+    if per_channel:
+        quantized, scales, zero_points = quantize_rows_asymmetric(rows, centered=True)
+    else:
+        (quantized, scales), zero_points = quantize_rows_symmetric(rows), None
+    return quantized.reshape(x.shape), scales, zero_points
+
+
+# --- quantized arithmetic shared by the three convolutions ----------------------------------------------
+
+
+def _legacy_scale(tensor) -> float:
+    return float(np.float32(tensor.params.scale))
+
+
+def _filter_quantization(weights, channels: int, op: str) -> AffineQuantization:
+    """The filter's affine quantization, with one scale or one per output channel (TFLite's checks)."""
+    quantization = weights.quantization
+    if not isinstance(quantization, AffineQuantization) or quantization.scale.size == 0:
+        raise KernelError(f"{op} filter must have affine quantization with scales")
+    ensure(
+        quantization.scale.size in (1, channels),
+        f"{op} filter has {quantization.scale.size} scales for {channels} output channels",
+    )
+    return quantization
+
+
+def _multipliers(
+    source, weights, output, channels: int, op: str, per_tensor_product: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """PopulateConvolutionQuantizationParams: per channel, input_scale * filter_scale / output_scale as
+    a fixed-point multiplier and shift (in double; uint8 multiplies the two scales in float32 first)."""
+    quantization = _filter_quantization(weights, channels, op)
+    scales = quantization.scale.astype(np.float64)
+    if scales.size > 1:
+        ensure(
+            source.type in (TensorType.INT8, TensorType.INT16),
+            f"{op} per-channel quantization needs an int8 or int16 input",
+        )
+        ensure(weights.type == TensorType.INT8, f"{op} per-channel quantization needs an int8 filter")
+        axis = quantization.quantized_dimension
+        ensure(
+            0 <= axis < len(weights.shape) and weights.shape[axis] == channels,
+            f"{op} filter quantized dimension {axis} does not hold the {channels} output channels",
+        )
+    input_scale, output_scale = _legacy_scale(source), _legacy_scale(output)
+    if per_tensor_product:
+        product = float(np.float32(input_scale) * np.float32(_legacy_scale(weights)))
+        ensure(product >= 0, f"{op} input scale * filter scale is negative")
+        real = np.full(channels, product / output_scale if output_scale else np.inf)
+    else:
+        with np.errstate(all="ignore"):
+            real = np.broadcast_to(input_scale * scales / output_scale, (channels,))
+    return fp.quantize_multipliers(real)
+
+
+def _check_uint8_bias_scale(source, weights, bias, output, op: str) -> None:
+    """GetQuantizedConvolutionMultipler: the bias scale must be input_scale * filter_scale, near enough."""
+    if bias is None:
+        return
+    product = _legacy_scale(source) * _legacy_scale(weights)
+    difference = abs(product - _legacy_scale(bias))
+    ensure(
+        difference / _legacy_scale(output) <= 0.02 if _legacy_scale(output) else difference == 0,
+        f"{op} bias scale {_legacy_scale(bias)} is not input scale * filter scale ({product})",
+    )
+
+
+def _integer_checks(source, weights, bias, output, op: str, bias_types) -> None:
+    """The type, zero-point and bias checks every quantized convolution's Prepare makes."""
+    ensure(
+        output.type == source.type,
+        f"{op} output type {output.type.name} != input type {source.type.name}",
+    )
+    expected_filter = TensorType.UINT8 if source.type == TensorType.UINT8 else TensorType.INT8
+    ensure(
+        weights.type == expected_filter,
+        f"{op} of a {source.type.name} input needs a {expected_filter.name} filter, got {weights.type.name}",
+    )
+    if source.type != TensorType.UINT8:
+        quantization = weights.quantization
+        ensure(isinstance(quantization, AffineQuantization), f"{op} filter must have affine quantization")
+        ensure(
+            not np.any(quantization.zero_point),
+            f"{op} filter zero points must be 0, got {quantization.zero_point.tolist()}",
+        )
+    if source.type == TensorType.INT16:
+        ensure_eq(source.params.zero_point, 0, f"{op} int16 input zero point")
+        ensure_eq(output.params.zero_point, 0, f"{op} int16 output zero point")
+    if bias is not None:
+        ensure(
+            bias.type in bias_types,
+            f"{op} bias of a {source.type.name} input must be {' or '.join(t.name for t in bias_types)}, "
+            f"got {bias.type.name}",
+        )
+        ensure_eq(bias.params.zero_point, 0, f"{op} bias zero point")
+
+
+def _quantized_bias_type(options, bias, op: str) -> TensorType | None:
+    """16x8: the options' quantized_bias_type (INT32 or INT64, matching the bias), None when unset."""
+    chosen = getattr(options, "quantized_bias_type", TensorType.FLOAT32)
+    if chosen in (None, TensorType.FLOAT32):
+        return None
+    ensure(
+        chosen in (TensorType.INT32, TensorType.INT64),
+        f"{op} quantized_bias_type must be INT32 or INT64, got {TensorType(chosen).name}",
+    )
+    ensure(
+        bias is None or bias.type == chosen,
+        f"{op} bias type {bias.type.name if bias is not None else ''} != quantized_bias_type {TensorType(chosen).name}",
+    )
+    return TensorType(chosen)
+
+
+def _float_dtype(bound: float) -> type:
+    """float32 when every partial sum of the products is an integer of magnitude below 2**24 (so exact
+    in float32), float64 otherwise (exact below 2**53: 2**8 * 2**15 * 2**24 taps, never reached)."""
+    return np.float32 if bound < _EXACT_FLOAT32 else np.float64
+
+
+def _activation_range(options, output) -> tuple[int, int]:
+    low, high = _RANGES[output.type]
+    return fp.activation_range(
+        options.fused_activation_function, _legacy_scale(output), output.params.zero_point, low, high
+    )
+
+
+def _input_magnitude(source) -> int:
+    """The largest |value| a quantized input holds (as staged: its zero point is not subtracted)."""
+    low, high = _RANGES[source.type]
+    return max(abs(low), abs(high))
+
+
+def _filter_offset(weights) -> int:
+    """uint8 filters carry a zero point (subtracted from the weights); int8/int16 kernels need none."""
+    return weights.params.zero_point if weights.type == TensorType.UINT8 else 0
+
+
+def _may_leave_int32(source, weight_sum: int, bias: np.ndarray | None) -> bool:
+    """Whether |sum(w * (x - zero_point)) + bias| can reach 2**31 (then TFLite's int32 wraps)."""
+    low, high = _RANGES[source.type]
+    zero_point = source.params.zero_point
+    largest_bias = int(np.abs(bias.astype(np.int64)).max(initial=0)) if bias is not None else 2**31
+    return max(abs(low - zero_point), abs(high - zero_point)) * weight_sum + largest_bias >= 2**31

@@ -1,0 +1,459 @@
+"""CONV_2D: float, integer (uint8, int8, int16x8 activations) and hybrid (float32 input, int8 weights)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ...core.quantization import AffineQuantization
+from ...core.types import BuiltinOperator, TensorType, storage_dtype
+from ...errors import KernelError, ensure, ensure_eq, ensure_type
+from ...fidelity.ruy import gemm_rounding
+from ...fidelity.sse import sign_transfer_split, weight_row_sums
+from ..common import (
+    activation_clamp,
+    check_arity,
+    clip,
+    input_tensor,
+    output_tensor,
+    scratch_tensor,
+    set_temporaries,
+)
+from ..registry import register_builtin_and_reference
+from ..windows import plan_window
+from .common import (
+    _CONV_TYPES,
+    _FLOAT,
+    _FLOAT_TYPES,
+    _INTEGER,
+    _activation_range,
+    _bias_row,
+    _check_uint8_bias_scale,
+    _constant_data,
+    _filter_offset,
+    _float_dtype,
+    _float_range,
+    _input_magnitude,
+    _integer_checks,
+    _may_leave_int32,
+    _multipliers,
+    _quantize_input,
+    _quantized_bias_type,
+)
+from .im2col import ConvState, _conv_compute, _conv_init, _conv_product, _owned, _plan_conv, _plan_float_bias
+from .requant import Requant
+
+
+@dataclass
+class IntegerConv:
+    """A quantized CONV_2D's own plan: its requantization and the zero-point terms of its bias."""
+
+    requant: Requant
+    input_zero_point: int  # the padding holds it; sum(w * (x - zp)) = sum(w * x) - zp * sum(w)
+    filter_offset: int  # uint8 filters: subtracted from the weights
+    dtype: Any
+    bias: np.ndarray | None = None  # int64 [O]: bias - zp * sum(w), for a constant bias and filter
+    sums: np.ndarray | None = None  # int64 [O]: sum(w) per output channel, for a constant filter
+    scaled: bool = False  # the product is the requantized value before its floor (Requant.finish)
+
+    def weights(self, filt: np.ndarray, layout: Callable[[np.ndarray], np.ndarray]):
+        """The filter as the product's float matrix, and its sum per output channel."""
+        values = filt.astype(np.int64) - self.filter_offset
+        sums = values.reshape(values.shape[0], -1).sum(axis=1)
+        return np.ascontiguousarray(layout(values.astype(self.dtype))), sums
+
+    def bias_terms(self, bias: np.ndarray | None, sums: np.ndarray) -> np.ndarray:
+        terms = -self.input_zero_point * sums
+        return terms if bias is None else terms + bias.reshape(-1).astype(np.int64)
+
+
+@dataclass
+class HybridConv:
+    """A hybrid (float32 input, int8 filter) CONV_2D: how it quantizes its input and scales back."""
+
+    per_channel: bool  # asymmetric input quantization and per-channel filter scales (else symmetric)
+    scales: np.ndarray  # float32 [O] (per_channel) or [1]: the filter scales
+    reference: bool  # per channel, BUILTIN_REF / grouped: (acc * filter scale) * input scale
+    low: float
+    high: float
+    x86: bool  # the host runs LiteRT's x86 build: its SSE kernels' quirks apply (HostProfile.x86)
+    # per tensor, O % 4 != 0, x86 (TFLite's SSE dot product, not ruy): the im2col columns it multiplies
+    # in 16-value blocks, where a weight of -128 meets a negative input with the wrong sign; 0: exact
+    blocked: int = 0
+    row_sums: bool = False  # per channel, optimized: the zero point times the weight rows' sums
+    flipped: np.ndarray | None = None  # [1, K, O]: the weights of -128 the SSE kernel flips (constant)
+    stale: np.ndarray | None = None  # float64 [O]: exact row sums - the ones TFLite uses (None: equal)
+    used_sums: np.ndarray | None = None  # int64 [O]: the row sums TFLite took (runtime filter)
+    scale_row: np.ndarray | None = None  # per channel: the filter scales tiled over an output row
+    bias_row: np.ndarray | None = None  # a constant bias tiled over an output row
+
+    def split(self, raw: np.ndarray, layout, dtype):
+        """The filter [O, ...] as the product's matrix, and the matrix of its flipped weights (or None)."""
+        flat = raw.reshape(raw.shape[0], -1)
+        parts = sign_transfer_split(flat, self.blocked) if self.blocked else None
+        if parts is None:
+            return np.ascontiguousarray(layout(raw.astype(dtype))), None
+        kept, flipped = (np.ascontiguousarray(layout(p.reshape(raw.shape).astype(dtype))) for p in parts)
+        return kept, flipped
+
+    def stale_sums(self, raw: np.ndarray) -> np.ndarray | None:
+        """Exact row sums minus the ones TFLite subtracts (taken from the filter of the first invoke
+        after prepare; on x86, SseReductionSumVector's, wrapping in int16 lanes), or None when they agree."""
+        flat = raw.reshape(raw.shape[0], -1)
+        if self.used_sums is None:
+            self.used_sums = weight_row_sums(flat, self.x86)
+        difference = flat.astype(np.int64).sum(axis=1) - self.used_sums
+        return difference.astype(np.float64) if difference.any() else None
+
+
+# A quantized CONV_2D whose windows hold at most this many values, no more than it has output channels
+# and no more than 8 per output pixel, folds its requantization into a float64 product (two passes over
+# the output saved); the others keep a float32 im2col and product (half the cost of the copy, of the
+# weights' reads and of the product) and requantize after it.
+_SCALED_DEPTH = 128
+
+
+def _conv2d_common(context, node):
+    """The checks and geometry every CONV_2D variant shares."""
+    check_arity(node, (2, 3))
+    options = node.builtin_data
+    ensure(len(node.inputs) == 3, "has_bias was not true.")  # TFLite's CONV_2D always needs its bias
+    source, weights, bias = (input_tensor(context, node, i) for i in range(3))
+    output = output_tensor(context, node)
+    ensure_type(source, _CONV_TYPES, "input", "CONV_2D")
+    ensure_eq(len(source.shape), 4, "CONV_2D input rank")
+    ensure_eq(len(weights.shape), 4, "CONV_2D filter rank")
+    _, h, w, channels = source.shape
+    out_channels, kh, kw, filter_channels = weights.shape
+    ensure(
+        h > 0 and w > 0 and channels > 0 and min(weights.shape) > 0,
+        "CONV_2D needs non-empty input and filter",
+    )
+    ensure_eq(channels % filter_channels, 0, "CONV_2D input channels % filter input channels")
+    groups = channels // filter_channels
+    ensure_eq(out_channels % groups, 0, "CONV_2D output channels % groups")
+    count = int(np.prod(bias.shape, dtype=np.int64))
+    ensure_eq(count, out_channels, "CONV_2D bias size")
+    dilation = (options.dilation_h_factor, options.dilation_w_factor)
+    window = plan_window(options, (h, w), (kh, kw), dilation, checked=True)
+    per_group = out_channels // groups
+
+    def layout(filt: np.ndarray) -> np.ndarray:  # [O, KH, KW, Cg] -> [G, KH*KW*Cg, O/G]
+        return filt.reshape(groups, per_group, -1).transpose(0, 2, 1)
+
+    return options, source, weights, bias, output, window, groups, layout
+
+
+def conv2d_prepare(optimized: bool):
+    def prepare(context, node):
+        options, source, weights, bias, output, window, groups, layout = _conv2d_common(context, node)
+        state = node.user_data
+        state.layout, state.integer, state.hybrid, state.pad_value = layout, None, None, 0
+        n, out_channels = source.shape[0], weights.shape[0]
+        context.resize_tensor(output, (n, *window.out, out_channels))
+        if source.type in _INTEGER:
+            _conv2d_integer(context, node, state, options, source, weights, bias, output, window, optimized)
+            return
+        if weights.type in (TensorType.INT8, TensorType.UINT8, TensorType.INT4):
+            _conv2d_hybrid(context, node, state, options, source, weights, bias, output, window, optimized)
+            return
+        for tensor, role in ((weights, "filter"), (output, "output"), (bias, "bias")):
+            ensure_type(tensor, _FLOAT, role, "CONV_2D")
+        constant = _constant_data(weights)
+        matrix = layout(constant) if constant is not None else None
+        temporaries = _plan_conv(
+            context,
+            state,
+            tuple(source.shape),
+            out_channels,
+            window.out,
+            window.kernel,
+            window.strides,
+            window.dilation,
+            (window.pads[0][0], window.pads[1][0]),
+            groups,
+            matrix,
+            _constant_data(bias) if matrix is not None else None,
+            exact=context.exact_float_summation,
+        )
+        # LiteRT runs its reference kernel for groups; Eigen's blocking depends on the host's caches
+        state.eigen = context.host.caches_for_eigen if optimized and groups == 1 else None
+        _plan_float_bias(state, bias, window.out)
+        set_temporaries(context, node, _owned(state), temporaries)
+        state.clamp = activation_clamp(options.fused_activation_function)
+
+    return prepare
+
+
+def _conv2d_integer(context, node, state, options, source, weights, bias, output, window, optimized):
+    """CONV_2D with uint8, int8 or int16 activations: the exact accumulators through ruy's (or, grouped
+    and in BUILTIN_REF, the reference kernel's) requantization."""
+    op = "CONV_2D"
+    out_channels = weights.shape[0]
+    wide_types = (
+        (TensorType.INT32, TensorType.INT64) if source.type == TensorType.INT16 else (TensorType.INT32,)
+    )
+    _integer_checks(source, weights, bias, output, op, wide_types)
+    uint8 = source.type == TensorType.UINT8
+    if source.type == TensorType.INT16:
+        chosen = _quantized_bias_type(options, bias, op)
+        # TFLite's 16x8 kernel reads the bias as int64 unless quantized_bias_type says INT32
+        ensure(
+            bias.type == TensorType.INT64 or chosen == TensorType.INT32,
+            f"{op} with int16 input and an INT32 bias needs quantized_bias_type INT32 "
+            "(TFLite would read the bias as int64)",
+        )
+    if uint8:
+        _check_uint8_bias_scale(source, weights, bias, output, op)
+    multiplier, shift = _multipliers(source, weights, output, out_channels, op, per_tensor_product=uint8)
+    low, high = _activation_range(options, output)
+    groups = source.shape[3] // weights.shape[3]
+    # int64 bias: the reference kernel; grouped: the reference kernel too; else cpu_backend_gemm
+    if bias.type == TensorType.INT64:
+        rounding = "wide"
+    elif optimized and groups == 1:
+        rounding = gemm_rounding(
+            context.host,
+            int16=source.type == TensorType.INT16,
+            uint8=uint8,
+            one_column=source.shape[0] * window.out[0] * window.out[1] == 1,
+            rows=out_channels,
+            depth=int(np.prod(weights.shape[1:])),
+        )
+    else:
+        rounding = "scalar"
+    offset = _filter_offset(weights)
+    magnitude = _input_magnitude(source)
+    zero_point = source.params.zero_point
+    constant = _constant_data(weights)
+    if constant is not None:
+        sums_abs = np.abs(constant.astype(np.int64) - offset).reshape(out_channels, -1).sum(axis=1)
+        bound = magnitude * int(sums_abs.max(initial=0))
+    else:
+        bound = magnitude * int(np.prod(weights.shape[1:])) * (255 if uint8 else 128)
+    dtype = _float_dtype(bound)
+    constant_bias = _constant_data(bias)
+    wrap = rounding != "wide" and _may_leave_int32(source, bound // magnitude, constant_bias)
+    requant = Requant(multiplier, shift, output.params.zero_point, low, high, rounding, wrap=wrap)
+    requant.product_bound = bound  # the staged input is raw: |x| <= magnitude
+    integer = IntegerConv(requant, zero_point, offset, dtype)
+    matrix = fold = None
+    if constant is not None:
+        matrix, integer.sums = integer.weights(constant, state.layout)
+        if constant_bias is not None:
+            integer.bias = integer.bias_terms(constant_bias, integer.sums)
+            fast = requant._float_constants(integer.bias)
+            depth = int(np.prod(weights.shape[1:]))
+            pixels = source.shape[0] * window.out[0] * window.out[1]
+            if fast is not None and depth <= min(_SCALED_DEPTH, out_channels, 8 * pixels):
+                # the requantization's float64 affine map rides in the product: the weights scaled by
+                # m', the constant c' in a row of the weights (exact for the same reason)
+                dtype = integer.dtype = np.float64
+                groups_matrix = matrix.astype(np.float64)
+                matrix = groups_matrix * fast[0].reshape(groups, 1, -1)
+                fold, integer.scaled = fast[1], True
+    state.integer = integer
+    state.pad_value = zero_point
+    temporaries = _plan_conv(
+        context,
+        state,
+        tuple(source.shape),
+        out_channels,
+        window.out,
+        window.kernel,
+        window.strides,
+        window.dilation,
+        (window.pads[0][0], window.pads[1][0]),
+        groups,
+        matrix,
+        fold,  # otherwise the bias terms are added to the exact accumulators
+        dtype,
+        storage_dtype(source.type).itemsize,
+        direct=False,  # im2col converts the integers to floats
+    )
+    pixels = source.shape[0] * window.out[0] * window.out[1]
+    if pixels:
+        scratch_tensor(context, state.acc, _FLOAT_TYPES[np.dtype(dtype)], (pixels, out_channels))
+        temporaries.append(state.acc)
+        if not integer.scaled:
+            scratch_tensor(context, state.wide, TensorType.INT64, (pixels, out_channels))
+            temporaries.append(state.wide)
+    set_temporaries(context, node, _owned(state), temporaries)
+
+
+def _conv2d_hybrid(context, node, state, options, source, weights, bias, output, window, optimized):
+    """CONV_2D of a float32 input with int8 weights: TFLite's EvalHybrid (per-tensor filter scale,
+    symmetric input quantization) or EvalHybridPerChannel (distinct per-channel scales, or groups:
+    asymmetric input quantization)."""
+    op = "CONV_2D"
+    if weights.type != TensorType.INT8:
+        raise KernelError(
+            f"{op} of a FLOAT32 input with {weights.type.name} weights (hybrid quantization) is not supported yet"
+        )
+    ensure_type(output, _FLOAT, "output", op)
+    ensure_type(bias, _FLOAT, "bias", op)
+    out_channels = weights.shape[0]
+    groups = source.shape[3] // weights.shape[3]
+    quantization = weights.quantization
+    ensure(
+        isinstance(quantization, AffineQuantization) and quantization.scale.size > 0,
+        f"{op} hybrid filter must have affine quantization with scales",
+    )
+    scales = quantization.scale.astype(np.float32)
+    axis = quantization.quantized_dimension
+    # TFLite's hybrid Prepare wants a scale per output channel (equal scales: per-tensor arithmetic)
+    ensure(
+        axis == 0 and scales.size == out_channels,
+        f"{op} hybrid filter has {scales.size} scales for {out_channels} output channels "
+        f"(quantized dimension {axis})",
+    )
+    per_channel = bool(scales.size > 1 and np.any(scales != scales[0])) or groups != 1
+    scales = np.broadcast_to(scales, (out_channels,)).astype(np.float32) if per_channel else scales[:1]
+    low, high = _float_range(options.fused_activation_function)
+    reference = per_channel and (not optimized or groups != 1)
+    hybrid = state.hybrid = HybridConv(per_channel, scales, reference, low, high, context.host.x86)
+    depth = int(np.prod(weights.shape[1:]))
+    # Per tensor, both resolvers run optimized_ops::HybridConv: ruy (exact) when O % 4 == 0, else the SSE
+    # kernel on x86 (NEON's, exact, on ARM); per channel, the optimized kernel subtracts zero point times
+    # the row sums.
+    hybrid.blocked = depth & ~15 if hybrid.x86 and not per_channel and out_channels % 4 else 0
+    hybrid.row_sums = per_channel and not reference
+    constant = _constant_data(weights)
+    # |q - offset| <= 255 (asymmetric) or 127 (symmetric); the flipped weights' product is bounded by
+    # the same sum of |w| (they are split off the filter)
+    magnitude = 255 if per_channel else 127
+    if constant is not None:
+        bound = magnitude * int(np.abs(constant.astype(np.int64)).reshape(out_channels, -1).sum(axis=1).max())
+    else:
+        bound = magnitude * 128 * depth
+    dtype = _float_dtype(bound)
+    matrix = None
+    if constant is not None:
+        matrix, hybrid.flipped = hybrid.split(constant, state.layout, dtype)
+        if hybrid.row_sums:
+            hybrid.stale = hybrid.stale_sums(constant)
+    temporaries = _plan_conv(
+        context,
+        state,
+        tuple(source.shape),
+        out_channels,
+        window.out,
+        window.kernel,
+        window.strides,
+        window.dilation,
+        (window.pads[0][0], window.pads[1][0]),
+        groups,
+        matrix,
+        None,
+        dtype,
+        np.dtype(dtype).itemsize,
+    )
+    if per_channel:
+        hybrid.scale_row = _bias_row(scales, window.out[1])
+    constant_bias = _constant_data(bias)
+    if constant_bias is not None:
+        hybrid.bias_row = _bias_row(constant_bias.astype(np.float32), window.out[1])
+    pixels = source.shape[0] * window.out[0] * window.out[1]
+    if pixels:
+        if dtype != np.float32:  # the quantized input, as the product's type
+            scratch_tensor(context, state.wide, _FLOAT_TYPES[np.dtype(dtype)], source.shape)
+            temporaries.append(state.wide)
+        scratch_tensor(context, state.acc, _FLOAT_TYPES[np.dtype(dtype)], (pixels, out_channels))
+        temporaries.append(state.acc)
+    set_temporaries(context, node, _owned(state), temporaries)
+
+
+def _conv2d_hybrid_invoke(context, node, state: ConvState) -> None:
+    tensors = context.tensors
+    out = tensors[node.outputs[0]].data
+    if out.size == 0:
+        return
+    hybrid = state.hybrid
+    quantized, scales, zero_points = _quantize_input(tensors[node.inputs[0]].data, hybrid.per_channel)
+    if state.dtype != quantized.dtype:
+        staged = tensors[state.wide].data
+        np.copyto(staged, quantized)
+        quantized = staged
+    w, flipped, stale = state.weights, hybrid.flipped, hybrid.stale
+    if w is None:
+        raw = tensors[node.inputs[1]].data
+        w, flipped = hybrid.split(raw, state.layout, state.dtype)
+        stale = hybrid.stale_sums(raw) if hybrid.row_sums else None
+    batches, width, channels = out.shape[0], out.shape[-2], out.shape[-1]
+    acc = tensors[state.acc].data
+    _conv_product(tensors, state, quantized, w, acc.reshape(-1, channels))
+    # rows of W*C values: the per-channel factors and bias tiled over an output row
+    rows = out.reshape(batches, -1, width * channels)
+    sums = acc.reshape(rows.shape)
+    if flipped is not None:  # the SSE kernel's -128 * |x| (rare: computed apart, exact)
+        extra = np.empty_like(acc)
+        _conv_product(tensors, state, np.abs(quantized), flipped, extra.reshape(-1, channels))
+        np.add(acc, extra, out=acc)
+    if stale is not None:  # TFLite's int32 accumulators, in float64 (exact), then cast to float32
+        sums = sums.reshape(batches, -1, channels) + zero_points[:, None, None] * stale
+        sums = sums.reshape(rows.shape)
+    if sums.dtype != np.float32:
+        np.copyto(rows, sums, casting="unsafe")  # float(int32 accumulator)
+        sums = rows
+    if not hybrid.per_channel:  # MatrixBatchVectorMultiplyAccumulate: acc * (input scale * filter scale)
+        factors = scales * hybrid.scales[0]
+        np.multiply(sums, factors[0] if batches == 1 else factors[:, None, None], out=rows)
+    elif hybrid.reference:  # reference HybridConvPerChannel: acc * filter scale * input scale
+        np.multiply(sums, hybrid.scale_row, out=rows)
+        np.multiply(rows, scales[0] if batches == 1 else scales[:, None, None], out=rows)
+    elif batches == 1:  # optimized HybridConvPerChannel: acc * (filter scale * input scale)
+        np.multiply(sums, hybrid.scale_row * scales[0], out=rows)
+    else:
+        np.multiply(sums, (hybrid.scale_row * scales[:, None])[:, None, :], out=rows)
+    bias_row = hybrid.bias_row
+    if bias_row is None:
+        bias_row = _bias_row(tensors[node.inputs[2]].data, width)
+    np.add(rows, bias_row, out=rows)
+    if hybrid.low > -np.inf or hybrid.high < np.inf:
+        clip(rows, np.float32(hybrid.low), np.float32(hybrid.high), out=rows)
+
+
+def _conv2d_integer_invoke(context, node, state: ConvState) -> None:
+    tensors = context.tensors
+    out = tensors[node.outputs[0]].data
+    if out.size == 0:
+        return
+    integer = state.integer
+    w, terms = state.weights, integer.bias
+    if w is None:
+        w, sums = integer.weights(tensors[node.inputs[1]].data, state.layout)
+        terms = integer.bias_terms(tensors[node.inputs[2]].data, sums)
+    elif terms is None:
+        terms = integer.bias_terms(tensors[node.inputs[2]].data, integer.sums)
+    channels = out.shape[-1]
+    acc = tensors[state.acc].data.reshape(-1, channels)
+    _conv_product(tensors, state, tensors[node.inputs[0]].data, w, acc)
+    if integer.scaled:
+        integer.requant.finish(acc.reshape(out.shape), out)
+        return
+    wide = tensors[state.wide].data.reshape(-1, channels)
+    integer.requant.requantize(acc.reshape(out.shape), terms, wide.reshape(out.shape), out)
+
+
+def conv2d_invoke(context, node):
+    state = node.user_data
+    if state.integer is not None:
+        _conv2d_integer_invoke(context, node, state)
+    elif state.hybrid is not None:
+        _conv2d_hybrid_invoke(context, node, state)
+    else:
+        _conv_compute(context, node, state)
+
+
+# BUILTIN_REF's kernels differ in how they round quantized outputs (the float ones are the same here)
+register_builtin_and_reference(
+    BuiltinOperator.CONV_2D,
+    (1, 8),
+    types=_CONV_TYPES,
+    init=_conv_init,
+    prepare_for=conv2d_prepare,
+    invoke=conv2d_invoke,
+)

@@ -1,0 +1,491 @@
+"""DEPTHWISE_CONV_2D: one einsum over the taps of a padded copy of the input.
+
+Output row h is sum over taps (i, j) of an input row segment times the tap's weights tiled over the
+row: with the input laid out so that the segment of tap (i, j) for row h starts at a fixed offset
+i*A + j*B + h*D and is contiguous, the taps form one strided view [N, KH, KW, OH, OW*C] and a single
+np.einsum sums them, its inner loop running along whole output rows. With a column stride of 1 the
+layout is the input padded (and cropped) to what the window reads; with a column stride s > 1 it is
+[N, rows, KW, OW, C], the input columns tap j reads (ow*s + j*dilation) gathered per tap. A depth
+multiplier > 1 repeats each input channel in that copy, so that the sum runs over output channels.
+Quantized inputs are always staged (the copy converts them to floats), their padding holding the zero
+point; the sum of at most KH*KW products of 8-bit values is exact in float32.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ...core.quantization import AffineQuantization
+from ...core.types import BuiltinOperator, TensorType
+from ...errors import KernelError, ensure, ensure_eq, ensure_type
+from ...fidelity.eigen_order import sum_in_order
+from ..common import (
+    activation_clamp,
+    check_arity,
+    clip,
+    input_tensor,
+    output_tensor,
+    scratch_tensor,
+    set_temporaries,
+)
+from ..registry import register_builtin_and_reference
+from ..windows import (
+    Staging,
+    Window,
+    make_staging,
+    padded_copies,
+    plan_window,
+    staged_input,
+    tap_plan,
+)
+from .common import (
+    _ALL,
+    _CONV_TYPES,
+    _FLOAT,
+    _FLOAT_TYPES,
+    _INTEGER,
+    _activation_range,
+    _bias_row,
+    _check_uint8_bias_scale,
+    _constant_data,
+    _filter_offset,
+    _float_dtype,
+    _float_range,
+    _input_magnitude,
+    _integer_checks,
+    _may_leave_int32,
+    _multipliers,
+    _positive,
+    _quantize_input,
+)
+from .requant import Requant
+
+# einsum's C function itself: np.einsum's Python layer costs more than a small depthwise layer (~1 us).
+try:
+    from numpy._core.multiarray import c_einsum as _einsum
+except ImportError:  # NumPy 1.x
+    from numpy.core.multiarray import c_einsum as _einsum
+
+
+@dataclass
+class IntegerDepthwise:
+    requant: Requant
+    input_zero_point: int
+    filter_offset: int
+    dtype: Any
+    bias: np.ndarray | None = None  # int64 [C]: bias - zp * sum over taps of w, when constant
+    sums: np.ndarray | None = None  # int64 [C]: sum over taps of w, for a constant filter
+
+    def weights(self, filt: np.ndarray, width: int):
+        values = filt.astype(np.int64) - self.filter_offset
+        return _tile_weights(values.astype(self.dtype), width), values.reshape(-1, values.shape[-1]).sum(
+            axis=0
+        )
+
+    def bias_terms(self, bias: np.ndarray | None, sums: np.ndarray) -> np.ndarray:
+        terms = -self.input_zero_point * sums
+        return terms if bias is None else terms + bias.reshape(-1).astype(np.int64)
+
+
+@dataclass
+class HybridDepthwise:
+    scales: np.ndarray  # float32 [C]: the filter's per-channel scales
+    reference: bool  # BUILTIN_REF: acc * (filter scale * input scale); else NEON's order per channel
+    low: float
+    high: float
+    scale_row: np.ndarray | None = None  # the scales tiled over an output row (OW*C)
+    blocked_row: np.ndarray | None = None  # NEON: which of them are in blocks of 4 (None: all)
+    bias_row: np.ndarray | None = None  # a constant bias tiled over an output row
+
+
+@dataclass
+class DepthwiseState:
+    scratch: int  # the staged input
+    acc: int = -1  # quantized and hybrid: the sums [N, OH, OW*C] (float32 or float64)
+    wide: int = -1  # quantized: int64 accumulators [N, OH, OW, C]
+    staging: Staging | None = None  # None: the input itself is the padded layout (VALID, stride-1 cols)
+    pad_value: int = 0
+    view: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())  # the taps' view: shape, byte strides
+    dtype: Any = np.float32
+    weights: np.ndarray | None = None  # [KH, KW, OW*C*M]: each tap's weights tiled over an output row
+    bias: np.ndarray | None = None  # [OW*C*M]
+    clamp: Callable[[np.ndarray], None] | None = None
+    integer: IntegerDepthwise | None = None
+    hybrid: HybridDepthwise | None = None
+    # exact mode (float): the terms of each sum, [taps + 1, N, rows, OW*C] in `acc`, summed in order; the
+    # bias is the first term (LiteRT's optimized kernel) or the last (its reference kernel)
+    exact: bool = False
+    bias_first: bool = True
+
+
+def _depthwise_init(context, buffer, length):
+    scratch, acc, wide = context.add_tensors(3)
+    return DepthwiseState(scratch=scratch, acc=acc, wide=wide)
+
+
+def _tile_weights(w: np.ndarray, width: int) -> np.ndarray:
+    _, kh, kw, channels = w.shape
+    return np.tile(w.reshape(kh, kw, channels), (1, 1, width))
+
+
+def _plan_depthwise(
+    context, state: DepthwiseState, shape, window: Window, channels: int, stage: bool = False
+) -> bool:
+    """The staging and taps view of `window` over an input of `shape` (elements of `state.dtype`, the
+    staged copy's too; `stage`: always copy); sizes the scratch and returns whether there is one."""
+    n, h, w, _ = shape
+    item = state.dtype.itemsize
+    (oh, ow), (kh, kw), (sh, sw), (dh, dw) = window.out, window.kernel, window.strides, window.dilation
+    top, left = window.pads[0][0], window.pads[1][0]
+    rows = (oh - 1) * sh + (kh - 1) * dh + 1
+    repeat = channels // shape[3]
+    if sw == 1:
+        cols = ow + (kw - 1) * dw
+        if top == 0 and left == 0 and rows <= h and cols <= w and repeat == 1 and not stage:
+            staged, state.staging = tuple(shape), None
+        else:
+            staged = (n, rows, cols, channels)
+            scratch_tensor(context, state.scratch, _FLOAT_TYPES[state.dtype], staged)  # Limits, then mask
+            copies = padded_copies(shape, (rows, cols), (top, left))
+            state.staging = make_staging(staged, copies, item, repeat)
+        row = staged[2] * channels
+        steps = (dh * row, dw * channels, sh * row)
+    else:
+        staged = (n, rows, kw, ow, channels)
+        scratch_tensor(context, state.scratch, _FLOAT_TYPES[state.dtype], staged)  # Limits, then the mask
+        copies = []
+        for row_copy in padded_copies(shape, (rows, w), (top, 0)):
+            (_, rows_dst, _, _), (_, rows_src, _, _) = row_copy
+            for tap in tap_plan((w,), (ow,), (kw,), (sw,), (dw,), (left,)):
+                if not tap.empty:
+                    j, cols = tap.index[0], tap.source[0]
+                    copies.append(((_ALL, rows_dst, j, tap.out[0], _ALL), (_ALL, rows_src, cols, _ALL)))
+        state.staging = make_staging(staged, copies, item, repeat)
+        row = kw * ow * channels
+        steps = (dh * row, ow * channels, sh * row)
+    batch = int(np.prod(staged[1:], dtype=np.int64))
+    state.view = ((n, kh, kw, oh, ow * channels), tuple(item * s for s in (batch, *steps, 1)))
+    return state.staging is not None
+
+
+def depthwise_prepare(optimized: bool):
+    def prepare(context, node):
+        _depthwise_prepare(context, node, optimized)
+
+    return prepare
+
+
+def _depthwise_prepare(context, node, optimized: bool) -> None:
+    op = "DEPTHWISE_CONV_2D"
+    check_arity(node, (2, 3))
+    options = node.builtin_data
+    source, weights = input_tensor(context, node, 0), input_tensor(context, node, 1)
+    # Three inputs need a real bias (TFLite's GetInputSafe); two mean none (LiteRT's optimized kernel
+    # crashes on that, its reference kernel adds nothing, and so does this one).
+    bias = input_tensor(context, node, 2) if len(node.inputs) == 3 else None
+    output = output_tensor(context, node)
+    ensure_eq(len(source.shape), 4, f"{op} input rank")
+    ensure_eq(len(weights.shape), 4, f"{op} filter rank")
+    dilation = (options.dilation_h_factor, options.dilation_w_factor)
+    _positive(dilation, f"{op} dilation")
+    _positive((options.stride_h, options.stride_w), f"{op} strides")
+    ensure(min(source.shape[1:]) > 0 and min(weights.shape[1:]) > 0, f"{op} needs non-empty input and filter")
+    ensure_type(source, _CONV_TYPES, "input", op)
+    hybrid = source.type == TensorType.FLOAT32 and weights.type != TensorType.FLOAT32
+    if source.type == TensorType.FLOAT32 and not hybrid:
+        for tensor, role in ((weights, "filter"), (output, "output")):
+            ensure_type(tensor, _FLOAT, role, op)
+    ensure_eq(weights.shape[0], 1, f"{op} filter dimension 0")
+    n, h, w, channels = source.shape
+    _, kh, kw, out_channels = weights.shape
+    ensure_eq(out_channels % channels, 0, f"{op} filter channels % input channels")
+    if bias is not None:
+        ensure_eq(len(bias.shape), 1, f"{op} bias rank")
+        ensure_eq(bias.shape[0], out_channels, f"{op} bias size")
+    window = plan_window(options, (h, w), (kh, kw), dilation, checked=True)
+    context.resize_tensor(output, (n, *window.out, out_channels))
+    state = node.user_data
+    state.staging, state.integer, state.hybrid, state.pad_value = None, None, None, 0
+    state.weights = state.bias = state.clamp = None
+    if source.type in _INTEGER:
+        _depthwise_integer(context, node, state, options, source, weights, bias, output, window, optimized)
+        return
+    if hybrid:
+        _depthwise_hybrid(context, node, state, options, source, weights, bias, output, window, optimized)
+        return
+    if bias is not None:
+        ensure_type(bias, _FLOAT, "bias", op)
+    temporaries = []
+    state.dtype = np.dtype(np.float32)
+    state.exact, state.bias_first = False, optimized
+    if n * window.out[0] * window.out[1]:
+        if _plan_depthwise(context, state, source.shape, window, out_channels):
+            temporaries.append(state.scratch)
+        if context.exact_float_summation:
+            state.exact = True
+            terms = kh * kw + 1
+            row = n * window.out[1] * out_channels
+            rows = max(1, min(window.out[0], _TERMS_AT_ONCE // (terms * row)))
+            scratch_tensor(context, state.acc, TensorType.FLOAT32, (terms, n, rows, row // n))
+            temporaries.append(state.acc)
+    set_temporaries(context, node, (state.scratch, state.acc, state.wide), temporaries)
+    width = window.out[1]
+    constant = _constant_data(weights)
+    if constant is not None:
+        state.weights = _tile_weights(constant, width)
+    constant_bias = _constant_data(bias)
+    if constant_bias is not None:
+        state.bias = _bias_row(constant_bias, width)
+    state.clamp = activation_clamp(options.fused_activation_function)
+
+
+def _depthwise_multiplier(options, channels: int, out_channels: int, op: str) -> None:
+    """The 16x8 and hybrid kernels read depth_multiplier from the options: it must be the real one."""
+    ensure_eq(options.depth_multiplier, out_channels // channels, f"{op} depth_multiplier option")
+
+
+def _plan_depthwise_sums(context, node, state, source, window, out_channels, dtype, stage: bool) -> list[int]:
+    """Staging (of `dtype`) and the float sums scratch [N, OH, OW*C] of a quantized or hybrid kernel."""
+    temporaries = []
+    state.dtype = np.dtype(dtype)
+    n = source.shape[0]
+    if n * window.out[0] * window.out[1]:
+        if _plan_depthwise(context, state, source.shape, window, out_channels, stage):
+            temporaries.append(state.scratch)
+        scratch_tensor(
+            context, state.acc, _FLOAT_TYPES[state.dtype], (n, *window.out[:1], window.out[1] * out_channels)
+        )
+        temporaries.append(state.acc)
+    return temporaries
+
+
+def _depthwise_integer(context, node, state, options, source, weights, bias, output, window, optimized):
+    """DEPTHWISE_CONV_2D with uint8, int8 or int16 activations. LiteRT's optimized int8 kernel
+    requantizes 8 channels at a time in NEON code and the last C % 8 in scalar code; its uint8 one rounds
+    as the scalar code does; int16 (int64 bias) always runs the reference kernel."""
+    op = "DEPTHWISE_CONV_2D"
+    channels, out_channels = source.shape[3], weights.shape[3]
+    bias_types = (TensorType.INT64,) if source.type == TensorType.INT16 else (TensorType.INT32,)
+    _integer_checks(source, weights, bias, output, op, bias_types)
+    uint8 = source.type == TensorType.UINT8
+    if source.type == TensorType.INT16:
+        _depthwise_multiplier(options, channels, out_channels, op)
+    if uint8:
+        _check_uint8_bias_scale(source, weights, bias, output, op)
+    multiplier, shift = _multipliers(source, weights, output, out_channels, op, per_tensor_product=uint8)
+    low, high = _activation_range(options, output)
+    if source.type == TensorType.INT16:
+        rounding, scalar_from = "wide", None
+    elif source.type == TensorType.INT8 and optimized:
+        rounding, scalar_from = "simd", out_channels - out_channels % 8
+    else:
+        rounding, scalar_from = "scalar", None
+    offset = _filter_offset(weights)
+    magnitude = _input_magnitude(source)
+    constant = _constant_data(weights)
+    taps = weights.shape[1] * weights.shape[2]
+    if constant is not None:
+        weight_sum = int(
+            np.abs(constant.astype(np.int64) - offset).reshape(-1, out_channels).sum(axis=0).max()
+        )
+    else:
+        weight_sum = taps * (255 if uint8 else 128)
+    dtype = _float_dtype(magnitude * weight_sum)
+    constant_bias = _constant_data(bias)
+    wrap = rounding != "wide" and _may_leave_int32(source, weight_sum, constant_bias)
+    requant = Requant(
+        multiplier, shift, output.params.zero_point, low, high, rounding, scalar_from, wrap=wrap
+    )
+    requant.product_bound = magnitude * weight_sum  # the staged input is raw: |x| <= magnitude
+    integer = IntegerDepthwise(requant, source.params.zero_point, offset, dtype)
+    state.pad_value = source.params.zero_point
+    width = window.out[1]
+    if constant is not None:
+        state.weights, integer.sums = integer.weights(constant, width)
+        if bias is None or constant_bias is not None:
+            integer.bias = integer.bias_terms(constant_bias, integer.sums)
+    state.integer = integer
+    temporaries = _plan_depthwise_sums(context, node, state, source, window, out_channels, dtype, stage=True)
+    if state.acc in temporaries:
+        scratch_tensor(context, state.wide, TensorType.INT64, output.shape)
+        temporaries.append(state.wide)
+    set_temporaries(context, node, (state.scratch, state.acc, state.wide), temporaries)
+
+
+def _depthwise_hybrid(context, node, state, options, source, weights, bias, output, window, optimized):
+    """DEPTHWISE_CONV_2D of a float32 input with int8 weights (TFLite's EvalHybridPerChannel): each batch
+    quantized asymmetrically, the exact sums scaled per channel. LiteRT's NEON code scales 4 channels at
+    a time as (acc * filter scale) * input scale and the last C % 4 as (acc * input scale) * filter
+    scale; BUILTIN_REF's as acc * (filter scale * input scale)."""
+    op = "DEPTHWISE_CONV_2D"
+    if weights.type != TensorType.INT8:
+        raise KernelError(f"Type FLOAT32 with filter type {weights.type.name} not currently supported.")
+    ensure_type(output, _FLOAT, "output", op)
+    if bias is not None:
+        ensure_type(bias, _FLOAT, "bias", op)
+    channels, out_channels = source.shape[3], weights.shape[3]
+    _depthwise_multiplier(options, channels, out_channels, op)
+    quantization = weights.quantization
+    ensure(
+        isinstance(quantization, AffineQuantization) and quantization.scale.size > 0,
+        f"{op} hybrid filter must have affine quantization with scales",
+    )
+    axis = quantization.quantized_dimension
+    ensure(
+        0 <= axis < 4 and quantization.scale.size == weights.shape[axis],
+        f"{op} filter has {quantization.scale.size} scales for dimension {axis} of {list(weights.shape)}",
+    )
+    scales = np.broadcast_to(quantization.scale.astype(np.float32), (out_channels,)).copy()
+    low, high = _float_range(options.fused_activation_function)
+    hybrid = state.hybrid = HybridDepthwise(scales, not optimized, low, high)
+    width = window.out[1]
+    hybrid.scale_row = _bias_row(scales, width)
+    if out_channels % 4:
+        hybrid.blocked_row = np.tile(np.arange(out_channels) < out_channels - out_channels % 4, width)
+    constant_bias = _constant_data(bias)
+    if constant_bias is not None:
+        hybrid.bias_row = _bias_row(constant_bias.astype(np.float32), width)
+    constant = _constant_data(weights)
+    taps = weights.shape[1] * weights.shape[2]
+    if constant is not None:
+        weight_sum = int(np.abs(constant.astype(np.int64)).reshape(-1, out_channels).sum(axis=0).max())
+    else:
+        weight_sum = taps * 128
+    dtype = _float_dtype(255 * weight_sum)
+    if constant is not None:
+        state.weights = _tile_weights(constant.astype(dtype), window.out[1])
+    temporaries = _plan_depthwise_sums(context, node, state, source, window, out_channels, dtype, stage=False)
+    set_temporaries(context, node, (state.scratch, state.acc, state.wide), temporaries)
+
+
+# Exact mode makes the terms of this many outputs' sums at a time (the rows of the output in one batch).
+_TERMS_AT_ONCE = 1 << 18
+
+
+def _depthwise_exact(tensors, state: DepthwiseState, x, w: np.ndarray, bias, rows: np.ndarray) -> None:
+    """rows [N, OH, OW*C] = the bias and the taps' products summed in LiteRT's order (see __init__.py)."""
+    x = staged_input(state.staging, x, tensors, state.scratch, state.pad_value)
+    shape, strides = state.view
+    taps = np.ndarray(shape, x.dtype, x, 0, strides).transpose(1, 2, 0, 3, 4)  # [KH, KW, N, OH, Q]
+    kh, kw, _, height, _ = taps.shape
+    terms = tensors[state.acc].data  # [KH*KW + 1, N, R, Q], C-contiguous
+    products, start = (terms[1:], terms[0]) if state.bias_first else (terms[:-1], terms[-1])
+    products = products.reshape(kh, kw, *terms.shape[1:])  # a view: the first axis split
+    weights = w[:, :, None, None, :]
+    step = terms.shape[2]
+    for first in range(0, height, step):
+        count = min(step, height - first)
+        np.multiply(taps[:, :, :, first : first + count], weights, out=products[:, :, :, :count])
+        if bias is None:
+            start[:, :count] = 0
+        else:
+            start[:, :count] = bias
+        sum_in_order(terms[:, :, :count], rows[:, first : first + count])
+
+
+def _depthwise_sums(tensors, state: DepthwiseState, x: np.ndarray, w: np.ndarray, rows: np.ndarray) -> None:
+    """rows [N, OH, OW*C] = the sum over taps of the (staged) input times the tiled weights."""
+    x = staged_input(state.staging, x, tensors, state.scratch, state.pad_value)
+    shape, strides = state.view
+    _einsum("nijhq,ijq->nhq", np.ndarray(shape, x.dtype, x, 0, strides), w, out=rows)
+
+
+def depthwise_invoke(context, node):
+    tensors = context.tensors
+    state = node.user_data
+    out = tensors[node.outputs[0]].data
+    if out.size == 0:
+        return
+    if state.integer is not None:
+        _depthwise_integer_invoke(context, node, state, out)
+        return
+    if state.hybrid is not None:
+        _depthwise_hybrid_invoke(context, node, state, out)
+        return
+    w = state.weights
+    if w is None:
+        w = _tile_weights(tensors[node.inputs[1]].data, out.shape[2])
+    rows = out.reshape(out.shape[0], out.shape[1], -1)
+    if state.exact:
+        bias = None
+        if len(node.inputs) == 3:
+            bias = (
+                state.bias
+                if state.bias is not None
+                else _bias_row(tensors[node.inputs[2]].data, out.shape[2])
+            )
+        _depthwise_exact(tensors, state, tensors[node.inputs[0]].data, w, bias, rows)
+        if state.clamp is not None:
+            state.clamp(out)
+        return
+    _depthwise_sums(tensors, state, tensors[node.inputs[0]].data, w, rows)
+    if len(node.inputs) == 3:
+        bias = state.bias
+        if bias is None:
+            bias = _bias_row(tensors[node.inputs[2]].data, out.shape[2])
+        np.add(rows, bias, out=rows)
+    if state.clamp is not None:
+        state.clamp(out)
+
+
+def _depthwise_integer_invoke(context, node, state: DepthwiseState, out: np.ndarray) -> None:
+    tensors = context.tensors
+    integer = state.integer
+    w, terms = state.weights, integer.bias
+    bias = tensors[node.inputs[2]].data if len(node.inputs) == 3 else None
+    if w is None:
+        w, sums = integer.weights(tensors[node.inputs[1]].data, out.shape[2])
+        terms = integer.bias_terms(bias, sums)
+    elif terms is None:
+        terms = integer.bias_terms(bias, integer.sums)
+    acc = tensors[state.acc].data
+    _depthwise_sums(tensors, state, tensors[node.inputs[0]].data, w, acc)
+    integer.requant.requantize(acc.reshape(out.shape), terms, tensors[state.wide].data, out)
+
+
+def _depthwise_hybrid_invoke(context, node, state: DepthwiseState, out: np.ndarray) -> None:
+    tensors = context.tensors
+    hybrid = state.hybrid
+    quantized, scales, _ = _quantize_input(tensors[node.inputs[0]].data, True)
+    if state.dtype != quantized.dtype:
+        quantized = quantized.astype(state.dtype)
+    w = state.weights
+    if w is None:
+        w = _tile_weights(tensors[node.inputs[1]].data.astype(state.dtype), out.shape[2])
+    acc = tensors[state.acc].data
+    _depthwise_sums(tensors, state, quantized, w, acc)
+    rows = out.reshape(acc.shape)  # [N, OH, OW*C]
+    np.copyto(rows, acc, casting="unsafe")  # float(int32 accumulator)
+    per_batch = scales[0] if scales.size == 1 else scales[:, None, None]
+    scale_row = hybrid.scale_row
+    if hybrid.reference:  # acc * (filter scale * input scale)
+        np.multiply(rows, scale_row * per_batch, out=rows)
+    elif hybrid.blocked_row is None:  # NEON blocks of 4 channels: (acc * filter scale) * input scale
+        np.multiply(rows, scale_row, out=rows)
+        np.multiply(rows, per_batch, out=rows)
+    else:  # and the last C % 4 channels in scalar code: (acc * input scale) * filter scale
+        blocked = hybrid.blocked_row
+        np.multiply(rows, np.where(blocked, scale_row, per_batch), out=rows)
+        np.multiply(rows, np.where(blocked, per_batch, scale_row), out=rows)
+    if len(node.inputs) == 3:
+        bias_row = hybrid.bias_row
+        if bias_row is None:
+            bias_row = _bias_row(tensors[node.inputs[2]].data, out.shape[2])
+        np.add(rows, bias_row, out=rows)
+    if hybrid.low > -np.inf or hybrid.high < np.inf:
+        clip(rows, np.float32(hybrid.low), np.float32(hybrid.high), out=rows)
+
+
+# BUILTIN_REF's kernels differ in how they round quantized outputs (the float ones are the same here)
+register_builtin_and_reference(
+    BuiltinOperator.DEPTHWISE_CONV_2D,
+    (1, 7),
+    types=_CONV_TYPES,
+    init=_depthwise_init,
+    prepare_for=depthwise_prepare,
+    invoke=depthwise_invoke,
+)

@@ -1,0 +1,236 @@
+"""CONV_2D and CONV_3D: im2col and one matrix product per group.
+
+ConvState holds a CONV_2D's or CONV_3D's plan; _plan_conv makes it and _conv_compute runs it (the float
+kernels); the quantized and hybrid CONV_2D run _conv_product on their own values (conv2d.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ...fidelity.eigen_order import eigen_product, sequential_products
+from ..common import scratch_tensor
+from ..windows import Staging, byte_strides, make_staging, padded_copies, staged_input
+from .common import _FLOAT_TYPES, _bias_row, _constant_data
+
+if TYPE_CHECKING:
+    from .conv2d import HybridConv, IntegerConv
+
+
+@dataclass
+class ConvState:
+    """Per-node state: the temporaries made in init, and what prepare derived."""
+
+    scratch: int  # im2col
+    stage: int  # the padded input
+    acc: int = -1  # quantized and hybrid: the product [pixels, O] (float32 or float64)
+    wide: int = -1  # quantized: int64 accumulators [pixels, O]; hybrid: the quantized input
+    # "direct": the input is the left operand (1x1, stride 1); "im2col": windows copied into
+    # [pixels, G, K/G]; "im2col_t": into [K, pixels], for short window rows, where [pixels, K] copies
+    # would run in short pieces; "exact": into [G, K/G, pixels], summed in LiteRT's order (the sums,
+    # [O, pixels], in the `acc` temporary)
+    mode: str = "im2col"
+    # exact mode: the cache sizes of LiteRT's optimized (Eigen) order; None: in window order
+    eigen: tuple[int, int, int] | None = None
+    groups: int = 1
+    staging: Staging | None = None  # None: the input itself is read (no padding)
+    pad_value: int = 0  # what the staging's borders hold (a quantized input's zero point)
+    # the windows: their shape, their byte strides in the staged input and in the im2col scratch
+    windows: tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]] = ((), (), ())
+    depth: int = 0  # im2col columns per group (a last column of ones when the bias is folded in)
+    folded: bool = False  # the weights carry the bias as their last row
+    dtype: Any = np.float32  # the staged input, im2col, weights and product
+    weights: np.ndarray | None = None  # [G, K/G (+1), O/G] for a constant filter
+    layout: Callable[[np.ndarray], np.ndarray] | None = None
+    bias: int = -1  # the bias tensor, or -1
+    bias_row: np.ndarray | None = None  # a constant bias tiled over the output's last spatial dimension
+    clamp: Callable[[np.ndarray], None] | None = None
+    integer: IntegerConv | None = None
+    hybrid: HybridConv | None = None
+
+
+# im2col goes [K, pixels] when the contiguous run of a window row (kernel width x channels) is shorter.
+_TRANSPOSED_IM2COL_RUN = 16
+# A 1x1 convolution copies its input into im2col, to fold the bias in, when the output has this many more
+# elements than the input: adding the bias to them costs more than the copy.
+_FOLD_GAIN = 32768
+
+
+def _conv_init(context, buffer, length):
+    stage, scratch, acc, wide = context.add_tensors(4)
+    return ConvState(scratch=scratch, stage=stage, acc=acc, wide=wide)
+
+
+def _owned(state: ConvState) -> tuple[int, ...]:
+    return (state.stage, state.scratch, state.acc, state.wide)
+
+
+def _plan_conv(
+    context,
+    state: ConvState,
+    source_shape: tuple[int, ...],
+    out_channels: int,
+    out_spatial: tuple[int, ...],
+    kernel: tuple[int, ...],
+    strides: tuple[int, ...],
+    dilation: tuple[int, ...],
+    pads: tuple[int, ...],
+    groups: int,
+    weights_matrix: np.ndarray | None,
+    fold_bias: np.ndarray | None,
+    dtype: Any = np.float32,
+    source_itemsize: int = 4,
+    direct: bool = True,
+    exact: bool = False,
+) -> list[int]:
+    """The im2col plan of an N-d convolution and its constant weight matrix; returns the temporaries
+    it uses.
+
+    The input is copied into a bordered scratch (of `dtype`) when the windows reach padding; then one
+    copy moves every window, a strided view of it, into the im2col scratch. A constant bias with a
+    constant filter (`fold_bias`, with `weights_matrix`) is folded into the product: a column of ones in
+    im2col, a row of biases in the weights. `direct`: a 1x1 stride-1 convolution may use the input
+    itself as the left operand (its elements must then be `dtype`). `exact` (float32 only): im2col
+    goes [G, K/G, pixels] for sequential_products, the bias is never folded (it comes last).
+    """
+    n, *in_spatial, channels = source_shape
+    group_channels = channels // groups
+    item = np.dtype(dtype).itemsize
+    state.groups, state.staging, state.dtype = groups, None, np.dtype(dtype)
+    state.folded = weights_matrix is not None and fold_bias is not None and not exact
+    pixels = n * int(np.prod(out_spatial, dtype=np.int64))
+    pointwise = all(k == 1 for k in kernel) and all(s == 1 for s in strides) and not any(pads)
+    temporaries = []
+    gain = state.folded and pixels * (out_channels - channels) > _FOLD_GAIN
+    if pixels == 0 or (direct and pointwise and not gain and not exact):
+        state.mode, state.folded = "direct", False
+    else:
+        run = group_channels * (kernel[-1] if dilation[-1] == 1 else 1)
+        transposed = groups == 1 and run < _TRANSPOSED_IM2COL_RUN
+        state.mode = "exact" if exact else "im2col_t" if transposed else "im2col"
+        extents = tuple(
+            (o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip(out_spatial, strides, kernel, dilation)
+        )
+        staged, read = tuple(source_shape), source_itemsize
+        if any(pads) or any(e > size for e, size in zip(extents, in_spatial)):
+            staged, read = (n, *extents, channels), item
+            scratch_tensor(context, state.stage, _FLOAT_TYPES[state.dtype], staged)  # Limits, then the mask
+            state.staging = make_staging(staged, padded_copies(source_shape, extents, pads), item)
+            temporaries.append(state.stage)
+        batch, *steps, _ = byte_strides(staged, read)
+        # the windows, [N, *out, G, *kernel, C/G], and where im2col keeps them
+        shape = (n, *out_spatial, groups, *kernel, group_channels)
+        view = (batch, *(s * t for s, t in zip(strides, steps)), group_channels * read)
+        view += (*(d * t for d, t in zip(dilation, steps)), read)
+        kernel_size = int(np.prod(kernel, dtype=np.int64)) * group_channels
+        state.depth = kernel_size + state.folded
+        if exact:  # [G, *kernel, C/G, N, *out] into [G, K/G, pixels]; the sums [O, pixels]
+            spatial = len(kernel)
+            order = (spatial + 1, *range(spatial + 2, len(shape)), *range(spatial + 1))
+            shape, view = tuple(shape[i] for i in order), tuple(view[i] for i in order)
+            columns = byte_strides(shape, item)
+            scratch_tensor(context, state.scratch, _FLOAT_TYPES[state.dtype], (groups * kernel_size, pixels))
+            scratch_tensor(context, state.acc, _FLOAT_TYPES[state.dtype], (out_channels, pixels))
+            temporaries.append(state.acc)
+        elif transposed:  # [*kernel, C, N, *out] into [K (+1), pixels]
+            order = (*range(len(kernel) + 2, len(shape)), *range(len(kernel) + 1))
+            shape, view = tuple(shape[i] for i in order), tuple(view[i] for i in order)
+            columns = byte_strides(shape, item)
+            scratch_tensor(context, state.scratch, _FLOAT_TYPES[state.dtype], (state.depth, pixels))
+        else:  # into [pixels, G, K/G (+1)]
+            columns = byte_strides((n, *out_spatial), item * state.depth * groups)
+            columns += (state.depth * item, *byte_strides((*kernel, group_channels), item))
+            scratch_tensor(context, state.scratch, _FLOAT_TYPES[state.dtype], (pixels, groups * state.depth))
+        state.windows = (shape, view, columns)
+        temporaries.append(state.scratch)
+    state.weights = None
+    if weights_matrix is not None:
+        w = weights_matrix
+        if state.folded:
+            w = np.concatenate((w, fold_bias.reshape(groups, 1, -1).astype(dtype)), axis=1)
+        state.weights = np.ascontiguousarray(w, dtype=dtype)
+    return temporaries
+
+
+def _plan_float_bias(state: ConvState, bias, out_spatial: tuple[int, ...]) -> None:
+    """A bias not folded into the product is added after it, tiled over an output row when constant."""
+    state.bias, state.bias_row = -1, None
+    if bias is not None and not state.folded:
+        state.bias = bias.index
+        if _constant_data(bias) is not None and out_spatial:
+            state.bias_row = _bias_row(bias.data, out_spatial[-1])
+
+
+def _conv_product(tensors, state: ConvState, x: np.ndarray, w: np.ndarray, rows: np.ndarray) -> None:
+    """rows [pixels, O] = the windows of x times the weights (one matrix product per group)."""
+    groups = state.groups
+    pixels = rows.shape[0]
+    if state.mode == "direct":
+        lhs = x.reshape(pixels, -1)
+    else:
+        x = staged_input(state.staging, x, tensors, state.stage, state.pad_value)
+        col = tensors[state.scratch].data
+        shape, view, columns = state.windows
+        np.copyto(np.ndarray(shape, col.dtype, col, 0, columns), np.ndarray(shape, x.dtype, x, 0, view))
+        if state.mode == "im2col_t":
+            if state.folded:
+                col[-1] = 1
+            lhs = col.T
+        else:
+            if state.folded:
+                col.reshape(pixels, groups, state.depth)[:, :, -1] = 1
+            lhs = col
+    if groups == 1:
+        np.matmul(lhs, w[0], out=rows)
+    else:
+        lhs = lhs.reshape(pixels, groups, -1).transpose(1, 0, 2)
+        np.matmul(lhs, w, out=rows.reshape(pixels, groups, -1).transpose(1, 0, 2))
+
+
+def _conv_exact_product(tensors, state: ConvState, x: np.ndarray, w: np.ndarray, rows: np.ndarray) -> None:
+    """rows [pixels, O] = the windows of x times the weights [G, K/G, O/G] (+ the bias), each sum taken
+    in LiteRT's order (see __init__.py), one float32 rounding per product and per addition."""
+    x = staged_input(state.staging, x, tensors, state.stage, state.pad_value)
+    col = tensors[state.scratch].data
+    shape, view, columns = state.windows
+    np.copyto(np.ndarray(shape, col.dtype, col, 0, columns), np.ndarray(shape, x.dtype, x, 0, view))
+    groups, pixels = state.groups, rows.shape[0]
+    sums = tensors[state.acc].data
+    w = np.ascontiguousarray(w)  # a runtime filter (the layout transposes it)
+    if state.eigen:
+        eigen_product(col, w[0], sums, state.eigen)
+    else:
+        sequential_products(col.reshape(groups, -1, pixels), w, sums.reshape(groups, -1, pixels))
+    if state.bias >= 0:  # LiteRT adds the bias to the finished sums
+        np.add(sums.T, tensors[state.bias].data.reshape(-1), out=rows)
+    else:
+        np.copyto(rows, sums.T)
+
+
+def _conv_compute(context, node, state: ConvState) -> None:
+    tensors = context.tensors
+    out = tensors[node.outputs[0]].data
+    if out.size == 0:
+        return
+    x = tensors[node.inputs[0]].data
+    pixels = out.size // out.shape[-1]
+    rows = out.reshape(pixels, -1)
+    w = state.weights if state.weights is not None else state.layout(tensors[node.inputs[1]].data)
+    if state.mode == "exact":
+        _conv_exact_product(tensors, state, x, w, rows)
+        if state.clamp is not None:
+            state.clamp(out)
+        return
+    _conv_product(tensors, state, x, w, rows)
+    if state.bias >= 0:
+        bias_row = state.bias_row
+        if bias_row is None:
+            bias_row = _bias_row(tensors[state.bias].data, out.shape[-2])
+        lines = out.reshape(-1, bias_row.shape[0])
+        np.add(lines, bias_row, out=lines)
+    if state.clamp is not None:
+        state.clamp(out)
