@@ -251,7 +251,7 @@ def test_analyze_lists_ops_tensors_sizes_and_support(cli):
     assert "  Op#1 Atan(T#2) -> [T#3]" in out
     assert "  T#1(offset) shape:[1], type:FLOAT32 RO 4 bytes, buffer: 1, data:[1]" in out
     assert re.search(r"Model size: +\d+ bytes", out)
-    assert re.search(r"yes ADD v1 +x1 +ops/elementwise.py", out)
+    assert re.search(r"yes ADD v1 +x1 +ops/elementwise/", out)
     assert re.search(r"NO  Atan v1 +x1 +custom op: not registered", out)
     assert "pytflite: the model does not run yet" in out
     with_ops = cli("analyze", "custom.tflite", "--custom-ops", "atan_ops.py").stdout

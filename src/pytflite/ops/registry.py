@@ -52,7 +52,7 @@ class KernelInfo:
     op: BuiltinOperator
     versions: tuple[int, int]
     types: tuple[TensorType, ...]
-    module: str
+    source: str  # where its family lives: "ops/activations.py", or "ops/conv/" for a family package
 
 
 _INFO: list[KernelInfo] = []
@@ -69,9 +69,9 @@ def register_builtin(
     """Add a kernel (its init/prepare/invoke/free/profiling_string functions) for a version range."""
     table = _REFERENCE if reference else _DEFAULT
     if not reference:
-        # its path under ops/: conv/conv2d for a family split into a package
-        module = callbacks["invoke"].__module__.removeprefix(f"{__package__}.").replace(".", "/")
-        _INFO.append(KernelInfo(op, versions, tuple(types), module))
+        family, *inner = callbacks["invoke"].__module__.removeprefix(f"{__package__}.").split(".")
+        source = f"ops/{family}/" if inner else f"ops/{family}.py"
+        _INFO.append(KernelInfo(op, versions, tuple(types), source))
     first, last = versions
     registration = Registration(builtin_code=op, **callbacks)
     for version in range(first, last + 1):

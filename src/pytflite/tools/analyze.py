@@ -179,7 +179,7 @@ def analyzer_text(model: ModelDescription, data: bytes) -> str:
 def support_text(model: ModelDescription, custom_ops: list[str]) -> str:
     """Which of the model's operators (op, version) pytflite has kernels for."""
     resolver = op_resolver(custom_ops) or BuiltinOpResolver()
-    modules = {info.op: info.module for info in kernel_infos()}
+    sources = {info.op: info.source for info in kernel_infos()}
     counts: dict[int, int] = {}
     for subgraph in model.subgraphs:
         for op in subgraph.operators:
@@ -194,12 +194,12 @@ def support_text(model: ModelDescription, custom_ops: list[str]) -> str:
             where = "custom op" + ("" if found else ": not registered (add it with --custom-ops ops.py)")
         else:
             found = resolver.find_builtin(code.builtin_code, code.version) is not None
-            module = modules.get(code.builtin_code)
+            source = sources.get(code.builtin_code)
             where = (
-                f"ops/{module}.py"
+                source
                 if found
                 else f"no kernel for version {code.version}"
-                if module
+                if source
                 else "no kernel for this operator"
             )
         missing += not found

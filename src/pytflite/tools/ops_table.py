@@ -35,7 +35,7 @@ def ops_table() -> str:
             types = "any"
         else:
             types = ", ".join(t.name.lower() for t in info.types)
-        lines.append(f"| {info.op.name} | {versions} | {types} | `ops/{info.module}.py` |")
+        lines.append(f"| {info.op.name} | {versions} | {types} | `{info.source}` |")
     return "\n".join(lines) + "\n"
 
 

@@ -1,0 +1,113 @@
+"""ADD, SUB, MUL and DIV: float and integer through BinaryOpData, quantized through quantized.py. BUILTIN_REF
+gets its own ADD and MUL (scalar quantized kernels)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ...core.types import BuiltinOperator, TensorType
+from ...errors import ensure, ensure_type, ensure_types_eq
+from ...model.options import ActivationFunctionType
+from ..common import clip, is_constant
+from ..registry import register_builtin
+from .binary import BinaryOpData, _finish_prepare, _fold_constants, binary_invoke
+from .common import (
+    _QUANTIZED,
+    T,
+    _activation,
+    _activation_bounds,
+    _binary_tensors,
+    _float64_operands,
+    _output_shape,
+    _zero_check,
+)
+from .quantized import _quantized_arithmetic, _quantized_prepare
+from .widened import _widened
+
+_NUMERIC = (T.FLOAT32, T.INT32, T.INT64)
+
+
+def _arithmetic_prepare(op_name: str, ufunc: np.ufunc, types: tuple[TensorType, ...], optimized: bool = True):
+    def prepare(context, node):
+        first, second, output = _binary_tensors(context, node, op_name, same_output_type=op_name != "MUL")
+        kind = first.type
+        ensure_type(first, types, "input", op_name)
+        if _quantized_arithmetic(op_name, first, output):
+            _quantized_prepare(context, node, op_name, first, second, output, optimized)
+            return
+        ensure_types_eq(first, output, f"{op_name} input/output types")
+        activation = _activation(node)
+        if kind == T.COMPLEX64:
+            ensure(
+                activation == ActivationFunctionType.NONE, "Activation is not allowed for COMPLEX64 input."
+            )
+        # Float ADD/SUB/MUL have TFLite's fivefold broadcast path besides the generic loop: no rank cap.
+        capped = not (kind == T.FLOAT32 and op_name in ("ADD", "SUB", "MUL"))
+        shape = _output_shape(first, second, op_name, capped)
+        low, high = _activation_bounds(activation, first.dtype)
+        data = BinaryOpData(_widened(ufunc, first, second, shape), low, high)
+        if op_name == "DIV" and kind == T.INT32:
+            data = BinaryOpData(_int_divide(second, low, high, shape))
+        if op_name == "MUL" and is_constant(first) and is_constant(second):
+            data = _fold_constants(context, node, output, shape, data)
+        else:
+            context.resize_tensor(output, shape)
+        node.user_data = data
+
+    return prepare
+
+
+def _int_divide(divisor, low, high, shape: tuple[int, ...]) -> Callable:
+    """int32 DIV: C division (truncating), checked for zero divisors, clamped to the activation range.
+
+    The quotient of two int32 values is exact in float64, so trunc(a / b) is C's a / b; the clamp to the
+    int32 range (in float64, before the cast) turns INT_MIN / -1 into INT_MAX, as LiteRT's build does.
+    """
+    info = np.iinfo(np.int32)
+    low = np.array(info.min if low is None else low, np.float64)
+    high = np.array(info.max if high is None else high, np.float64)
+    checked = _zero_check(divisor, "data[i] != zero_point was not true.")
+    operands = _float64_operands(shape)
+
+    def divide(a, b, out):
+        checked(b)
+        quotient, divisor = operands(a, b)
+        np.true_divide(quotient, divisor, out=quotient)
+        np.trunc(quotient, out=quotient)
+        clip(quotient, low, high, quotient)
+        out[...] = quotient
+
+    return divide
+
+
+_ARITHMETIC = (
+    (BuiltinOperator.ADD, np.add, (1, 6), (T.FLOAT32, T.FLOAT16, T.INT32, T.INT64, *_QUANTIZED)),
+    (BuiltinOperator.SUB, np.subtract, (1, 5), (*_NUMERIC, *_QUANTIZED)),
+    (
+        BuiltinOperator.MUL,
+        np.multiply,
+        (1, 8),
+        (T.FLOAT32, T.FLOAT16, T.INT32, T.UINT32, T.INT64, *_QUANTIZED, T.COMPLEX64),
+    ),
+    (BuiltinOperator.DIV, np.true_divide, (1, 2), (T.FLOAT32, T.INT32, *_QUANTIZED)),
+)
+for _op, _ufunc, _versions, _types in _ARITHMETIC:
+    register_builtin(
+        _op,
+        _versions,
+        types=_types,
+        prepare=_finish_prepare(_arithmetic_prepare(_op.name, _ufunc, _types)),
+        invoke=binary_invoke,
+    )
+# BUILTIN_REF's ADD and MUL: TFLite's reference kernels, scalar code without the SIMD blocks' rounding.
+for _op, _ufunc, _versions, _types in _ARITHMETIC[0:3:2]:
+    register_builtin(
+        _op,
+        _versions,
+        types=_types,
+        reference=True,
+        prepare=_finish_prepare(_arithmetic_prepare(_op.name, _ufunc, _types, optimized=False)),
+        invoke=binary_invoke,
+    )

@@ -1,0 +1,76 @@
+"""FLOOR_DIV and FLOOR_MOD, with TFLite's checks for a zero divisor."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...core.types import BuiltinOperator, type_name
+from ...errors import ensure
+from ..registry import register_builtin
+from .binary import BinaryOpData, _finish_prepare, binary_invoke
+from .common import T, _binary_tensors, _float64_operands, _output_shape, _zero_check
+from .widened import _widened
+
+_FLOOR_DIV_TYPES = (T.FLOAT32, T.INT32, T.INT16, T.INT8)
+_FLOOR_MOD_TYPES = (T.FLOAT32, T.INT32, T.INT64, T.INT16, T.INT8)
+
+
+def _floor_div_prepare(context, node):
+    first, second, output = _binary_tensors(context, node, "FLOOR_DIV")
+    ensure(first.type in _FLOOR_DIV_TYPES, f"Type '{type_name(first.type)}' is not supported by floor_div.")
+    context.resize_tensor(output, _output_shape(first, second, "FLOOR_DIV"))
+    checked = _zero_check(second, "Division by 0")  # float zeros too
+    if first.type == T.FLOAT32:
+        # floor(double(a) / double(b)), rounded back to float32 (overflowing to inf quietly).
+        operands = _float64_operands(tuple(output.shape))
+
+        def floor_divide(a, b, out):
+            checked(b)
+            quotient, divisor = operands(a, b)
+            np.true_divide(quotient, divisor, out=quotient)
+            np.floor(quotient, out=quotient)
+            out[...] = quotient
+
+        node.user_data = BinaryOpData(floor_divide)
+        return
+
+    def floor_divide(a, b, out):  # INT_MIN // -1 wraps, as in TFLite
+        checked(b)
+        np.floor_divide(a, b, out=out)
+
+    node.user_data = BinaryOpData(floor_divide, elementwise=True)
+
+
+def _floor_mod_prepare(context, node):
+    first, second, output = _binary_tensors(context, node, "FLOOR_MOD")
+    ensure(first.type in _FLOOR_MOD_TYPES, f"Type '{type_name(first.type)}' is not supported by floor_mod.")
+    context.resize_tensor(output, _output_shape(first, second, "FLOOR_MOD"))
+    if first.type == T.FLOAT32:  # fmod, then the divisor's sign; x mod 0 is NaN
+        node.user_data = BinaryOpData(_widened(np.remainder, first, second, output.shape))
+        return
+    checked = _zero_check(second, "Division by 0")
+
+    def floor_mod(a, b, out):
+        checked(b)
+        np.remainder(a, b, out=out)
+
+    node.user_data = BinaryOpData(floor_mod, elementwise=True)
+
+
+# --- ATAN2, ADD_N ------------------------------------------------------------------------------------------
+
+
+register_builtin(
+    BuiltinOperator.FLOOR_DIV,
+    (1, 3),
+    types=_FLOOR_DIV_TYPES,
+    prepare=_finish_prepare(_floor_div_prepare),
+    invoke=binary_invoke,
+)
+register_builtin(
+    BuiltinOperator.FLOOR_MOD,
+    (1, 2),
+    types=_FLOOR_MOD_TYPES,
+    prepare=_finish_prepare(_floor_mod_prepare),
+    invoke=binary_invoke,
+)

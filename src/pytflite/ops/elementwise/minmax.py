@@ -1,0 +1,60 @@
+"""MAXIMUM and MINIMUM, with TFLite's handling of NaN."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...core.types import BuiltinOperator
+from ...errors import ensure_type
+from ..common import is_constant
+from ..registry import register_builtin
+from .binary import BinaryOpData, _finish_prepare, binary_invoke
+from .common import T, _binary_tensors, _output_shape
+from .widened import _widened
+
+_MIN_MAX_TYPES = (T.FLOAT32, T.FLOAT16, T.UINT8, T.INT8, T.INT16, T.INT32, T.INT64)
+
+
+def _min_max_prepare(op_name: str, propagating: np.ufunc, ignoring: np.ufunc):
+    """TFLite picks `a > b ? a : b` (MAXIMUM): NaN in a gives b, NaN in b gives NaN. np.fmax gives that
+    when b has no NaN, np.maximum when a has none; otherwise maximum(fmax(a, b), b). Quantized inputs
+    are compared raw, as TFLite does (it never rescales here)."""
+
+    def prepare(context, node):
+        first, second, output = _binary_tensors(context, node, op_name)
+        ensure_type(first, _MIN_MAX_TYPES, "input", op_name)
+        context.resize_tensor(output, _output_shape(first, second, op_name))
+        if first.dtype.kind != "f":
+            ufunc = propagating
+        elif is_constant(second) and not np.isnan(second.data).any():
+            ufunc = ignoring
+        elif is_constant(first) and not np.isnan(first.data).any():
+            ufunc = propagating
+        else:  # NaN in b: the second call makes it NaN again; ties (signed zeros) give b as in TFLite
+
+            def ufunc(a, b, out):
+                ignoring(a, b, out=out)
+                propagating(out, b, out=out)
+
+        node.user_data = BinaryOpData(
+            _widened(ufunc, first, second, output.shape) if isinstance(ufunc, np.ufunc) else ufunc,
+            elementwise=True,
+        )
+
+    return prepare
+
+
+register_builtin(
+    BuiltinOperator.MAXIMUM,
+    (1, 4),
+    types=_MIN_MAX_TYPES,
+    prepare=_finish_prepare(_min_max_prepare("MAXIMUM", np.maximum, np.fmax)),
+    invoke=binary_invoke,
+)
+register_builtin(
+    BuiltinOperator.MINIMUM,
+    (1, 4),
+    types=_MIN_MAX_TYPES,
+    prepare=_finish_prepare(_min_max_prepare("MINIMUM", np.minimum, np.fmin)),
+    invoke=binary_invoke,
+)

@@ -1,0 +1,114 @@
+"""POW: std::pow per element, or TFLite's repeated squaring for a single integral exponent."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from ...core.types import BuiltinOperator, type_name
+from ...errors import KernelError, ensure
+from ..common import clip, is_constant
+from ..quant.fixed_point import float_to_int32
+from ..registry import register_builtin
+from .binary import BinaryOpData, _finish_prepare, binary_invoke
+from .common import T, _binary_tensors, _output_shape
+
+
+def _pow_prepare(context, node):
+    first, second, output = _binary_tensors(context, node, "POW")
+    ensure(first.type in (T.FLOAT32, T.INT32), f"Unsupported data type {type_name(first.type)}.")
+    context.resize_tensor(output, _output_shape(first, second, "POW"))
+    is_int = first.type == T.INT32
+    checked = _negative_exponent_check(second) if is_int else None
+    x86 = context.host.x86
+    elementwise = (lambda a, b, out: _int_pow(a, b, out, x86)) if is_int else np.power
+    # Shapes differ and the exponent is one value: TFLite multiplies by repeated squaring when it is
+    # within 1e-5 of an integer >= 1 (clamping floats to +-FLT_MAX), else calls std::pow per element.
+    scalar_exponent = first.shape != second.shape and math.prod(second.shape) == 1
+    if scalar_exponent and is_constant(second):
+        exponent = _integer_exponent(second.data)
+        if exponent is None:
+            scalar_exponent = False
+        else:
+            node.user_data = BinaryOpData(lambda a, b, out: _integer_power(a, exponent, out, is_int))
+            return
+
+    def power(a, b, out):
+        if checked is not None:
+            checked(b)
+        if scalar_exponent:
+            exponent = _integer_exponent(b)
+            if exponent is not None:
+                _integer_power(a, exponent, out, is_int)
+                return
+        elementwise(a, b, out=out)
+
+    node.user_data = BinaryOpData(power)
+
+
+def _integer_exponent(exponent: np.ndarray) -> int | None:
+    """The integer TFLite's broadcast POW raises to by repeated multiplication, or None for std::pow."""
+    value = exponent.reshape(-1)[0]
+    if not np.isfinite(value):
+        return None
+    rounded = math.floor(abs(float(value)) + 0.5) * (1 if value >= 0 else -1)  # std::round
+    if not 1 <= rounded < 2**31:  # below 1, or past int (where the cast gives INT_MIN)
+        return None
+    floating = np.issubdtype(exponent.dtype, np.floating)
+    if floating and not abs(np.float32(value) - np.float32(rounded)) < np.float32(1e-5):
+        return None
+    return rounded
+
+
+def _integer_power(base: np.ndarray, exponent: int, out: np.ndarray, is_int: bool) -> None:
+    """base ** exponent by TFLite's repeated squaring, each float product clamped to +-FLT_MAX."""
+    view = out.reshape(base.shape)  # the exponent has one element: same element count
+    if np.may_share_memory(base, view):
+        base = base.copy()
+    current = base
+    bits = bin(exponent)[3:]  # after the leading 1: square, then multiply by the base on a 1
+    if not bits:
+        np.copyto(view, base)
+    for bit in bits:
+        np.multiply(current, current, out=view)
+        current = view
+        if not is_int:
+            clip(view, _FLOAT_LOWEST, _FLOAT_MAX, out=view)
+        if bit == "1":
+            np.multiply(base, view, out=view)
+            if not is_int:
+                clip(view, _FLOAT_LOWEST, _FLOAT_MAX, out=view)
+
+
+_FLOAT_MAX = np.array(np.finfo(np.float32).max)
+_FLOAT_LOWEST = -_FLOAT_MAX
+
+
+def _negative_exponent_check(exponent) -> Callable[[np.ndarray], None]:
+    message = "POW does not support negative value for int32."
+    if is_constant(exponent) and not (exponent.data < 0).any():
+        return lambda b: None
+
+    def check(b):
+        if (b < 0).any():
+            raise KernelError(message)
+
+    return check
+
+
+def _int_pow(a, b, out, x86: bool):
+    """std::pow on ints: computed in double, converted back; out-of-range results become INT_MIN on x86
+    hosts and saturate elsewhere (ARM's conversion; see float_to_int32)."""
+    result = np.power(a, b, out=np.empty(out.shape, np.float64), dtype=np.float64)
+    np.copyto(out, float_to_int32(result, x86=x86), casting="unsafe")
+
+
+register_builtin(
+    BuiltinOperator.POW,
+    (1, 1),
+    types=(T.FLOAT32, T.INT32),
+    prepare=_finish_prepare(_pow_prepare),
+    invoke=binary_invoke,
+)

@@ -1,0 +1,234 @@
+"""Prepare and invoke of quantized ADD, SUB, MUL, DIV and SQUARED_DIFFERENCE (int8, uint8, int16): the
+parameters and formulas per code path, and the runner that looks their results up."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from ...core.types import type_name
+from ...errors import ensure
+from ..common import broadcast_shape, is_constant
+from .binary import _run_nothing
+from .common import _QUANTIZED, T, _output_shape, _zero_check
+from .formulas import (
+    _add_sub_formulas,
+    _div_formulas,
+    _int16_to_8bit_mul_formulas,
+    _mul_formulas,
+    _pot_formulas,
+    _Separable,
+    _squared_difference_formulas,
+)
+from .quant_params import (
+    _add_sub_params,
+    _check_scales,
+    _check_zero_points,
+    _pot_int16,
+    _pot_params,
+    _product_params,
+    _squared_difference_params,
+)
+from .simd_paths import _BLOCK, _broadcast_walk, _path_groups
+
+# --- quantized arithmetic: ADD, SUB, MUL, DIV, SQUARED_DIFFERENCE on int8 / uint8 / int16 ----------------
+#
+# TFLite rescales each quantized input to a common fixed-point scale, combines, and requantizes to the
+# output (ArithmeticParams: offsets, multipliers, shifts, clamp). Its optimized ADD and MUL (what LiteRT's
+# BuiltinOpResolver runs; on x86 the NEON code through an SSE translation) compute whole SIMD blocks of
+# 8 or 16 elements differently from the scalar code that finishes each row: the input shift is applied
+# before the multiply (one rounding instead of two) or as a flooring vshl after it, and the 8-bit
+# kernels narrow through int16 lanes that saturate or wrap. (vqrdmulh itself equals the scalar
+# SaturatingRoundingDoublingHighMul: both round the high half up.)
+# Which elements a SIMD block computes follows TFLite's broadcast walk (_broadcast_walk): the whole flat
+# array when the shapes match; each innermost row of the "fivefold" broadcast pattern; and the generic
+# broadcast falls back to the scalar reference loop. The reference kernels (BUILTIN_REF) are scalar
+# throughout. SUB, DIV, SQUARED_DIFFERENCE and int16 MUL are scalar in both.
+#
+# Every output element is a function of its two input values and of the code path that computed it, so
+# for 8-bit inputs prepare tabulates that function over all 256 x 256 input pairs, once per path, and
+# invoke is a table lookup. For int16 inputs the per-input rescaling is tabulated over the 65536 values
+# where the formula separates (_Separable), and the rest computed in int64 NumPy arithmetic.
+
+
+# Outputs up to this many elements keep their int64 index buffer between calls.
+_INDEX_BUFFER_LIMIT = 16384
+
+
+def _quantized_runner(context, node, formulas: dict[str, Callable], groups, check=None) -> Callable:
+    """The function invoke calls: a lookup in per-path tables of all 256 x 256 results for 8-bit inputs,
+    direct int64 arithmetic for int16 ones. `check(b)` validates the second input first (DIV)."""
+    tensors = context.tensors
+    first = tensors[node.inputs[0]]
+    output = tensors[node.outputs[0]]
+    shape = tuple(output.shape)
+    size = math.prod(shape)
+    if size == 0:
+        return _run_nothing
+    if first.type in (T.INT8, T.UINT8):
+        raw = np.arange(256, dtype=np.uint8).view(first.dtype).astype(np.int64)
+        with np.errstate(all="ignore"):
+            tables = {
+                path: formulas[path](raw[:, None], raw[None, :]).astype(output.dtype).reshape(-1)
+                for path, _ in groups
+            }
+        main = tables[groups[0][0]]
+        extras = [(tables[path], positions) for path, positions in groups[1:]]
+        kept = np.empty(shape, np.intp) if size <= _INDEX_BUFFER_LIMIT else None
+
+        def lookup(tensors, inputs, out):
+            b = tensors[inputs[1]].data
+            if check is not None:
+                check(b)
+            index = kept if kept is not None else np.empty(shape, np.intp)
+            np.left_shift(tensors[inputs[0]].data.view(np.uint8), 8, out=index, dtype=np.intp)
+            np.bitwise_or(index, b.view(np.uint8), out=index)
+            np.take(main, index, out=out, mode="clip")
+            for table, positions in extras:
+                out.reshape(-1)[positions] = table[index.reshape(-1)[positions]]
+
+        return lookup
+    if first.type == T.INT16 and all(isinstance(formulas[path], _Separable) for path, _ in groups):
+        return _int16_table_runner(formulas, groups, shape, check)
+    main_formula = formulas[groups[0][0]]
+    extras = [(formulas[path], positions) for path, positions in groups[1:]]
+
+    def compute(tensors, inputs, out):
+        b = tensors[inputs[1]].data
+        if check is not None:
+            check(b)
+        x1 = tensors[inputs[0]].data.astype(np.int64)
+        x2 = b.astype(np.int64)
+        out[...] = main_formula(x1, x2)
+        for formula, positions in extras:
+            flat1 = np.broadcast_to(x1, shape).reshape(-1)[positions]
+            flat2 = np.broadcast_to(x2, shape).reshape(-1)[positions]
+            out.reshape(-1)[positions] = formula(flat1, flat2)
+
+    return compute
+
+
+def _int16_table_runner(formulas: dict[str, _Separable], groups, shape, check) -> Callable:
+    """int16 inputs through a _Separable formula: each input's part looked up in a table over the 65536
+    values (indexed by the raw bits), then `combine` per element."""
+    raw = np.arange(1 << 16, dtype=np.uint16).view(np.int16).astype(np.int64)
+    tables = {
+        path: (formulas[path].first(raw).astype(np.int32), formulas[path].second(raw).astype(np.int32))
+        for path, _ in groups
+    }
+    main_path = groups[0][0]
+    first_table, second_table = tables[main_path]
+    combine = formulas[main_path].combine
+    extras = [(tables[path], formulas[path].combine, positions) for path, positions in groups[1:]]
+
+    def compute(tensors, inputs, out):
+        b = tensors[inputs[1]].data
+        if check is not None:
+            check(b)
+        bits1, bits2 = tensors[inputs[0]].data.view(np.uint16), b.view(np.uint16)
+        out[...] = combine(first_table.take(bits1), second_table.take(bits2))
+        for (table1, table2), extra, positions in extras:
+            flat1 = np.broadcast_to(bits1, shape).reshape(-1)[positions]
+            flat2 = np.broadcast_to(bits2, shape).reshape(-1)[positions]
+            out.reshape(-1)[positions] = extra(table1.take(flat1), table2.take(flat2))
+
+    return compute
+
+
+def _quantized_prepare(context, node, op_name: str, first, second, output, optimized: bool) -> None:
+    """Prepare of ADD/SUB/MUL/DIV/SQUARED_DIFFERENCE on quantized int8/uint8/int16 inputs."""
+    kind = first.type
+    shape = broadcast_shape(first.shape, second.shape)
+    walk = _broadcast_walk(first.shape, second.shape)
+    size = math.prod(shape)
+    block = broadcast_block = 0  # SIMD widths; 0: the kernel is scalar
+    check = None
+    if op_name in ("ADD", "SUB"):
+        _check_scales(op_name, first, second, output)
+        _check_zero_points(op_name, kind, first, second, output)
+        sign = 1 if op_name == "ADD" else -1
+        if kind == T.INT16 and _pot_int16(node, first, second, output):
+            first_shift, second_shift, low, high = _pot_params(node, first, second, output, op_name)
+            ensure(
+                walk[0] == "elementwise" or op_name == "SUB",
+                "ADD of power-of-two scaled int16 inputs does not broadcast in TFLite.",
+            )
+            formulas = _pot_formulas(first_shift, second_shift, sign, low, high)
+        else:
+            params = _add_sub_params(node, first, second, output, op_name)
+            simd = optimized and op_name == "ADD"
+            formulas = _add_sub_formulas(params, sign, kind, simd)
+            if _BLOCK in formulas and not simd:  # int16 SUB's loop as the compiler vectorized it
+                block = 4 if walk[0] == "elementwise" else 0
+            elif simd and kind == T.INT16:
+                block = 16 if walk[0] == "elementwise" else 0  # int16 broadcasts in the reference loop
+            elif simd:
+                block, broadcast_block = (16, 8) if kind == T.INT8 else (8, 8)
+    elif op_name == "MUL":
+        ensure(
+            output.type == kind or (kind == T.INT16 and output.type in (T.INT8, T.UINT8)),
+            "Unsupported combination of input and output types in Mul.",
+        )
+        _check_scales(op_name, first, second, output)
+        # float arithmetic in TFLite (the scales are floats), widened to double afterwards
+        real = float(
+            np.float32(first.params.scale) * np.float32(second.params.scale) / np.float32(output.params.scale)
+        )
+        params = _product_params(node, first, second, output, real, op_name)
+        if kind == T.INT16 and output.type != T.INT16:
+            ensure(walk[0] == "elementwise", "MUL of int16 inputs into an 8-bit output does not broadcast.")
+            formulas = _int16_to_8bit_mul_formulas(output.params.zero_point, params.low, params.high)
+        elif kind == T.INT16:
+            _check_zero_points(op_name, kind, first, second, output)
+            formulas = _mul_formulas(params, kind, simd=False)
+        else:
+            _check_zero_points(op_name, kind, first, second, output)
+            simd = optimized
+            formulas = _mul_formulas(params, kind, simd)
+            if simd:
+                block = broadcast_block = 16 if kind == T.INT8 else 8
+    elif op_name == "DIV":
+        _check_scales(op_name, first, second, output)
+        _check_zero_points(op_name, kind, first, second, output)
+        real = float(
+            np.float32(first.params.scale)
+            / (np.float32(second.params.scale) * np.float32(output.params.scale))
+        )
+        params = _product_params(node, first, second, output, real, op_name)
+        formulas = _div_formulas(params)
+        check = _zero_check(second, "data[i] != zero_point was not true.", second.params.zero_point)
+    else:  # SQUARED_DIFFERENCE
+        _check_scales(op_name, first, second, output)
+        _check_zero_points(op_name, kind, first, second, output)
+        params = _squared_difference_params(first, second, output)
+        formulas = _squared_difference_formulas(params)
+    if walk[0] != "elementwise" and not (walk[0] == "fivefold" and (block or broadcast_block)):
+        _output_shape(first, second, op_name)  # TFLite's broadcast loop: its rank limit
+    groups = _path_groups(walk, size, block, broadcast_block)
+    fold = op_name == "MUL" and is_constant(first) and is_constant(second)
+    if fold:
+        context.set_tensor_to_persistent_ro(output)
+    context.resize_tensor(output, shape)
+    runner = _quantized_runner(context, node, formulas, groups, check)
+    if fold:
+        runner(context.tensors, node.inputs, output.data)
+        runner = _run_nothing
+    node.user_data = runner
+
+
+def _quantized_arithmetic(op_name: str, first, output) -> bool:
+    """Whether TFLite takes its quantized path: always for int8/uint8; for int16, ADD and MUL only with
+    a quantized output (else plain integer arithmetic), SUB and DIV always. The inputs and output must
+    then all carry quantization."""
+    if first.type not in _QUANTIZED:
+        return False
+    if first.type == T.INT16 and op_name in ("ADD", "MUL") and output.quantization is None:
+        return False
+    for tensor, what in ((first, "input"), (output, "output")):
+        ensure(
+            tensor.quantization is not None,
+            f"{op_name} of {type_name(first.type)} tensors needs a quantized {what}.",
+        )
+    return True

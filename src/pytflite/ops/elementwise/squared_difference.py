@@ -1,0 +1,39 @@
+"""SQUARED_DIFFERENCE: float and int32 through BinaryOpData, int8 through quantized.py."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...core.types import BuiltinOperator
+from ...errors import ensure_type
+from ..registry import register_builtin
+from .binary import BinaryOpData, _finish_prepare, binary_invoke
+from .common import T, _binary_tensors, _output_shape
+from .quantized import _quantized_arithmetic, _quantized_prepare
+
+
+def _squared_difference_prepare(context, node):
+    first, second, output = _binary_tensors(context, node, "SQUARED_DIFFERENCE")
+    ensure_type(first, _SQUARED_DIFFERENCE_TYPES, "input", "SQUARED_DIFFERENCE")
+    if _quantized_arithmetic("SQUARED_DIFFERENCE", first, output):
+        _quantized_prepare(context, node, "SQUARED_DIFFERENCE", first, second, output, True)
+        return
+    context.resize_tensor(output, _output_shape(first, second, "SQUARED_DIFFERENCE"))
+    node.user_data = BinaryOpData(_squared_difference, elementwise=True)
+
+
+def _squared_difference(a, b, out):
+    np.subtract(a, b, out=out)
+    np.multiply(out, out, out=out)
+
+
+_SQUARED_DIFFERENCE_TYPES = (T.FLOAT32, T.INT32, T.INT8)
+
+
+register_builtin(
+    BuiltinOperator.SQUARED_DIFFERENCE,
+    (1, 2),
+    types=_SQUARED_DIFFERENCE_TYPES,
+    prepare=_finish_prepare(_squared_difference_prepare),
+    invoke=binary_invoke,
+)

@@ -1,0 +1,68 @@
+"""Hybrid products (int8 weights times float activations quantized on the fly), shared by the hybrid
+LSTM, RNN and SVDF kernels."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...fidelity.sse import sign_transfer_correction, sign_transfer_mask, weight_row_sums
+from ..quant.hybrid_inputs import (
+    quantize_rows_asymmetric,
+    quantize_rows_symmetric,
+)
+from ..quant.integer_gemm import exact_float_type
+from .common import F32
+
+
+@dataclass(frozen=True)
+class _HybridMatrix:
+    """Int8 weights [rows, cols] prepared for TFLite's hybrid MatrixBatchVectorMultiplyAccumulate:
+    transposed to [cols, rows] as floats whose BLAS products of int8 values are exact (float32 while
+    every sum stays below 2**24, else float64), the weight row sums (for asymmetric inputs; on x86,
+    SseReductionSumVector's int16 lanes that wrap), the mask of the weights of -128 the x86 SSE kernel's
+    16-value blocks multiply with the wrong sign (None elsewhere), and one float32 scale per output column."""
+
+    weights_t: np.ndarray
+    row_sums: np.ndarray
+    mask: np.ndarray | None
+    scales: np.ndarray
+
+
+def _hybrid_matrix(blocks: list, x86: bool, sums_cache: dict | None = None, key: str = "") -> _HybridMatrix:
+    """Stack several int8 weight matrices (each with its scale) along their output rows, for an x86 host
+    (HostProfile.x86, read in prepare) or another. TFLite sums the weight rows on the first invoke after
+    prepare only: with `sums_cache` (op data that prepare renews) the row sums of `key` are computed once
+    and reused, stale if runtime weights change afterwards."""
+    weights = np.concatenate([np.asarray(w).view(np.int8) for w, _ in blocks], axis=0)
+    columns = weights.shape[1]
+    dtype = exact_float_type(columns * 128 * 128 + 256 * 128 * columns)  # products + sign corrections
+    scales = np.concatenate([np.full(np.asarray(w).shape[0], s, F32) for w, s in blocks])
+    if sums_cache is not None and key in sums_cache:
+        row_sums = sums_cache[key]
+    else:
+        row_sums = weight_row_sums(weights, x86).astype(dtype)
+        if sums_cache is not None:
+            sums_cache[key] = row_sums
+    mask = sign_transfer_mask(weights, columns & ~15 if x86 else 0)
+    return _HybridMatrix(np.ascontiguousarray(weights.T.astype(dtype)), row_sums, mask, scales)
+
+
+def _hybrid_product(matrix: _HybridMatrix, values: np.ndarray, asymmetric: bool) -> np.ndarray:
+    """float32 sum * (row factor * weight scale) for each row of `values` [rows, n] and each output
+    column: TFLite's hybrid MatrixBatchVectorMultiplyAccumulate term before it is added. The rows are
+    quantized as BatchQuantizeFloats does (quant/hybrid_inputs.py)."""
+    if asymmetric:
+        quantized, factor, offset = quantize_rows_asymmetric(values)
+    else:
+        quantized, factor = quantize_rows_symmetric(values)
+    dtype = matrix.weights_t.dtype
+    sums = quantized.astype(dtype, copy=False) @ matrix.weights_t  # exact (see _HybridMatrix)
+    if matrix.mask is not None:
+        sums += sign_transfer_correction(quantized, matrix.mask).astype(dtype, copy=False)
+    if asymmetric:
+        sums -= offset[:, None].astype(dtype) * matrix.row_sums
+    product = sums.astype(F32, copy=False)
+    product *= factor[:, None] * matrix.scales
+    return product

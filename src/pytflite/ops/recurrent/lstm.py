@@ -1,0 +1,212 @@
+"""LSTM (its full kernel), UNIDIRECTIONAL_SEQUENCE_LSTM and BIDIRECTIONAL_SEQUENCE_LSTM: prepare,
+invoke and their registrations. The time steps are lstm_float.py's (float and hybrid weights) or
+lstm_integer.py's (int8 input); LSTM's basic kernel is lstm_basic.py."""
+
+from __future__ import annotations
+
+from ...core.types import BuiltinOperator, type_name
+from ...errors import KernelError, ensure, ensure_eq
+from ...model.options import LSTMKernelType
+from ..common import output_tensor
+from ..registry import register_builtin
+from .common import T, _time_major_view
+from .lstm_basic import _BasicLstm, basic_lstm_invoke, basic_lstm_prepare
+from .lstm_common import (
+    _BIDI_BW_SLOTS,
+    _BIDI_FW_SLOTS,
+    _FULL_SLOTS,
+    _direction_weights,
+    _finish_direction,
+    _lstm_direction,
+    _lstm_layer_norm_inputs,
+    _lstm_options_run,
+    _LstmOpData,
+    _slot,
+    _state_tensor,
+)
+from .lstm_float import _run_lstm
+from .lstm_integer import _integer_lstm_prepare, _run_integer_lstm
+
+
+def _lstm_prepare(context, node, sequence: bool):
+    """LSTM's full kernel (one step, input [batch, depth]) and UNIDIRECTIONAL_SEQUENCE_LSTM (input
+    [time, batch, depth] or [batch, time, depth]): one kernel, the single step being a sequence of one."""
+    op = "UNIDIRECTIONAL_SEQUENCE_LSTM" if sequence else "LSTM"
+    use_layer_norm = _lstm_layer_norm_inputs(context, node)
+    ensure_eq(len(node.outputs), 1, "node->outputs->size")
+    options = node.builtin_data
+    source = context.tensors[node.inputs[0]]
+    ensure(len(source.shape) > 1, "input->dims->size > 1 was not true.")
+    ensure_eq(len(source.shape), 3 if sequence else 2, f"{op} input rank")
+    time_major = bool(options.time_major) if sequence else True
+    n_batch = source.shape[1] if sequence and time_major else source.shape[0]
+    n_input = source.shape[-1]
+    direction, t = _lstm_direction(context, node, _FULL_SLOTS, n_input, 0, source.type, use_layer_norm, op)
+    _state_tensor(context, node, _FULL_SLOTS, "output_state", n_batch * direction.n_output)
+    _state_tensor(context, node, _FULL_SLOTS, "cell_state", n_batch * direction.n_cell)
+    context.resize_tensor(output_tensor(context, node), (*source.shape[:-1], direction.n_output))
+    if direction.integer:
+        direction.packed = _integer_lstm_prepare(context, node, direction, t, source, op)
+    else:
+        _finish_direction(direction, t)
+    data = _LstmOpData([direction], _lstm_options_run(options, not time_major), time_major)
+    data.extra = {"sequence": sequence}
+    node.user_data = data
+
+
+def lstm_prepare(context, node):
+    if node.builtin_data.kernel_type == LSTMKernelType.BASIC:
+        return basic_lstm_prepare(context, node)
+    return _lstm_prepare(context, node, sequence=False)
+
+
+def unidirectional_lstm_prepare(context, node):
+    return _lstm_prepare(context, node, sequence=True)
+
+
+def lstm_invoke(context, node):
+    data = node.user_data
+    if isinstance(data, _BasicLstm):
+        return basic_lstm_invoke(context, node)
+    direction = data.directions[0]
+    tensors = context.tensors
+    source, out = tensors[node.inputs[0]].data, tensors[node.outputs[0]].data
+    if data.extra["sequence"]:
+        source, out = _time_major_view(source, data.time_major), _time_major_view(out, data.time_major)
+    else:
+        source, out = source[None], out[None]
+    batch = source.shape[1]
+    h = tensors[node.inputs[18]].data.reshape(batch, direction.n_output)
+    c = tensors[node.inputs[19]].data.reshape(batch, direction.n_cell)
+    if direction.integer:
+        _run_integer_lstm(direction.packed, source, h, c, out)
+        return
+    weights = _direction_weights(context, node, direction)
+    _run_lstm(direction, weights, data.run, source, None, h, c, out, True)
+
+
+def bidirectional_lstm_prepare(context, node):
+    options = node.builtin_data
+    ensure_eq(len(node.inputs), 48, "node->inputs->size")
+    ensure_eq(len(node.outputs), 1 if options.merge_outputs else 2, "node->outputs->size")
+    source = context.tensors[node.inputs[0]]
+    if source.type != T.FLOAT32:
+        raise KernelError(f"input->type != kTfLiteFloat32 ({type_name(source.type)} != FLOAT32)")
+    ensure_eq(len(source.shape), 3, "input->dims->size")
+    time_major = bool(options.time_major)
+    max_time, n_batch = (
+        (source.shape[0], source.shape[1]) if time_major else (source.shape[1], source.shape[0])
+    )
+    n_input = source.shape[2]
+    op = "BIDIRECTIONAL_SEQUENCE_LSTM"
+    aux = _slot(context, node, {"aux": 39}, "aux")
+    fw_aux_forget = _slot(context, node, _BIDI_FW_SLOTS, "aux_to_forget")
+    aux_roles = ("aux_to_cell", "aux_to_forget", "aux_to_output")
+    present = [
+        _slot(context, node, s, r) is not None for s in (_BIDI_FW_SLOTS, _BIDI_BW_SLOTS) for r in aux_roles
+    ]
+    ensure(all(present) or not any(present), "aux_inputs_weights_all_or_none was not true.")
+    use_aux = fw_aux_forget is not None
+    n_aux = 0
+    if use_aux:
+        ensure(aux is not None, "aux_input != nullptr was not true.")
+    if aux is not None:
+        ensure_eq(len(aux.shape), 3, "aux_input->dims->size")
+        ensure_eq(aux.shape[0], source.shape[0], "aux_input->dims->data[0]")
+        ensure_eq(aux.shape[1], source.shape[1], "aux_input->dims->data[1]")
+        if use_aux:
+            n_aux = aux.shape[2]
+        else:
+            ensure_eq(aux.shape[2], n_input, "aux_input->dims->data[2]")
+    fw_slots = dict(_BIDI_FW_SLOTS)
+    bw_slots = dict(_BIDI_BW_SLOTS)
+    if not use_aux:
+        for slots in (fw_slots, bw_slots):
+            for role in ("aux_to_input", *aux_roles):
+                slots.pop(role)
+    fw, fw_t = _lstm_direction(context, node, fw_slots, n_input, n_aux, source.type, False, op)
+    bw, bw_t = _lstm_direction(context, node, bw_slots, n_input, n_aux, source.type, False, op)
+    # TFLite checks both directions' tensors against each direction's sizes: they must agree.
+    ensure_eq((bw.n_cell, bw.n_output), (fw.n_cell, fw.n_output), f"{op} backward cell and output sizes")
+    if fw.hybrid != bw.hybrid:
+        raise KernelError(f"{op} forward and backward weights must have the same type")
+    for direction, t in ((fw, fw_t), (bw, bw_t)):
+        if use_aux:
+            for role in aux_roles:
+                tensor = t[role]
+                ensure_eq(len(tensor.shape), 2, f"{role}_weights->dims->size")
+                ensure_eq(tensor.shape[0], direction.n_cell, f"{role}_weights->dims->data[0]")
+                ensure_eq(tensor.shape[1], n_aux, f"{role}_weights->dims->data[1]")
+            if not direction.cifg:
+                tensor = t["aux_to_input"]
+                ensure(tensor is not None, "aux_input_to_input_weights != nullptr was not true.")
+                ensure_eq(tensor.shape[0], direction.n_cell, "aux_input_to_input_weights->dims->data[0]")
+                ensure_eq(tensor.shape[1], n_aux, "aux_input_to_input_weights->dims->data[1]")
+            for role in ("aux_to_input", *aux_roles):
+                tensor = t[role]
+                if tensor is not None and tensor.type != t["input_to_forget"].type:
+                    raise KernelError(f"{op} aux weights must have the input weights' type")
+    fw_output = output_tensor(context, node, 0)
+    merged = bool(options.merge_outputs)
+    lead = (max_time, n_batch) if time_major else (n_batch, max_time)
+    context.resize_tensor(fw_output, (*lead, fw.n_output + bw.n_output if merged else fw.n_output))
+    if not merged:
+        context.resize_tensor(output_tensor(context, node, 1), (*lead, bw.n_output))
+    for direction, slots in ((fw, fw_slots), (bw, bw_slots)):
+        _state_tensor(context, node, slots, "output_state", n_batch * direction.n_output)
+        _state_tensor(context, node, slots, "cell_state", n_batch * direction.n_cell)
+    _finish_direction(fw, fw_t)
+    _finish_direction(bw, bw_t)
+    data = _LstmOpData([fw, bw], _lstm_options_run(options, not time_major), time_major)
+    data.extra = {"merged": merged, "use_aux": use_aux, "has_aux_input": aux is not None}
+    node.user_data = data
+
+
+def bidirectional_lstm_invoke(context, node):
+    data = node.user_data
+    fw, bw = data.directions
+    tensors = context.tensors
+    tm = data.time_major
+    source = _time_major_view(tensors[node.inputs[0]].data, tm)
+    aux = _time_major_view(tensors[node.inputs[39]].data, tm) if data.extra["has_aux_input"] else None
+    # Stacking without cross links: the aux input is the backward cell's input, and no aux input is used.
+    non_stacking = not data.extra["use_aux"] and aux is not None
+    bw_source = aux if non_stacking else source
+    real_aux = None if non_stacking else aux
+    batch = source.shape[1]
+    fw_out = _time_major_view(tensors[node.outputs[0]].data, tm)
+    if data.extra["merged"]:
+        bw_out = fw_out[..., fw.n_output :]
+        fw_out = fw_out[..., : fw.n_output]
+    else:
+        bw_out = _time_major_view(tensors[node.outputs[1]].data, tm)
+    for direction, states, target, sequence, forward in (
+        (fw, (35, 36), fw_out, source, True),
+        (bw, (37, 38), bw_out, bw_source, False),
+    ):
+        h = tensors[node.inputs[states[0]]].data.reshape(batch, direction.n_output)
+        c = tensors[node.inputs[states[1]]].data.reshape(batch, direction.n_cell)
+        weights = _direction_weights(context, node, direction)
+        _run_lstm(direction, weights, data.run, sequence, real_aux, h, c, target, forward)
+
+
+# float32 (float or hybrid int8 weights) and int8 (the integer 8x8->16 kernel) inputs; LSTM's basic
+# kernel also takes uint8
+_LSTM_TYPES = (T.FLOAT32, T.INT8)
+register_builtin(
+    BuiltinOperator.LSTM, (1, 4), types=(*_LSTM_TYPES, T.UINT8), prepare=lstm_prepare, invoke=lstm_invoke
+)
+register_builtin(
+    BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_LSTM,
+    (1, 4),
+    types=_LSTM_TYPES,
+    prepare=unidirectional_lstm_prepare,
+    invoke=lstm_invoke,
+)
+register_builtin(
+    BuiltinOperator.BIDIRECTIONAL_SEQUENCE_LSTM,
+    (1, 3),
+    types=(T.FLOAT32,),
+    prepare=bidirectional_lstm_prepare,
+    invoke=bidirectional_lstm_invoke,
+)

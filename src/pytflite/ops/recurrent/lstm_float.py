@@ -1,0 +1,228 @@
+"""The float and hybrid LSTM kernels' time steps (TFLite's lstm_eval) over a [time, batch, depth]
+sequence view: gates, peephole, layer norm, cell update, projection, and the no-activation cell gate
+quirk."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...model.options import ActivationFunctionType
+from ..common import clip
+from .activations import _activation_function, _fast_sigmoid, _fast_tanh, _sigmoid, _tanh
+from .common import _ONE, F32, _sequence_matmul
+from .hybrid import _hybrid_product
+from .lstm_common import _LstmDirection, _LstmRun
+
+
+def _layer_norm(x, coefficients, bias) -> None:
+    """TFLite's MeanStddevNormalization over the last axis (sequential float32 sums), times the
+    coefficients, plus the bias; in place on x (rows, gates, n)."""
+    n = F32(x.shape[-1])
+    mean = np.add.accumulate(x, axis=-1)[..., -1:]
+    mean /= n
+    diff = x - mean
+    squares = np.add.accumulate(diff * diff, axis=-1)[..., -1:]
+    squares /= n
+    squares += F32(1e-8)
+    np.sqrt(squares, out=squares)
+    np.divide(_ONE, squares, out=squares)
+    np.multiply(diff, squares, out=x)
+    x *= coefficients
+    x += bias
+
+
+def _run_lstm(
+    direction: _LstmDirection,
+    weights: Any,
+    run: _LstmRun,
+    x: np.ndarray,
+    aux: np.ndarray | None,
+    h: np.ndarray,
+    c: np.ndarray,
+    out: np.ndarray,
+    forward: bool,
+) -> None:
+    """Run one direction over a [time, batch, depth] sequence view, updating h [batch, n_output] and
+    c [batch, n_cell] in place and writing each step's output into out [time, batch, n_output]."""
+    steps, batch = x.shape[0], x.shape[1]
+    if steps == 0 or batch == 0:
+        return
+    n = direction.n_cell
+    hybrid = direction.hybrid
+    # Input (and aux input) contributions of every step at once: bias + x.W (+ aux.W), TFLite's order.
+    if hybrid:
+        flat = np.ascontiguousarray(x).reshape(-1, x.shape[2])
+        pre = _hybrid_product(weights.input_matrix, flat, run.asymmetric)
+        pre += weights.bias
+        if aux is not None:
+            pre += _hybrid_product(
+                weights.aux_matrix, np.ascontiguousarray(aux).reshape(-1, aux.shape[2]), run.asymmetric
+            )
+        pre = pre.reshape(steps, batch, -1)
+    else:
+        pre = _sequence_matmul(x, weights.input_weights)
+        pre += weights.bias
+        if aux is not None:
+            pre += _sequence_matmul(aux, weights.aux_weights)
+    quirk = run.activation == ActivationFunctionType.NONE
+    if quirk:
+        zero_rows = _zero_input_rows(direction, run, x, aux)
+
+    gates = np.empty((batch, len(direction.order) * n), F32)
+    recurrent = np.empty_like(gates)
+    scratch = np.empty((batch, n), F32)
+    cell_gate = gates[:, direction.gate_slice("cell")]
+    output_gate = gates[:, direction.gate_slice("output")]
+    forget_gate = gates[:, direction.gate_slice("forget")]
+    input_gate = None if direction.cifg else gates[:, direction.gate_slice("input")]
+    gates3 = gates.reshape(batch, -1, n)
+    layer_norm = weights.layer_norm
+    peephole = weights.peephole
+    ngates = len(direction.order)
+    # Before the cell update: the sigmoid gates are the leading ones (all but cell when no peephole).
+    sigmoid_early = slice(0, (ngates - 1) * n) if not direction.peephole else slice(0, (ngates - 2) * n)
+    proj_clip = F32(run.proj_clip)
+    cell_clip = F32(run.cell_clip)
+    # Eigen's exact logistic and tanh where the results are requantized (hybrid), faster ones otherwise
+    sigmoid, tanh = (_sigmoid, _tanh) if hybrid else (_fast_sigmoid, _fast_tanh)
+    scalar_early = scalar_output = None
+    if hybrid:
+        key = (batch, run.batch_major)
+        if direction.scalar_mask is None or direction.scalar_mask[0] != key:
+            direction.scalar_mask = (key, _sigmoid_scalar_elements(direction, batch, run.batch_major))
+        scalar = direction.scalar_mask[1]
+        scalar_early, scalar_output = scalar[:, sigmoid_early], scalar[:, direction.gate_slice("output")]
+
+    activate = _activation_function(run.activation, tanh)
+    hidden = h  # the output state: h before the first step, then the last step's output
+    for t in range(steps) if forward else range(steps - 1, -1, -1):
+        if hybrid:
+            if hidden.any():
+                np.add(pre[t], _hybrid_product(weights.recurrent_matrix, hidden, run.asymmetric), out=gates)
+            else:
+                np.copyto(gates, pre[t])
+        else:
+            np.matmul(hidden, weights.recurrent_weights, out=recurrent)
+            np.add(pre[t], recurrent, out=gates)
+        if direction.peephole:
+            if input_gate is not None:
+                np.multiply(peephole["input"], c, out=scratch)
+                input_gate += scratch
+            np.multiply(peephole["forget"], c, out=scratch)
+            forget_gate += scratch
+        if layer_norm is not None:
+            if direction.peephole:  # output gate later, after its peephole on the new cell state
+                _layer_norm(gates3[:, :-1], layer_norm[0][:-1], layer_norm[1][:-1])
+            else:
+                _layer_norm(gates3, layer_norm[0], layer_norm[1])
+        sigmoid(gates[:, sigmoid_early], gates[:, sigmoid_early], scalar_early)
+        if activate is not None:
+            activate(cell_gate, cell_gate)
+        if quirk:
+            _cell_gate_quirk(direction, weights, pre[t], cell_gate, zero_rows[t])
+        # Cell state: c = f * c + i * g (CIFG: i = 1 - f), clipped.
+        np.multiply(forget_gate, c, out=c)
+        if input_gate is None:
+            np.subtract(_ONE, forget_gate, out=forget_gate)
+            np.multiply(cell_gate, forget_gate, out=scratch)
+        else:
+            np.multiply(cell_gate, input_gate, out=scratch)
+        c += scratch
+        if cell_clip > 0:
+            clip(c, -cell_clip, cell_clip, out=c)
+        if direction.peephole:
+            np.multiply(peephole["output"], c, out=scratch)
+            output_gate += scratch
+            if layer_norm is not None:
+                _layer_norm(gates3[:, -1:], layer_norm[0][-1:], layer_norm[1][-1:])
+            sigmoid(output_gate, output_gate, scalar_output)
+        # Output: o * act(c) (with no activation TFLite multiplies by the cell gate buffer instead).
+        if activate is None:
+            activated = cell_gate
+        else:
+            activate(c, scratch)
+            activated = scratch
+        hidden = out[t]
+        if direction.projection:
+            np.multiply(output_gate, activated, out=scratch)
+            _lstm_project(weights, hybrid, run.asymmetric, scratch, hidden)
+            if proj_clip > 0:
+                clip(hidden, -proj_clip, proj_clip, out=hidden)
+        else:
+            np.multiply(output_gate, activated, out=hidden)
+    h[...] = hidden
+
+
+def _sigmoid_scalar_elements(direction: _LstmDirection, batch: int, batch_major: bool) -> np.ndarray:
+    """Which gate elements [batch, gates * n_cell] TFLite's Eigen logistic computes on its scalar path.
+
+    Each gate has its own stretch of TFLite's scratch buffer (in the order input, cell, forget, output;
+    CIFG without input), which the arena aligns to 64 bytes. Eigen runs 4-float packets from the first
+    16-byte aligned element of the stretch it is given (the whole gate for time-major steps, one batch
+    row at a time for batch-major ones) and the scalar code before and after them."""
+    n = direction.n_cell
+    slots = ("cell", "forget", "output") if direction.cifg else ("input", "cell", "forget", "output")
+    mask = np.zeros((batch, len(direction.order) * n), bool)
+    for gate in direction.order:
+        start = slots.index(gate) * batch * n
+        flat = np.zeros(batch * n, bool)
+        stretches = (
+            [(start + b * n, b * n, n) for b in range(batch)] if batch_major else [(start, 0, batch * n)]
+        )
+        for offset, first, size in stretches:
+            head = min(-offset % 4, size)
+            end = head + (size - head) // 4 * 4
+            flat[first : first + head] = True
+            flat[first + end : first + size] = True
+        mask[:, direction.gate_slice(gate)] = flat.reshape(batch, n)
+    return mask
+
+
+def _lstm_project(weights, hybrid: bool, asymmetric: bool, hidden: np.ndarray, h: np.ndarray) -> None:
+    """h = projection(hidden) + projection bias, as TFLite's float or hybrid output step."""
+    if hybrid:
+        if weights.projection_bias is None:
+            h.fill(0)
+        else:
+            h[...] = weights.projection_bias
+        if hidden.any():
+            h += _hybrid_product(weights.projection, hidden, asymmetric)
+        return
+    np.matmul(hidden, weights.projection, out=h)
+    if weights.projection_bias is not None:
+        h += weights.projection_bias
+
+
+def _zero_input_rows(direction: _LstmDirection, run: _LstmRun, x, aux) -> np.ndarray:
+    """[time, batch] count of the nonzero input contributions TFLite sees at each step: its all-zero
+    checks cover one batch row per step for batch-major sequences, the whole batch otherwise."""
+
+    def nonzero(v):
+        rows = v.any(axis=2)
+        return rows if run.batch_major else np.broadcast_to(rows.any(axis=1, keepdims=True), rows.shape)
+
+    count = nonzero(x).astype(np.int8)
+    if aux is not None:
+        count = count + nonzero(aux)
+    return count
+
+
+def _cell_gate_quirk(direction, weights, pre_t, cell_gate, contributions) -> None:
+    """With no activation, the cell gate TFLite goes on with is its gate buffer, which holds the sum only
+    where its accumulation ended there (see CalculateLstmGateFloat's buffer swaps); elsewhere it holds
+    the bias (zero with layer norm) or, after an input and an aux contribution, their partial sum."""
+    if direction.hybrid:
+        return  # the hybrid gate is accumulated in place
+    odd = (contributions % 2) == 1
+    in_gate_buffer = ~odd if direction.cell_diag else odd
+    if in_gate_buffer.all():
+        return
+    rows = ~in_gate_buffer
+    span = direction.gate_slice("cell")
+    if direction.cell_diag:  # one input contribution went to the other buffer: the gate keeps its start
+        start = np.zeros(direction.n_cell, F32) if weights.layer_norm is not None else weights.bias[span]
+        cell_gate[rows] = start
+    else:
+        cell_gate[rows] = pre_t[rows][:, span]

@@ -1,0 +1,369 @@
+"""RNN, UNIDIRECTIONAL_SEQUENCE_RNN and BIDIRECTIONAL_SEQUENCE_RNN: float and hybrid (int8 weights)
+kernels (TFLite's RnnBatchStep)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ...core.types import BuiltinOperator, type_name
+from ...errors import KernelError, ensure, ensure_eq
+from ..common import is_constant, output_tensor
+from ..registry import register_builtin
+from .activations import _activation_function, _fast_tanh, _tanh
+from .common import _WEIGHT_INT, F32, T, _sequence_matmul, _time_major_view
+from .hybrid import _hybrid_matrix, _hybrid_product
+
+
+@dataclass
+class _RnnCell:
+    """One RNN direction's weights: transposed float32, or hybrid int8 matrices."""
+
+    units: int
+    hybrid: bool
+    input_weights: Any = None  # float: [input, units]; hybrid: _HybridMatrix
+    aux_weights: Any = None
+    recurrent_weights: Any = None
+    bias: np.ndarray | None = None
+
+
+def _rnn_cell(
+    input_weights, recurrent_weights, bias, aux_weights=None, *, row_sums: dict, x86: bool
+) -> _RnnCell:
+    """`row_sums`: the op data's cache of hybrid weight row sums (TFLite computes them once); `x86`: the
+    op data's HostProfile.x86."""
+    hybrid = input_weights.type in _WEIGHT_INT
+    cell = _RnnCell(units=input_weights.shape[0], hybrid=hybrid, bias=bias.data.astype(F32))
+    if hybrid:
+        for name, tensor in (
+            ("input", input_weights),
+            ("recurrent", recurrent_weights),
+            ("aux", aux_weights),
+        ):
+            if tensor is not None:
+                matrix = _hybrid_matrix([(tensor.data, tensor.params.scale)], x86, row_sums, name)
+                setattr(cell, f"{name}_weights", matrix)
+    else:
+        cell.input_weights = np.ascontiguousarray(input_weights.data.T.astype(F32))
+        cell.recurrent_weights = np.ascontiguousarray(recurrent_weights.data.T.astype(F32))
+        if aux_weights is not None:
+            cell.aux_weights = np.ascontiguousarray(aux_weights.data.T.astype(F32))
+    return cell
+
+
+def _rnn_inputs(x, weights, asymmetric: bool, hybrid: bool) -> np.ndarray:
+    """The [time, batch, units] input terms x.W of a sequence."""
+    if hybrid:
+        flat = np.ascontiguousarray(x).reshape(-1, x.shape[-1])
+        return _hybrid_product(weights, flat, asymmetric).reshape(*x.shape[:2], -1)
+    return _sequence_matmul(x, weights)
+
+
+def _run_rnn(cell: _RnnCell, x, aux, h, out, activation, asymmetric: bool, forward: bool = True) -> None:
+    """TFLite's RnnBatchStep over a [time, batch, depth] sequence view: out[t] = act(bias + x.W + aux.W +
+    h.R); h = out[t]."""
+    steps, batch = x.shape[0], x.shape[1]
+    if steps == 0 or batch == 0:
+        return
+    # bias first, then each term added: TFLite accumulates onto the bias in this order
+    pre = np.empty((steps, batch, cell.units), F32)
+    pre[...] = cell.bias
+    if x.shape[-1]:
+        pre += _rnn_inputs(x, cell.input_weights, asymmetric, cell.hybrid)
+    if aux is not None and aux.shape[-1]:
+        pre += _rnn_inputs(aux, cell.aux_weights, asymmetric, cell.hybrid)
+    recurrent = np.empty((batch, cell.units), F32)
+    activate = _activation_function(activation, _tanh if cell.hybrid else _fast_tanh)
+    hidden = h  # the hidden state: h before the first step, then the last step's output
+    for t in range(steps) if forward else range(steps - 1, -1, -1):
+        step = out[t]
+        if cell.hybrid:
+            if hidden.any():
+                np.add(pre[t], _hybrid_product(cell.recurrent_weights, hidden, asymmetric), out=step)
+            else:
+                step[...] = pre[t]
+        else:
+            np.matmul(hidden, cell.recurrent_weights, out=recurrent)
+            np.add(pre[t], recurrent, out=step)
+        if activate is not None:
+            activate(step, step)
+        hidden = step
+    h[...] = hidden
+
+
+@dataclass
+class _RnnOpData:
+    cells: list
+    constant: bool
+    x86: bool  # HostProfile.x86, read in prepare
+    time_major: bool = True
+    extra: dict = field(default_factory=dict)
+    row_sums: dict = field(default_factory=dict)  # hybrid weight row sums, computed once (as TFLite)
+
+
+def _rnn_check(context, input_weights, recurrent_weights, bias, op: str) -> None:
+    for tensor in (input_weights, recurrent_weights, bias):
+        if tensor.sparsity is not None:
+            raise KernelError(f"{op} with sparse weights is not supported")
+    ensure_eq(input_weights.shape[0], bias.shape[0], "input_weights->dims->data[0]")
+    ensure_eq(recurrent_weights.shape[0], bias.shape[0], "recurrent_weights->dims->data[0]")
+    ensure_eq(recurrent_weights.shape[1], bias.shape[0], "recurrent_weights->dims->data[1]")
+    if input_weights.type != recurrent_weights.type:
+        raise KernelError(
+            f"input_weights->type != recurrent_weights->type "
+            f"({type_name(input_weights.type)} != {type_name(recurrent_weights.type)})"
+        )
+    ensure(
+        input_weights.type in (T.FLOAT32, T.INT8, T.UINT8),
+        f"Type {type_name(input_weights.type)} not currently supported.",
+    )
+    if bias.type != T.FLOAT32:
+        raise KernelError(f"{op} bias must be FLOAT32, got {type_name(bias.type)}")
+
+
+def _variable_state(context, node, position: int):
+    tensor = context.tensors[node.inputs[position]]
+    ensure(tensor.is_variable, "hidden_state != nullptr was not true.")
+    return tensor
+
+
+def _rnn_prepare(context, node, sequence: bool):
+    """RNN (one step, input [batch, depth]) and UNIDIRECTIONAL_SEQUENCE_RNN (input [time, batch, depth]
+    or [batch, time, depth]): one kernel, the single step being a sequence of one."""
+    op = "UNIDIRECTIONAL_SEQUENCE_RNN" if sequence else "RNN"
+    ensure_eq(len(node.inputs), 5, "node->inputs->size")
+    ensure_eq(len(node.outputs), 1, "node->outputs->size")
+    source, input_weights, recurrent_weights, bias, state = (context.tensors[i] for i in node.inputs)
+    ensure_eq(len(source.shape), 3 if sequence else 2, "NumDimensions(input)")
+    ensure_eq(len(input_weights.shape), 2, "NumDimensions(input_weights)")
+    ensure_eq(len(recurrent_weights.shape), 2, "NumDimensions(recurrent_weights)")
+    ensure_eq(len(bias.shape), 1, "NumDimensions(bias)")
+    ensure_eq(len(state.shape), 2, "NumDimensions(hidden_state)")
+    options = node.builtin_data
+    time_major = bool(getattr(options, "time_major", True))
+    if not sequence:
+        batch, lead = source.shape[0], (source.shape[0],)
+    else:
+        batch = source.shape[1] if time_major else source.shape[0]
+        lead = source.shape[:2]
+    units = input_weights.shape[0]
+    ensure_eq(source.shape[-1], input_weights.shape[1], "input_size")
+    _rnn_check(context, input_weights, recurrent_weights, bias, op)
+    if source.type != T.FLOAT32:
+        raise KernelError(f"input->type != kTfLiteFloat32 ({type_name(source.type)} != FLOAT32)")
+    ensure_eq(state.shape[0], batch, "hidden_state->dims->data[0]")
+    ensure_eq(state.shape[1], units, "hidden_state->dims->data[1]")
+    context.resize_tensor(output_tensor(context, node), (*lead, units))
+    constant = all(is_constant(tensor) for tensor in (input_weights, recurrent_weights, bias))
+    data = _RnnOpData([], constant, context.host.x86, time_major)
+    data.extra = {"sequence": sequence}
+    if constant:
+        data.cells = [_rnn_cell(input_weights, recurrent_weights, bias, row_sums=data.row_sums, x86=data.x86)]
+    node.user_data = data
+
+
+def rnn_prepare(context, node):
+    _rnn_prepare(context, node, sequence=False)
+
+
+def unidirectional_rnn_prepare(context, node):
+    _rnn_prepare(context, node, sequence=True)
+
+
+def rnn_invoke(context, node):
+    data = node.user_data
+    tensors = context.tensors
+    source, input_weights, recurrent_weights, bias = (tensors[i] for i in node.inputs[:4])
+    state = _variable_state(context, node, 4)
+    if data.constant:
+        cell = data.cells[0]
+    else:
+        cell = _rnn_cell(input_weights, recurrent_weights, bias, row_sums=data.row_sums, x86=data.x86)
+    options = node.builtin_data
+    out = tensors[node.outputs[0]].data
+    if data.extra["sequence"]:
+        x, out = _time_major_view(source.data, data.time_major), _time_major_view(out, data.time_major)
+    else:
+        x, out = source.data[None], out[None]
+    activation = options.fused_activation_function
+    _run_rnn(cell, x, None, state.data, out, activation, bool(options.asymmetric_quantize_inputs))
+
+
+register_builtin(BuiltinOperator.RNN, (1, 3), types=(T.FLOAT32,), prepare=rnn_prepare, invoke=rnn_invoke)
+register_builtin(
+    BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_RNN,
+    (1, 3),
+    types=(T.FLOAT32,),
+    prepare=unidirectional_rnn_prepare,
+    invoke=rnn_invoke,
+)
+
+
+def _aux_steps(aux_flat: np.ndarray, steps: int, batch: int, depth: int, step_stride: int, row_stride: int):
+    """A [time, batch, depth] view of an aux input read at TFLite's offsets (which for some layouts use the
+    main input's depth as the stride)."""
+    return np.lib.stride_tricks.as_strided(
+        aux_flat,
+        shape=(steps, batch, depth),
+        strides=(step_stride * 4, row_stride * 4, 4),
+        writeable=False,
+    )
+
+
+def bidirectional_rnn_prepare(context, node):
+    options = node.builtin_data
+    ensure_eq(len(node.inputs), 12, "node->inputs->size")
+    ensure_eq(len(node.outputs), 1 if options.merge_outputs else 2, "node->outputs->size")
+    tensors = [None if i < 0 else context.tensors[i] for i in node.inputs]
+    source, fw_w, fw_r, fw_b, fw_h, bw_w, bw_r, bw_b, bw_h, aux, fw_aux_w, bw_aux_w = tensors
+    for name, tensor in zip(
+        (
+            "input",
+            "fw_input_weights",
+            "fw_recurrent_weights",
+            "fw_bias",
+            "fw_hidden_state",
+            "bw_input_weights",
+            "bw_recurrent_weights",
+            "bw_bias",
+            "bw_hidden_state",
+        ),
+        tensors,
+    ):
+        ensure(tensor is not None, f"Tensor {name} is required")
+    ensure((fw_aux_w is None) == (bw_aux_w is None), "aux_inputs_weights_or_none was not true.")
+    has_aux_weights = fw_aux_w is not None
+    if source.type != T.FLOAT32:
+        raise KernelError(f"input->type != kTfLiteFloat32 ({type_name(source.type)} != FLOAT32)")
+    ensure_eq(len(source.shape), 3, "input->dims->size")
+    time_major = bool(options.time_major)
+    batch, steps = (source.shape[1], source.shape[0]) if time_major else (source.shape[0], source.shape[1])
+    depth = source.shape[2]
+    fw_units, bw_units = fw_w.shape[0], bw_w.shape[0]
+    ensure_eq(depth, fw_w.shape[1], "input->dims->data[2]")
+    ensure_eq(depth, bw_w.shape[1], "input->dims->data[2]")
+    ensure_eq(fw_w.shape[0], fw_b.shape[0], "fw_input_weights->dims->data[0]")
+    ensure_eq(bw_w.shape[0], bw_b.shape[0], "bw_input_weights->dims->data[0]")
+    ensure_eq(fw_r.shape[0], fw_b.shape[0], "fw_recurrent_weights->dims->data[0]")
+    ensure_eq(bw_r.shape[1], bw_b.shape[0], "bw_recurrent_weights->dims->data[1]")
+    op = "BIDIRECTIONAL_SEQUENCE_RNN"
+    _rnn_check(context, fw_w, fw_r, fw_b, op)
+    _rnn_check(context, bw_w, bw_r, bw_b, op)
+    if fw_w.type != bw_w.type:
+        raise KernelError(f"{op} forward and backward weights must have the same type")
+    for state, units, name in ((fw_h, fw_units, "fw_hidden_state"), (bw_h, bw_units, "bw_hidden_state")):
+        ensure_eq(len(state.shape), 2, f"NumDimensions({name})")
+        ensure_eq(state.shape[0], batch, f"{name}->dims->data[0]")
+        ensure_eq(state.shape[1], units, f"{name}->dims->data[1]")
+    hybrid = fw_w.type in _WEIGHT_INT
+    aux_depth = 0
+    if has_aux_weights:
+        ensure(aux is not None, f"{op}: aux input weights need an aux input")
+        ensure_eq(len(aux.shape), 3, "aux_input->dims->size")
+        ensure_eq(aux.shape[0], source.shape[0], "aux_input->dims->data[0]")
+        ensure_eq(aux.shape[1], source.shape[1], "aux_input->dims->data[1]")
+        ensure_eq(fw_aux_w.shape[0], fw_units, "fw_aux_input_weights->dims->data[0]")
+        ensure_eq(bw_aux_w.shape[0], bw_units, "bw_aux_input_weights->dims->data[0]")
+        aux_depth = aux.shape[2]
+        ensure_eq(aux_depth, fw_aux_w.shape[1], "aux_input->dims->data[2]")
+        ensure_eq(aux_depth, bw_aux_w.shape[1], "aux_input->dims->data[2]")
+        if fw_aux_w.type != fw_w.type or bw_aux_w.type != fw_w.type:
+            raise KernelError(f"{op} aux weights must have the input weights' type")
+        # TFLite reads the aux input at offsets strided by the input's depth (time major, and the hybrid
+        # kernel's batch major): an aux input shallower than the input is read past its end there.
+        if (time_major or hybrid) and aux_depth < depth and steps * batch > 1:
+            raise KernelError(
+                f"{op}: an aux input shallower than the input ({aux_depth} < {depth}) is not supported "
+                "(TFLite reads past its end)"
+            )
+    elif aux is not None:
+        ensure(
+            tuple(aux.shape) == tuple(source.shape),
+            f"{op}: the backward input (aux input) must have the input's shape",
+        )
+    merged = bool(options.merge_outputs)
+    lead = (steps, batch) if time_major else (batch, steps)
+    context.resize_tensor(
+        output_tensor(context, node, 0), (*lead, fw_units + bw_units if merged else fw_units)
+    )
+    if not merged:
+        context.resize_tensor(output_tensor(context, node, 1), (*lead, bw_units))
+    weights = (fw_w, fw_r, fw_b, bw_w, bw_r, bw_b, fw_aux_w, bw_aux_w)
+    constant = all(tensor is None or is_constant(tensor) for tensor in weights)
+    data = _RnnOpData([], constant, context.host.x86, time_major)
+    data.extra = {
+        "merged": merged,
+        "aux_weights": has_aux_weights,
+        "aux_input": aux is not None,
+        "hybrid": hybrid,
+        "row_sums": [{}, {}],  # each direction's hybrid weight row sums, computed once (as TFLite)
+    }
+    if constant:
+        data.cells = _bidi_rnn_cells(weights, data.extra["row_sums"], data.x86)
+    node.user_data = data
+
+
+def _bidi_rnn_cells(weights, row_sums: list, x86: bool) -> list:
+    fw_w, fw_r, fw_b, bw_w, bw_r, bw_b, fw_aux_w, bw_aux_w = weights
+    return [
+        _rnn_cell(fw_w, fw_r, fw_b, fw_aux_w, row_sums=row_sums[0], x86=x86),
+        _rnn_cell(bw_w, bw_r, bw_b, bw_aux_w, row_sums=row_sums[1], x86=x86),
+    ]
+
+
+def bidirectional_rnn_invoke(context, node):
+    data = node.user_data
+    extra = data.extra
+    tensors = context.tensors
+    inputs = [None if i < 0 else tensors[i] for i in node.inputs]
+    if data.constant:
+        fw, bw = data.cells
+    else:
+        fw, bw = _bidi_rnn_cells([inputs[i] for i in (1, 2, 3, 5, 6, 7, 10, 11)], extra["row_sums"], data.x86)
+    fw_h = _variable_state(context, node, 4).data
+    bw_h = _variable_state(context, node, 8).data
+    options = node.builtin_data
+    tm = data.time_major
+    hybrid = extra["hybrid"]
+    source = inputs[0].data
+    x = _time_major_view(source, tm)
+    steps, batch, depth = x.shape
+    aux_tensor = inputs[9]
+    non_stacking = not extra["aux_weights"] and extra["aux_input"]
+    # The backward cell reads the aux input instead of the input when stacking without cross links, but
+    # only in TFLite's time-major loops: its batch-major loops read the input.
+    bw_x = _time_major_view(aux_tensor.data, tm) if non_stacking and tm else x
+    aux = None
+    if extra["aux_weights"]:
+        aux_depth = aux_tensor.shape[2]
+        flat = aux_tensor.data.reshape(-1)
+        if tm:
+            aux = _aux_steps(flat, steps, batch, aux_depth, depth * batch, aux_depth)
+        elif hybrid:
+            aux = _aux_steps(flat, steps, batch, aux_depth, depth, depth * steps)
+        else:
+            aux = _time_major_view(aux_tensor.data, tm)
+    fw_out = _time_major_view(tensors[node.outputs[0]].data, tm)
+    if extra["merged"]:
+        bw_out = fw_out[..., fw.units :]
+        fw_out = fw_out[..., : fw.units]
+    else:
+        bw_out = _time_major_view(tensors[node.outputs[1]].data, tm)
+    activation = options.fused_activation_function
+    asymmetric = bool(options.asymmetric_quantize_inputs)
+    # TFLite's hybrid time-major kernel runs both passes once per time step (an outer loop over time).
+    repeats = steps if hybrid and tm else 1
+    for _ in range(repeats):
+        _run_rnn(fw, x, aux, fw_h, fw_out, activation, asymmetric, True)
+        _run_rnn(bw, bw_x, aux, bw_h, bw_out, activation, asymmetric, False)
+
+
+register_builtin(
+    BuiltinOperator.BIDIRECTIONAL_SEQUENCE_RNN,
+    (1, 3),
+    types=(T.FLOAT32,),
+    prepare=bidirectional_rnn_prepare,
+    invoke=bidirectional_rnn_invoke,
+)
