@@ -52,7 +52,7 @@ class KernelInfo:
     op: BuiltinOperator
     versions: tuple[int, int]
     types: tuple[TensorType, ...]
-    source: str  # where its family lives: "ops/activations.py", or "ops/conv/" for a family package
+    source: str  # where its family lives: "ops/linear.py", or "ops/conv/" for a family package
 
 
 _INFO: list[KernelInfo] = []

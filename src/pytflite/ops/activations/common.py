@@ -1,0 +1,96 @@
+"""What the activation kernels share: the element types, float32 constants, the one-input checks and
+registration, blockwise evaluation, and the invokes of the ops whose prepare leaves `compute(x, out)`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ...core.types import BuiltinOperator, TensorType
+from ...errors import ensure_type, ensure_types_eq
+from ..common import check_arity, input_tensor, output_tensor
+from ..registry import register_builtin
+
+_FLOAT = (TensorType.FLOAT32,)
+_U8, _I8, _I16 = TensorType.UINT8, TensorType.INT8, TensorType.INT16
+_BYTES = (_U8, _I8)
+_QUANTIZED = (_U8, _I8, _I16)
+_DTYPES = {_U8: np.dtype(np.uint8), _I8: np.dtype(np.int8), _I16: np.dtype(np.int16)}
+_ALL = _FLOAT + _QUANTIZED
+
+
+def _f32(value: float) -> np.ndarray:
+    return np.array(value, np.float32)
+
+
+_ZERO, _ONE, _MINUS_ONE, _THREE, _SIX = _f32(0), _f32(1), _f32(-1), _f32(3), _f32(6)
+_INF, _MINUS_INF = _f32(np.inf), _f32(-np.inf)
+
+# Long ufunc chains run block by block over the flattened tensor, so that their intermediates stay in
+# the CPU cache instead of streaming whole-tensor temporaries through memory.
+_BLOCK = 32768
+
+
+def _blockwise(compute: Callable, block: int = _BLOCK) -> Callable:
+    """`compute(x, out)` applied to consecutive blocks of `block` elements (a multiple of 4)."""
+
+    def run(x, out):
+        size = out.size
+        if size <= block or not out.flags.c_contiguous:
+            compute(x, out)
+            return
+        flat, flat_out = x.reshape(-1), out.reshape(-1)
+        for start in range(0, size, block):
+            compute(flat[start : start + block], flat_out[start : start + block])
+
+    return run
+
+
+def _check_unary(context, node, op_name: str, types: tuple[TensorType, ...]):
+    """Checks of a one-input op whose output has the input's type and shape; resizes the output."""
+    check_arity(node, 1)
+    source, output = input_tensor(context, node, 0), output_tensor(context, node)
+    ensure_type(source, types, "input", op_name)
+    ensure_types_eq(source, output, f"{op_name} input/output types")
+    context.resize_tensor(output, source.shape)
+    return source, output
+
+
+def compute_invoke(context, node):
+    """Invoke of the ops whose prepare leaves `compute(x, out)` in node.user_data."""
+    tensors = context.tensors
+    node.user_data(tensors[node.inputs[0]].data, tensors[node.outputs[0]].data)
+
+
+def _unary_kernel(
+    op: BuiltinOperator,
+    versions: tuple[int, int],
+    compute: Callable,
+    quantized: Callable | None = None,
+    types: tuple[TensorType, ...] = _FLOAT,
+    reference: bool = False,
+) -> None:
+    """Register a one-input op: `compute(x, out)` for float32, `quantized(input, output, x86)` making the
+    compute function of the other `types` in prepare (`x86`: the host's float-to-int conversions)."""
+
+    def prepare(context, node):
+        source, output = _check_unary(context, node, op.name, types)
+        if source.type == TensorType.FLOAT32:
+            node.user_data = compute
+        else:
+            node.user_data = quantized(source, output, context.host.x86)
+
+    register_builtin(op, versions, types=types, reference=reference, prepare=prepare, invoke=compute_invoke)
+
+
+def nonempty_invoke(context, node):
+    """SOFTMAX, LOG_SOFTMAX, L2_NORMALIZATION: `compute(x, out)` from node.user_data, unless empty."""
+    tensors = context.tensors
+    out = tensors[node.outputs[0]].data
+    if out.size:
+        node.user_data(tensors[node.inputs[0]].data, out)
+
+
+def _rows(x: np.ndarray) -> np.ndarray:
+    return x.reshape(-1, x.shape[-1]) if x.ndim else x.reshape(1, 1)

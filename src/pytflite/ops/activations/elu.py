@@ -1,0 +1,33 @@
+"""ELU: x for x >= 0, expm1(x) below (float32; int8 as a table of TFLite's float LUT)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...core.types import BuiltinOperator
+from ..common import clip
+from ..quant.lut import expm1f, populate_8bit, table_kernel
+from .common import _FLOAT, _I8, _MINUS_INF, _ZERO, _unary_kernel
+from .quantized import _quantization
+
+
+def _elu(x, out):
+    # x for x >= 0, expm1(x) below: expm1(min(x, 0)) is 0 where x >= 0 and exceeds x where x < 0
+    clip(x, _MINUS_INF, _ZERO, out=out)
+    np.expm1(out, out=out)
+    np.maximum(out, x, out=out)
+
+
+def _elu_quantized(source, output, _x86: bool):
+    in_scale, in_zero = _quantization(source, "input", "ELU")
+    out_scale, out_zero = _quantization(output, "output", "ELU")
+
+    def transform(x):
+        return np.where(x < 0, expm1f(np.minimum(x, 0)), x)
+
+    return table_kernel(
+        populate_8bit(transform, in_scale, in_zero, out_scale, out_zero, np.int8), np.dtype(np.int8)
+    )
+
+
+_unary_kernel(BuiltinOperator.ELU, (1, 1), _elu, _elu_quantized, (*_FLOAT, _I8))

@@ -1,0 +1,75 @@
+"""RELU, RELU6, RELU_N1_TO_1 and RELU_0_TO_1: clamps in float32, rescaled clamps as tables when quantized."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from ...core.types import BuiltinOperator
+from ..common import clip
+from ..quant.fixed_point import float_to_int32, multiply_by_quantized_multiplier, round_half_away, wrap
+from ..quant.lut import every_value, table_kernel
+from .common import _ALL, _BYTES, _DTYPES, _FLOAT, _I16, _INF, _MINUS_ONE, _ONE, _SIX, _ZERO, _unary_kernel
+from .quantized import _ensure_zero_points, _multiplier, _quantization, _wrap_to
+
+# TFLite clamps with comparisons that let NaN through; so does clip.
+
+
+def _relu(x, out):
+    clip(x, _ZERO, _INF, out=out)
+
+
+def _relu6(x, out):
+    clip(x, _ZERO, _SIX, out=out)
+
+
+def _relu_n1_to_1(x, out):
+    clip(x, _MINUS_ONE, _ONE, out=out)
+
+
+def _relu_0_to_1(x, out):
+    clip(x, _ZERO, _ONE, out=out)
+
+
+# RELU family: (TFLite's QuantizedReluX) out_zp + rescale(x - in_zp), clamped to the quantized bounds.
+_RELU_BOUNDS = {
+    BuiltinOperator.RELU: (0.0, math.inf),
+    BuiltinOperator.RELU6: (0.0, 6.0),
+    BuiltinOperator.RELU_N1_TO_1: (-1.0, 1.0),
+    BuiltinOperator.RELU_0_TO_1: (0.0, 1.0),
+}
+
+
+def _relu_quantized(op: BuiltinOperator) -> Callable:
+    def quantized(source, output, x86: bool):
+        in_scale, in_zero = _quantization(source, "input", op.name)
+        out_scale, out_zero = _quantization(output, "output", op.name)
+        multiplier, shift = _multiplier(in_scale / out_scale, op.name)
+        if source.type == _I16:
+            _ensure_zero_points(op.name, ("input", in_zero), ("output", out_zero))
+        dtype = _DTYPES[source.type]
+        info = np.iinfo(dtype)
+        low, high = _RELU_BOUNDS[op]
+
+        def bound(value: float) -> int:
+            quotient = round_half_away(float(np.float32(value) / out_scale))
+            return int(wrap(np.int64(out_zero) + float_to_int32(quotient, x86=x86), 32))
+
+        lowest = max(info.min, bound(low))
+        highest = info.max if high == math.inf else min(info.max, bound(high))
+        values = every_value(dtype)
+        result = wrap(out_zero + multiply_by_quantized_multiplier(values - in_zero, multiplier, shift), 32)
+        return table_kernel(_wrap_to(np.minimum(np.maximum(result, lowest), highest), dtype), dtype)
+
+    return quantized
+
+
+for _op, _versions, _compute, _types in (
+    (BuiltinOperator.RELU, (1, 3), _relu, _ALL),
+    (BuiltinOperator.RELU6, (1, 3), _relu6, _ALL),
+    (BuiltinOperator.RELU_N1_TO_1, (1, 1), _relu_n1_to_1, _FLOAT + _BYTES),
+    (BuiltinOperator.RELU_0_TO_1, (1, 1), _relu_0_to_1, _FLOAT + _BYTES),
+):
+    _unary_kernel(_op, _versions, _compute, _relu_quantized(_op), _types)

@@ -1,0 +1,184 @@
+"""SOFTMAX: float32; 8-bit through LiteRT's float32 expf-table kernel (BUILTIN_REF: TFLite's gemmlowp
+kernel); int16 through TFLite's 513-entry exp and 1/(1+x) tables."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import numpy as np
+
+from ...core.types import BuiltinOperator, TensorType, type_name
+from ...errors import ensure, ensure_eq, ensure_type
+from ..common import check_arity, clip, input_tensor, output_tensor
+from ..quant.fixed_point import float_to_int32, multiply_by_quantized_multiplier, rounding_divide_by_pot, wrap
+from ..quant.gemmlowp import count_leading_zeros32, get_reciprocal
+from ..quant.lut import c_double_function, lookup_16bit, populate_16bit
+from ..registry import register_builtin
+from .common import _ALL, _DTYPES, _I8, _I16, _U8, _f32, _rows, nonempty_invoke
+from .quantized import _Q31, _ensure_zero_points, _multiplier, _quantization
+from .softmax_common import (
+    _distances,
+    _fixed_point_exps,
+    _float_exp_table,
+    _sequential_row_sums,
+    _softmax_input_scaling,
+)
+
+
+def _softmax_prepare(reference: bool) -> Callable:
+    def prepare(context, node):
+        check_arity(node, 1)
+        source, output = input_tensor(context, node, 0), output_tensor(context, node)
+        ensure(len(source.shape) >= 1, "SOFTMAX input must have at least one dimension")
+        ensure_type(source, tuple(_SOFTMAX_OUTPUTS), "input", "SOFTMAX")
+        allowed = _SOFTMAX_OUTPUTS[source.type]
+        ensure(
+            output.type in allowed,
+            f"SOFTMAX of a {type_name(source.type)} input supports "
+            f"{' and '.join(type_name(t) for t in allowed)} outputs, got {type_name(output.type)}",
+        )
+        context.resize_tensor(output, source.shape)
+        beta = node.builtin_data.beta
+        if source.type == TensorType.FLOAT32:
+            beta32 = None if np.float32(beta) == 1 else _f32(beta)
+            node.user_data = lambda x, out: _softmax(x, out, beta32)
+        else:
+            node.user_data = _softmax_quantized(source, output, beta, reference, context.host.x86)
+
+    return prepare
+
+
+def _softmax(x, out, beta):
+    # exp((x - max) * beta), then scaled by the reciprocal of the row sum, as TFLite's kernel does
+    np.subtract(x, np.maximum.reduce(x, axis=-1, keepdims=True), out=out)
+    if beta is not None:
+        out *= beta
+    np.exp(out, out=out)
+    total = np.add.reduce(out, axis=-1, keepdims=True)
+    out *= np.reciprocal(total, out=total)
+
+
+def _round_non_negative(values: np.ndarray) -> np.ndarray:
+    """roundf (halves away from zero) of non-negative float32 values, exactly."""
+    whole = np.trunc(values)
+    return whole + (values - whole >= np.float32(0.5))
+
+
+def _softmax_float_table(source, output, beta: np.float32, x86: bool) -> Callable:
+    in_scale, _ = _quantization(source, "input", "SOFTMAX")
+    out_scale, out_zero = _quantization(output, "output", "SOFTMAX")
+    table = _float_exp_table(in_scale, beta)
+    out_info = np.iinfo(_DTYPES[output.type])
+    # x86 rounds uint8 results as int(p + 0.5f), and that specialization leaves out the zero point
+    truncating = output.type == _U8
+    offset = 0 if truncating else out_zero
+
+    def convert(values):  # probabilities below 2**31: a plain cast
+        return values.astype(np.int64)
+
+    # probabilities reach 1 / out_scale: past int32, the conversion needs C's overflow behaviour
+    if 1 / float(out_scale) >= 2**31 - 1:
+        convert = functools.partial(float_to_int32, x86=x86)
+    half = np.float32(0.5)
+
+    def compute(x, out):
+        exps = table[_distances(x)]
+        inverse = np.float32(1) / (_sequential_row_sums(exps) * out_scale)
+        exps *= inverse[:, None]
+        quantized = convert(np.trunc(exps + half) if truncating else _round_non_negative(exps))
+        quantized += offset
+        clip(quantized, out_info.min, out_info.max, out=quantized)
+        np.copyto(out, quantized.reshape(out.shape), casting="unsafe")
+
+    return compute
+
+
+def _softmax_reference(source, output, beta: float) -> Callable:
+    in_scale, _ = _quantization(source, "input", "SOFTMAX")
+    table = _fixed_point_exps(*_softmax_input_scaling(in_scale, beta, "SOFTMAX"))
+    out_info = np.iinfo(_DTYPES[output.type])
+    out_bits = 8 * _DTYPES[output.type].itemsize
+
+    def compute(x, out):
+        distances = _distances(x)
+        exps = table.exps[distances]
+        reciprocal, bits_over_unit = get_reciprocal(
+            wrap(np.add.reduce(table.summands[distances], axis=-1), 32), 12
+        )
+        exponent = bits_over_unit + 31 - out_bits
+        scaled = rounding_divide_by_pot(_Q31.mul(reciprocal[:, None], exps), exponent[:, None])
+        result = clip(scaled + out_info.min, out_info.min, out_info.max)
+        np.copyto(
+            out, np.where(table.valid[distances], result, out_info.min).reshape(out.shape), casting="unsafe"
+        )
+
+    return compute
+
+
+def _softmax_int16(source, output, beta: float) -> Callable:
+    in_scale, in_zero = _quantization(source, "input", "SOFTMAX")
+    _, out_zero = _quantization(output, "output", "SOFTMAX")
+    _ensure_zero_points("SOFTMAX", ("input", in_zero), ("output", out_zero))
+    exp_lut = populate_16bit(c_double_function("exp"), 10.0 / 65535, 32767, 2.0 / 65535, 0, np.float64)
+    reciprocal_lut = populate_16bit(
+        lambda v: 1.0 / (1.0 + v), 1.0 / 65535, -32768, 2.0 / 65535, 0, np.float64
+    )
+    multiplier, shift = _multiplier(np.float32(in_scale * np.float32(beta)) / (10.0 / 65535.0), "SOFTMAX")
+    # exp(x - max) of every difference 0, -1, ..., -65535 (Q0.15 via the table)
+    differences = -np.arange(65536, dtype=np.int64)
+    scaled = clip(multiply_by_quantized_multiplier(differences, multiplier, shift) + 32767, -32768, 32767)
+    exps_by_distance = lookup_16bit(scaled, exp_lut)
+
+    def compute(x, out):
+        rows = _rows(x).astype(np.int64)
+        exps = exps_by_distance[np.maximum.reduce(rows, axis=-1, keepdims=True) - rows]
+        total = wrap(np.add.reduce(exps, axis=-1), 32)
+        headroom_plus_one = count_leading_zeros32(total & 0xFFFFFFFF)
+        shifted = ((total << (headroom_plus_one - 1)) + (1 << 13)) >> 14
+        reciprocal = lookup_16bit(clip(shifted - (1 << 15) - (1 << 16), -32768, 32767), reciprocal_lut)
+        right_shift = (31 - headroom_plus_one)[:, None]
+        result = (exps * reciprocal[:, None] + (np.int64(1) << (right_shift - 1))) >> right_shift
+        np.copyto(out, clip(result, 0, 32767).reshape(out.shape), casting="unsafe")
+
+    return compute
+
+
+_SOFTMAX_OUTPUTS = {
+    TensorType.FLOAT32: (TensorType.FLOAT32,),
+    _U8: (_U8, _I16),
+    _I8: (_I8, _I16),
+    _I16: (_I16,),
+}
+
+
+def _softmax_quantized(source, output, beta: float, reference: bool, x86: bool) -> Callable:
+    out_scale, out_zero = _quantization(output, "output", "SOFTMAX")
+    if source.type == _I8 and output.type == _I8:
+        ensure_eq(out_zero, -128, "SOFTMAX int8 output zero point")
+        ensure(
+            abs(out_scale - np.float32(1 / 256)) <= np.float32(0.001 / 256),
+            "SOFTMAX int8 output scale != 1/256",
+        )
+    if output.type == _I16 and source.type == _I16:
+        ensure_eq(out_zero, 0, "SOFTMAX int16 output zero point")
+        ensure(
+            abs(out_scale - np.float32(1 / 32768)) <= np.float32(0.001 / 32768),
+            "SOFTMAX int16 output scale != 1/32768",
+        )
+    if source.type == _I16:
+        return _softmax_int16(source, output, beta)
+    if reference:
+        return _softmax_reference(source, output, beta)
+    return _softmax_float_table(source, output, np.float32(beta), x86)
+
+
+for _reference in (False, True):
+    register_builtin(
+        BuiltinOperator.SOFTMAX,
+        (1, 4),
+        types=_ALL,
+        reference=_reference,
+        prepare=_softmax_prepare(_reference),
+        invoke=nonempty_invoke,
+    )

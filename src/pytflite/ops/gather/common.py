@@ -1,0 +1,56 @@
+"""What the gather family shares: the index types, TFLite's check messages and row strides."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...core.types import BuiltinOperator, TensorType, type_name
+from ...errors import KernelError
+
+T = TensorType
+Op = BuiltinOperator
+
+_INDEX_TYPES = (T.INT16, T.INT32, T.INT64)
+# Row copies: every type with whole-byte elements.
+_EMBEDDING_TYPES = (
+    T.FLOAT32,
+    T.FLOAT16,
+    T.BFLOAT16,
+    T.FLOAT64,
+    T.INT8,
+    T.UINT8,
+    T.INT16,
+    T.UINT16,
+    T.INT32,
+    T.UINT32,
+    T.INT64,
+    T.UINT64,
+    T.BOOL,
+    T.COMPLEX64,
+    T.COMPLEX128,
+)
+
+
+def _unsupported(tensor, message: str) -> KernelError:
+    """TFLite's "... of type 'X' ..." error, `message` holding one %s for the type name."""
+    return KernelError(message % type_name(tensor.type))
+
+
+def _ensure_eq(actual, expected, condition: str) -> None:
+    """TF_LITE_ENSURE_EQ's message: `condition` reads "a != b", the values follow in parentheses."""
+    if actual != expected:
+        raise KernelError(f"{condition} ({actual} != {expected})")
+
+
+def _ensure_type(tensor, expected: TensorType, condition: str) -> None:
+    """TF_LITE_ENSURE_TYPES_EQ's message, with the type names."""
+    if tensor.type != expected:
+        raise KernelError(f"{condition} ({type_name(tensor.type)} != {type_name(expected)})")
+
+
+def _row_strides(dims: tuple[int, ...]) -> np.ndarray:
+    """Row-major strides (in elements) of an array of shape `dims`, as int64."""
+    strides = np.ones(len(dims), np.int64)
+    for i in range(len(dims) - 2, -1, -1):
+        strides[i] = strides[i + 1] * dims[i + 1]
+    return strides

@@ -1,0 +1,135 @@
+"""GATHER: rows of params picked along an axis by a positions tensor (np.take on a 3-D view), with
+batch_dims; both inputs constant, the output is computed once in prepare."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...errors import KernelError, ensure, ensure_types_eq
+from ..common import as_indices, check_arity, input_tensor, is_constant, output_tensor
+from ..registry import register_builtin
+from .common import _INDEX_TYPES, Op, T, _ensure_eq, _unsupported
+
+_GATHER_TYPES = (
+    T.FLOAT32,
+    T.FLOAT16,
+    T.BFLOAT16,
+    T.UINT8,
+    T.INT4,
+    T.INT8,
+    T.INT16,
+    T.INT64,
+    T.INT32,
+    T.BOOL,
+    T.STRING,
+)
+
+
+@dataclass
+class GatherData:
+    noop: bool  # both inputs constant: the output was written in prepare
+    params_shape: tuple[int, ...]  # params as (outer, axis, inner) or (batch*outer*axis, inner)
+    indices_shape: tuple[int, ...]
+    output_shape: tuple[int, ...]
+    axis_size: int
+    check_bounds: bool  # TFLite never reaches its bounds check when there is no outer row
+    row_base: np.ndarray | None  # batch_dims > 0: first flat row of each (batch, outer) pair
+
+
+def gather_prepare(context, node):
+    check_arity(node, 2)
+    params, positions = input_tensor(context, node, 0), input_tensor(context, node, 1)
+    output = output_tensor(context, node)
+    if positions.type not in _INDEX_TYPES:
+        raise _unsupported(positions, "Positions of type '%s' are not supported by gather.")
+    if params.type not in _GATHER_TYPES:
+        raise _unsupported(params, "Type '%s' is not supported by gather.")
+    ensure_types_eq(output, params, "GATHER output type")
+    rank, positions_rank = len(params.shape), len(positions.shape)
+    if params.type == T.STRING:
+        _ensure_eq(rank, 1, "NumDimensions(input) != 1")
+    options = node.builtin_data
+    axis = options.axis + rank if options.axis < 0 else options.axis
+    ensure(0 <= axis < rank, "0 <= axis && axis < NumDimensions(input) was not true.")
+    batch_dims = options.batch_dims + positions_rank if options.batch_dims < 0 else options.batch_dims
+    ensure(batch_dims <= axis, "batch_dims <= axis was not true.")
+    ensure(0 <= batch_dims < rank, "0 <= batch_dims && batch_dims < NumDimensions(input) was not true.")
+    ensure(batch_dims <= positions_rank, "batch_dims <= NumDimensions(positions) was not true.")
+    for i in range(batch_dims):
+        _ensure_eq(params.shape[i], positions.shape[i], "input->dims->data[i] != positions->dims->data[i]")
+    shape = params.shape[:axis] + positions.shape[batch_dims:] + params.shape[axis + 1 :]
+
+    batch = math.prod(params.shape[:batch_dims])
+    outer = math.prod(params.shape[batch_dims:axis])
+    axis_size = params.shape[axis]
+    inner = math.prod(params.shape[axis + 1 :])
+    coords = math.prod(positions.shape[batch_dims:])
+    if params.type == T.INT4:  # two values a byte: whole rows are copied as bytes
+        ensure(inner % 2 == 0, "GATHER of INT4 params needs an even number of elements after the axis")
+        inner //= 2
+    if batch_dims == 0:
+        data = GatherData(
+            False, (outer, axis_size, inner), (coords,), (outer, coords, inner), axis_size, outer > 0, None
+        )
+    else:
+        base = (
+            np.arange(batch, dtype=np.int64)[:, None] * outer + np.arange(outer, dtype=np.int64)
+        ) * axis_size
+        data = GatherData(
+            False,
+            (batch * outer * axis_size, inner),
+            (batch, 1, coords),
+            (batch, outer, coords, inner),
+            axis_size,
+            batch * outer > 0,
+            base[:, :, None],
+        )
+    node.user_data = data
+    if is_constant(params) and is_constant(positions):
+        context.set_tensor_to_persistent_ro(output)
+        context.resize_tensor(output, shape)
+        _gather(context, node, data)
+        data.noop = True
+    else:
+        context.resize_tensor(output, shape)
+
+
+def _gather(context, node, data: GatherData) -> None:
+    tensors = context.tensors
+    params = tensors[node.inputs[0]]
+    indices = tensors[node.inputs[1]].data
+    out = tensors[node.outputs[0]].data
+    if indices.size:
+        if indices.min() < 0:
+            context.report_error("indices_has_only_positive_elements was not true.")
+            raise KernelError("gather index out of bounds")
+        if indices.max() >= data.axis_size and data.check_bounds:
+            if params.type == T.STRING:
+                context.report_error("pos < num_strings was not true.")
+            raise KernelError("gather index out of bounds")
+    if out.size == 0:
+        return
+    source = params.data.reshape(data.params_shape)
+    if data.row_base is None:
+        np.take(
+            source,
+            as_indices(indices.reshape(data.indices_shape)),
+            axis=1,
+            out=out.reshape(data.output_shape),
+            mode="clip",
+        )
+    else:
+        rows = as_indices(data.row_base + indices.reshape(data.indices_shape))
+        np.take(source, rows, axis=0, out=out.reshape(data.output_shape), mode="clip")
+
+
+def gather_invoke(context, node):
+    data = node.user_data
+    if not data.noop:
+        _gather(context, node, data)
+
+
+register_builtin(Op.GATHER, (1, 8), types=_GATHER_TYPES, prepare=gather_prepare, invoke=gather_invoke)

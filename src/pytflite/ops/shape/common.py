@@ -1,0 +1,114 @@
+"""What the shape kernels share: the element types they accept, TFLite's type numbering for its
+messages, reading shape/axis tensors, typing and writing outputs, the plain-copy invoke, the int64
+element count, and DynamicShapeData (an output shape known in prepare or only at invoke)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...core.types import TensorType
+from ...errors import ensure, ensure_eq
+
+T = TensorType
+
+# Element types whose width is 8, 16, 32 or 64 bits: what TFLite's copy kernels switch on.
+_SIZED = (
+    T.FLOAT32,
+    T.FLOAT16,
+    T.BFLOAT16,
+    T.FLOAT64,
+    T.COMPLEX64,
+    T.INT8,
+    T.UINT8,
+    T.INT16,
+    T.UINT16,
+    T.INT32,
+    T.UINT32,
+    T.INT64,
+    T.UINT64,
+    T.BOOL,
+    T.FLOAT8_E4M3FN,
+    T.FLOAT8_E5M2,
+)
+_INDEX = (T.INT32, T.INT64)
+
+# TfLiteType's numbering, for the few messages where TFLite prints a type as a number.
+_C_TYPE_NUMBER = {
+    T.FLOAT32: 1,
+    T.INT32: 2,
+    T.UINT8: 3,
+    T.INT64: 4,
+    T.STRING: 5,
+    T.BOOL: 6,
+    T.INT16: 7,
+    T.COMPLEX64: 8,
+    T.INT8: 9,
+    T.FLOAT16: 10,
+    T.FLOAT64: 11,
+    T.COMPLEX128: 12,
+    T.UINT64: 13,
+    T.RESOURCE: 14,
+    T.VARIANT: 15,
+    T.UINT32: 16,
+    T.UINT16: 17,
+    T.INT4: 18,
+    T.BFLOAT16: 19,
+    T.INT2: 20,
+    T.UINT4: 21,
+    T.FLOAT8_E4M3FN: 22,
+    T.FLOAT8_E5M2: 23,
+}
+
+
+def _set_persistent_ro(context, tensor, shape: Sequence[int]) -> None:
+    """An output written in prepare and constant afterwards, so that downstream kernels can read it
+    in their prepare (SetTensorToPersistentRo)."""
+    context.set_tensor_to_persistent_ro(tensor)
+    context.resize_tensor(tensor, shape)
+
+
+def _set_type(tensor, tensor_type: TensorType) -> None:
+    """Give an output the type the kernel produces, as TFLite kernels do (`output->type = ...`)."""
+    if tensor.type != tensor_type:
+        tensor.type = tensor_type
+        tensor.data = None  # memory of the old type is dropped; the following resize gives new memory
+
+
+def _ensure_same_quantization(source, output, op: str) -> None:
+    ensure_eq(source.params.scale, output.params.scale, f"{op} input/output scale")
+    ensure_eq(source.params.zero_point, output.params.zero_point, f"{op} input/output zero point")
+
+
+def _values(tensor) -> list[int]:
+    """The integer values of a shape/axis/multiples tensor."""
+    return [int(v) for v in tensor.data.reshape(-1).tolist()]
+
+
+def _scalar_value(tensor) -> int:
+    """The first element of an int32 or int64 axis tensor (TFLite reads element 0)."""
+    values = _values(tensor)
+    ensure(len(values) > 0, "axis tensor is empty")
+    return values[0]
+
+
+def _copy(context, node) -> None:
+    """Invoke for a kernel whose output holds the input's elements in the same order."""
+    tensors = context.tensors
+    out = tensors[node.outputs[0]].data
+    np.copyto(out, tensors[node.inputs[0]].data.reshape(out.shape))
+
+
+def _prod64(dims) -> int:
+    """int(np.prod(dims, dtype=np.int64)) without NumPy's per-call cost (which prepare pays at every
+    WHILE iteration that re-prepares a RESHAPE); NumPy's wrap-around is kept for overflowing products."""
+    product = math.prod(dims)
+    return product if -(2**63) <= product < 2**63 else int(np.prod(dims, dtype=np.int64))
+
+
+@dataclass(frozen=True)
+class DynamicShapeData:
+    dynamic: bool  # the output shape is computed from a runtime tensor at each invoke

@@ -1,0 +1,167 @@
+"""CONCATENATION: inputs joined along an axis; uint8 inputs quantized unlike the output are requantized
+through a 256-entry table each (ConcatenationWithScaling)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...core.types import BuiltinOperator
+from ...errors import ensure, ensure_eq, ensure_type, ensure_types_eq
+from ...model.options import ActivationFunctionType
+from ..common import check_arity, input_tensor, is_constant, output_tensor
+from ..registry import register_builtin
+from .common import T, _prod64, _set_persistent_ro
+
+_CONCATENATION_TYPES = (
+    T.FLOAT32,
+    T.FLOAT16,
+    T.BFLOAT16,
+    T.UINT8,
+    T.INT8,
+    T.INT16,
+    T.INT32,
+    T.INT64,
+    T.BOOL,
+    T.UINT32,
+)
+
+
+@dataclass(frozen=True)
+class ConcatenationData:
+    axis: int
+    inputs: tuple[int, ...]  # the inputs with elements: empty ones add nothing
+    folded: bool  # the output was written in prepare
+    # uint8 inputs whose quantization differs from the output's: (input, output region, 256-entry
+    # requantization table) for every nonempty input, in order; None when every input is copied as is
+    rescaled: tuple[tuple[int, tuple, np.ndarray | None], ...] | None = None
+
+
+def _concatenate(context, node) -> None:
+    tensors = context.tensors
+    data = node.user_data
+    if data.rescaled is not None:
+        out = tensors[node.outputs[0]].data
+        for index, region, table in data.rescaled:
+            if table is None:
+                out[region] = tensors[index].data
+            else:
+                out[region] = table[tensors[index].data]
+    elif data.inputs:
+        np.concatenate(
+            [tensors[i].data for i in data.inputs], axis=data.axis, out=tensors[node.outputs[0]].data
+        )
+
+
+def _uint8_rescale_table(source, output) -> np.ndarray:
+    """TFLite's ConcatenationWithScaling for one uint8 input, over every input value: in float32,
+    round(q * scale + bias) + output zero point, with scale = input scale * (1 / output scale) and
+    bias = -input zero point * scale, rounded half away from zero and clamped to [0, 255]."""
+    f32 = np.float32
+    scale = f32(source.params.scale) * (f32(1) / f32(output.params.scale))
+    bias = f32(-source.params.zero_point) * scale
+    values = np.arange(256, dtype=np.float32) * scale + bias
+    whole = np.trunc(values)
+    rounded = whole + np.where(np.abs(values - whole) >= f32(0.5), np.sign(values), f32(0))
+    return np.clip(rounded.astype(np.int64) + output.params.zero_point, 0, 255).astype(np.uint8)
+
+
+def _concatenation_rescaling(inputs, node_inputs, output, axis: int):
+    """The per-input copy plan of a uint8 concatenation when some input needs requantizing, else None."""
+    if output.type != T.UINT8 or all(
+        t.params.scale == output.params.scale and t.params.zero_point == output.params.zero_point
+        for t in inputs
+    ):
+        return None
+    plan, begin = [], 0
+    for index, t in zip(node_inputs, inputs):
+        size = t.shape[axis]
+        if size > 0:
+            same = t.params.scale == output.params.scale and t.params.zero_point == output.params.zero_point
+            region = (slice(None),) * axis + (slice(begin, begin + size),)
+            plan.append((index, region, None if same else _uint8_rescale_table(t, output)))
+        begin += size
+    return tuple(plan)
+
+
+def concatenation_prepare(context, node):
+    options = node.builtin_data
+    ensure(len(node.inputs) >= 1, "CONCATENATION needs at least one input")
+    check_arity(node, len(node.inputs))
+    inputs = [input_tensor(context, node, i) for i in range(len(node.inputs))]
+    first, output = inputs[0], output_tensor(context, node)
+    rank = len(first.shape)
+    axis = options.axis + rank if options.axis < 0 else options.axis
+    ensure(axis >= 0, "axis >= 0 was not true.")
+    ensure(
+        axis < rank or (rank == 0 and axis == 0),
+        "axis < t0->dims->size || (t0->dims->size == 0 && axis == 0) was not true.",
+    )
+    ensure_eq(
+        ActivationFunctionType(options.fused_activation_function).name,
+        "NONE",
+        "CONCATENATION fused activation",
+    )
+    ensure_type(first, _CONCATENATION_TYPES, "input", "CONCATENATION")
+    all_constant = all(is_constant(t) for t in inputs)
+    if all_constant and rank == 0:  # constant scalars make a vector, copied without requantizing
+        for t in inputs[1:]:
+            ensure_eq(len(t.shape), 0, "CONCATENATION input rank")
+            ensure_types_eq(t, first, "CONCATENATION input types")
+        ensure_types_eq(output, first, "CONCATENATION output/input types")
+        _set_persistent_ro(context, output, (len(inputs),))
+        node.user_data = ConcatenationData(0, (), folded=True)
+        np.copyto(output.data, [t.data.reshape(()) for t in inputs])
+        return
+    ensure(rank > 0, "t0->dims->size > 0 was not true.")
+    total = first.shape[axis]
+    for t in inputs[1:]:
+        ensure_eq(len(t.shape), rank, "CONCATENATION input rank")
+        ensure_types_eq(t, first, "CONCATENATION input types")
+        for d in range(rank):
+            if d == axis:
+                total += t.shape[d]
+            else:
+                ensure_eq(t.shape[d], first.shape[d], f"CONCATENATION input dimension {d}")
+    shape = (*first.shape[:axis], total, *first.shape[axis + 1 :])
+    ensure_types_eq(output, first, "CONCATENATION output/input types")
+    if first.type == T.INT8:  # uint8 inputs are requantized; int8 ones must not need it
+        for t in inputs:
+            ensure_eq(t.params.scale, output.params.scale, f"CONCATENATION input {t.index} / output scale")
+            ensure_eq(
+                t.params.zero_point,
+                output.params.zero_point,
+                f"CONCATENATION input {t.index} / output zero point",
+            )
+    if first.type == T.INT16:
+        for t in inputs:
+            ensure_eq(t.params.zero_point, 0, "CONCATENATION int16 input zero point")
+        ensure_eq(output.params.zero_point, 0, "CONCATENATION int16 output zero point")
+    nonempty = tuple(i for i, t in zip(node.inputs, inputs) if t.shape[axis] > 0)
+    empty = _prod64(shape) == 0
+    node.user_data = ConcatenationData(
+        axis,
+        () if empty else nonempty,
+        all_constant,
+        None if empty else _concatenation_rescaling(inputs, node.inputs, output, axis),
+    )
+    if all_constant:
+        _set_persistent_ro(context, output, shape)
+        _concatenate(context, node)
+    else:
+        context.resize_tensor(output, shape)
+
+
+def concatenation_invoke(context, node):
+    if not node.user_data.folded:
+        _concatenate(context, node)
+
+
+register_builtin(
+    BuiltinOperator.CONCATENATION,
+    (1, 7),
+    types=_CONCATENATION_TYPES,
+    prepare=concatenation_prepare,
+    invoke=concatenation_invoke,
+)

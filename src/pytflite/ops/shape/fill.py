@@ -1,0 +1,63 @@
+"""FILL: an output of the shape a dims tensor gives, every element the scalar value."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...core.types import BuiltinOperator
+from ...errors import KernelError, ensure_eq, ensure_type
+from ..common import check_arity, input_tensor, is_constant, output_tensor
+from ..registry import register_builtin
+from .common import (
+    _C_TYPE_NUMBER,
+    _INDEX,
+    _SIZED,
+    DynamicShapeData,
+    T,
+    _ensure_same_quantization,
+    _set_type,
+    _values,
+)
+
+_FILL_TYPES = (*_SIZED, T.STRING)
+
+
+def _fill_shape(dims) -> tuple[int, ...]:
+    shape = _values(dims)
+    if any(d < 0 for d in shape):
+        raise KernelError(f"Fill dimensions must be >= 0 got {_C_TYPE_NUMBER[dims.type]}")
+    return tuple(shape)
+
+
+def fill_prepare(context, node):
+    check_arity(node, 2)
+    dims, value, output = (
+        input_tensor(context, node, 0),
+        input_tensor(context, node, 1),
+        output_tensor(context, node),
+    )
+    ensure_eq(len(dims.shape), 1, "FILL dims rank")
+    ensure_type(dims, _INDEX, "dims", "FILL")
+    ensure_eq(len(value.shape), 0, "FILL value rank")
+    ensure_type(value, _FILL_TYPES, "value", "FILL")
+    _set_type(output, value.type)
+    _ensure_same_quantization(value, output, "FILL")
+    if value.type == T.INT16:
+        ensure_eq(value.params.zero_point, 0, "FILL int16 value zero point")
+    if is_constant(dims):
+        node.user_data = DynamicShapeData(False)
+        context.resize_tensor(output, _fill_shape(dims))
+    else:
+        node.user_data = DynamicShapeData(True)
+        context.set_tensor_to_dynamic(output)
+
+
+def fill_invoke(context, node):
+    tensors = context.tensors
+    output = tensors[node.outputs[0]]
+    if node.user_data.dynamic:
+        context.resize_tensor(output, _fill_shape(tensors[node.inputs[0]]))
+    np.copyto(output.data, tensors[node.inputs[1]].data)
+
+
+register_builtin(BuiltinOperator.FILL, (1, 5), types=_FILL_TYPES, prepare=fill_prepare, invoke=fill_invoke)

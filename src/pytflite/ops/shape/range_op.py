@@ -1,0 +1,72 @@
+"""RANGE: start, start + delta, ... up to limit, summed step by step as TFLite does."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...core.types import BuiltinOperator, type_name
+from ...errors import KernelError, ensure, ensure_eq, ensure_types_eq
+from ..common import check_arity, input_tensor, is_constant, output_tensor
+from ..registry import register_builtin
+from .common import DynamicShapeData, T, _set_type
+
+_RANGE_TYPES = (T.FLOAT32, T.INT32, T.INT64)
+
+
+def _range_size(start, limit, delta) -> int:
+    """The element count of [start, limit) by delta, computed as TFLite does for the element type."""
+    ensure(delta != 0, "!std::equal_to<T>()(delta, 0) was not true.")
+    ensure(
+        (start >= limit and delta < 0) or (start <= limit and delta > 0),
+        "(start >= limit && delta < 0) || (start <= limit && delta > 0) was not true.",
+    )
+    if isinstance(start, np.floating):
+        with np.errstate(all="ignore"):
+            size = np.ceil(np.abs((limit - start) / delta))
+        ensure(np.isfinite(size), f"RANGE: the element count {size} is not finite")
+        return int(size)
+    start, limit, delta = int(start), int(limit), int(delta)
+    return (abs(limit - start) + abs(delta) - 1) // abs(delta)
+
+
+def _range_fill(context, node) -> None:
+    tensors = context.tensors
+    start, limit, delta = (tensors[i].data.reshape(()) for i in node.inputs)
+    output = tensors[node.outputs[0]]
+    context.resize_tensor(output, (_range_size(start[()], limit[()], delta[()]),))
+    out = output.data
+    if out.size:
+        out[0] = start
+        out[1:] = delta
+        np.add.accumulate(out, out=out)  # TFLite adds delta step by step: the same float rounding
+
+
+def range_prepare(context, node):
+    check_arity(node, 3)
+    start, limit, delta = (input_tensor(context, node, i) for i in range(3))
+    output = output_tensor(context, node)
+    ensure_eq(len(start.shape), 0, "RANGE start rank")
+    ensure_eq(len(limit.shape), 0, "RANGE limit rank")
+    ensure_eq(len(delta.shape), 0, "RANGE delta rank")
+    if start.type not in _RANGE_TYPES:
+        raise KernelError(f"Unknown index output data type: {type_name(start.type)}")
+    ensure_types_eq(limit, start, "RANGE limit/start types")
+    ensure_types_eq(delta, start, "RANGE delta/start types")
+    _set_type(output, start.type)
+    if is_constant(start) and is_constant(limit) and is_constant(delta):
+        context.set_tensor_to_persistent_ro(output)
+        node.user_data = DynamicShapeData(False)
+        _range_fill(context, node)
+    else:
+        node.user_data = DynamicShapeData(True)
+        context.set_tensor_to_dynamic(output)
+
+
+def range_invoke(context, node):
+    if node.user_data.dynamic:
+        _range_fill(context, node)
+
+
+register_builtin(
+    BuiltinOperator.RANGE, (1, 2), types=_RANGE_TYPES, prepare=range_prepare, invoke=range_invoke
+)

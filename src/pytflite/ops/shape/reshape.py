@@ -1,0 +1,77 @@
+"""RESHAPE: the one -1 dimension resolved, the element counts checked; a computed shape is known only when
+the node runs (OUTPUT_SHAPE_NOT_KNOWN)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...core.types import BuiltinOperator, Status, TensorType
+from ...errors import KernelError, ensure, ensure_eq
+from ..common import ANY_TYPE, check_arity, input_tensor, is_constant, optional_input_tensor, output_tensor
+from ..registry import register_builtin
+from .common import _prod64
+
+
+@dataclass(frozen=True)
+class ReshapeData:
+    shape_known: bool
+
+
+def _requested_shape(context, node) -> list[int]:
+    shape_tensor = optional_input_tensor(context, node, 1)
+    if shape_tensor is not None and len(shape_tensor.shape) == 1 and shape_tensor.type == TensorType.INT32:
+        return [int(d) for d in shape_tensor.data]
+    requested = list(node.builtin_data.new_shape)
+    if requested == [0]:  # legacy converters wrote [0] for a scalar
+        requested = []
+    return requested
+
+
+def resolve_reshape(input_shape: tuple[int, ...], requested: list[int]) -> tuple[int, ...]:
+    """Fill in the one -1 dimension and check the element counts agree (reshape_utils)."""
+    count = _prod64(input_shape)
+    nonzero_count = _prod64([d for d in input_shape if d != 0])
+    stretch = [i for i, d in enumerate(requested) if d == -1]
+    ensure(len(stretch) <= 1, "Reshape: only one dimension may be -1")
+    ensure(
+        all(d >= 0 for i, d in enumerate(requested) if i not in stretch),
+        "output shape contains negative dimension",
+    )
+    shape = list(requested)
+    if stretch:
+        known = [d for i, d in enumerate(requested) if i != stretch[0]]
+        known_nonzero = _prod64([d for d in known if d != 0])
+        if count == 0 and _prod64(known) != 0:
+            shape[stretch[0]] = 0
+        else:
+            shape[stretch[0]] = nonzero_count // known_nonzero if known_nonzero else 0
+    total = _prod64(shape)
+    if total != count:
+        raise KernelError(f"num_input_elements != num_output_elements ({count} != {total})")
+    return tuple(shape)
+
+
+def reshape_prepare(context, node):
+    check_arity(node, (1, 2))
+    source, output = input_tensor(context, node, 0), output_tensor(context, node)
+    ensure_eq(source.type, output.type, "RESHAPE input/output type")
+    shape_tensor = optional_input_tensor(context, node, 1)
+    if shape_tensor is None or is_constant(shape_tensor):
+        node.user_data = ReshapeData(shape_known=True)
+        context.resize_tensor(output, resolve_reshape(source.shape, _requested_shape(context, node)))
+        return Status.OK
+    node.user_data = ReshapeData(shape_known=False)
+    return Status.OUTPUT_SHAPE_NOT_KNOWN
+
+
+def reshape_invoke(context, node):
+    source, output = input_tensor(context, node, 0), output_tensor(context, node)
+    if not node.user_data.shape_known:
+        context.set_tensor_to_dynamic(output)
+        context.resize_tensor(output, resolve_reshape(source.shape, _requested_shape(context, node)))
+    output.data[...] = source.data.reshape(output.data.shape)
+
+
+register_builtin(
+    BuiltinOperator.RESHAPE, (1, 1), types=ANY_TYPE, prepare=reshape_prepare, invoke=reshape_invoke
+)
