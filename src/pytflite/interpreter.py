@@ -24,7 +24,7 @@ from .core.delegate import Delegate
 from .core.node import OPTIONAL_TENSOR
 from .core.packed import PACKED_TYPES, pack_into, unpack_packed
 from .core.quantization import AffineQuantization, BlockwiseQuantization
-from .core.subgraph import DelegatePartition, MemoryReport, Subgraph, SubgraphState
+from .core.subgraph import DelegatePartition, MemoryReport, Subgraph
 from .core.tensor import Tensor
 from .core.types import (
     NON_POD_TYPES,
@@ -457,18 +457,9 @@ def _out_of_memory_is_runtime_error(step: str):
 
 
 def _allocate(subgraph: Subgraph) -> None:
-    """allocate_tensors with the arena held to the interpreter's Limits.max_bytes."""
+    """allocate_tensors (the planner holds the arena to the interpreter's Limits.max_bytes)."""
     with _out_of_memory_is_runtime_error("allocate_tensors"):
         subgraph.allocate_tensors()
-    limits, planner = subgraph.limits, subgraph._planner
-    if limits is not None and planner is not None:
-        used = planner.arena_bytes + planner.persistent_bytes
-        if used > limits.max_bytes:
-            subgraph.state = SubgraphState.UNINVOKABLE
-            raise InterpreterError(
-                f"allocate_tensors: the arena needs {used} bytes, over the limit of {limits.max_bytes} bytes "
-                "(Limits.max_bytes)"
-            )
 
 
 def _check_tensor_index(subgraph: Subgraph, index: int) -> None:

@@ -349,3 +349,40 @@ def test_arena_over_the_limit_is_refused_at_allocate():
     roomy = load(b, limits=Limits(max_bytes=40000))
     roomy.resize_tensor_input(0, [1000])
     roomy.allocate_tensors()
+
+
+def test_the_arena_limit_holds_in_called_subgraphs_too():
+    """The planner of every subgraph holds its arena to Limits.max_bytes before growing it: an IF branch
+    whose tensors each pass the limit but together do not is refused when IF prepares it, the reason in
+    the error text; with room, that branch runs."""
+    b = ModelBuilder()
+    main = b.main
+    cond = main.add_input("cond", T.BOOL, [])
+    x = main.add_input("x", T.FLOAT32, [2, 3])
+    out = main.add_tensor("out", T.FLOAT32, [2, 3], shape_signature=[-1, 3])
+    main.add_output(out)
+    main.add_operator(Op.IF, [cond, x], [out], {"then_subgraph_index": 1, "else_subgraph_index": 2})
+    small = b.add_subgraph("small")
+    sx = small.add_input("x", T.FLOAT32, [2, 3])
+    doubled = small.add_tensor("doubled", T.FLOAT32, [2, 3])
+    small.add_operator(Op.ADD, [sx, sx], [doubled])
+    small.add_output(doubled)
+    large = b.add_subgraph("large")
+    lx = large.add_input("x", T.FLOAT32, [2, 3])
+    multiples = large.add_constant("multiples", np.array([300, 1], np.int32))
+    tiled = large.add_tensor("tiled", T.FLOAT32, [2, 3], shape_signature=[-1, 3])
+    large.add_operator(Op.TILE, [lx, multiples], [tiled])
+    total = large.add_tensor("total", T.FLOAT32, [2, 3], shape_signature=[-1, 3])
+    large.add_operator(Op.ADD, [tiled, tiled], [total])  # two 7,200-byte tensors alive at once
+    large.add_output(total)
+    tight = load(b, limits=Limits(max_bytes=8000))
+    with pytest.raises(
+        InterpreterError, match=r"the arena needs \d+ bytes, over the limit of 8000[\s\S]*\(IF\)"
+    ):
+        tight.allocate_tensors()
+    roomy = load(b, limits=Limits(max_bytes=40000))
+    roomy.allocate_tensors()
+    roomy.set_tensor(1, np.ones([2, 3], np.float32))
+    roomy.set_tensor(0, np.array(False))
+    roomy.invoke()
+    np.testing.assert_array_equal(roomy.get_tensor(out), np.full([600, 3], 2, np.float32))

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import InterpreterError
 from .node import OPTIONAL_TENSOR, Node
 from .tensor import Tensor
 from .types import AllocationType, storage_dtype, stored_shape
@@ -90,12 +91,19 @@ class _Arena:
         return True
 
 
+class ArenaLimitError(InterpreterError):
+    """The arena would grow past Limits.max_bytes (raised before it grows)."""
+
+
 class ArenaPlanner:
     """Plans lifetimes over an execution plan and places ArenaRw / ArenaRwPersistent tensors."""
 
-    def __init__(self, tensors: list[Tensor], preserve_all_tensors: bool = False):
+    def __init__(
+        self, tensors: list[Tensor], preserve_all_tensors: bool = False, max_bytes: int | None = None
+    ):
         self.tensors = tensors
         self.preserve_all_tensors = preserve_all_tensors
+        self.max_bytes = max_bytes  # Limits.max_bytes: both arenas together, checked before they grow
         self.first: list[int] = []
         self.last: list[int] = []
         self.allocations: dict[int, _Allocation] = {}
@@ -219,6 +227,12 @@ class ArenaPlanner:
                     self.allocations[t] = self.rw.allocate(t, tensor.bytes, self.first[t], self.last[t])
                 else:
                     self.allocations[t] = self.persistent.allocate(t, tensor.bytes, self.first[t], UNASSIGNED)
+        needed = self.rw.high_water + self.persistent.high_water
+        if self.max_bytes is not None and needed > self.max_bytes:
+            raise ArenaLimitError(
+                f"allocate_tensors: the arena needs {needed} bytes, over the limit of {self.max_bytes} bytes "
+                "(Limits.max_bytes)"
+            )
         moved = self.rw.commit() | self.persistent.commit()
         # A full allocation (or a moved buffer) binds every placement that needs it; a lazy one during
         # invoke (after a dynamic resize) only the tensors of its range that were placed or resized.

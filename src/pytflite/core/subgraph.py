@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import numpy as np
 
 from ..errors import ErrorReporter, InterpreterError, KernelError
-from .arena import ArenaPlanner
+from .arena import ArenaLimitError, ArenaPlanner
 from .context import Context
 from .delegate import DelegateFlags
 from .node import OPTIONAL_TENSOR, DelegateParams, Node, Registration, is_unresolved_custom_op
@@ -330,9 +330,13 @@ class Subgraph:
         self._next_to_prepare = last + 1
         plan_nodes = self._plan_nodes()
         if self._planner is None:
-            self._planner = ArenaPlanner(self.tensors, self.preserve_all_tensors)
+            max_bytes = None if self.limits is None else self.limits.max_bytes
+            self._planner = ArenaPlanner(self.tensors, self.preserve_all_tensors, max_bytes)
             self._planner.plan_allocations(plan_nodes, self.inputs, self.outputs, self.variables)
-        self._planner.execute_allocations(self._next_to_allocate, last, plan_nodes)
+        try:
+            self._planner.execute_allocations(self._next_to_allocate, last, plan_nodes)
+        except ArenaLimitError as error:  # reported, so a calling subgraph's error text says why
+            self._fail(str(error))
         self._next_to_allocate = last + 1
 
     def _prepare_ops_starting_at(
