@@ -87,7 +87,15 @@ class Tensor:
 
     @property
     def is_constant(self) -> bool:
+        """A constant of the model (TFLite's IsConstantTensor: kTfLiteMmapRo)."""
         return self.allocation_type == AllocationType.MMAP_RO
+
+    @property
+    def is_constant_or_persistent(self) -> bool:
+        """Known at prepare time: a model constant, or an output a kernel computed in prepare
+        (TFLite's IsConstantOrPersistentTensor: kTfLiteMmapRo or kTfLitePersistentRo). What kernels
+        test before reading a tensor's values in prepare."""
+        return self.allocation_type in (AllocationType.MMAP_RO, AllocationType.PERSISTENT_RO)
 
     @property
     def is_dynamic(self) -> bool:

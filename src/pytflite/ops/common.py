@@ -142,11 +142,6 @@ def ensure_same_quantization(source, output) -> None:
         ensure(source.params.zero_point == 0, f"int16 zero_point {source.params.zero_point} != 0")
 
 
-def is_constant(tensor: Tensor) -> bool:
-    """Known at prepare time: a model constant, or an output a kernel computed in prepare."""
-    return tensor.allocation_type in (AllocationType.MMAP_RO, AllocationType.PERSISTENT_RO)
-
-
 # Integer types np.take, np.put, np.repeat and np.choose refuse as indices: they cast indices to np.intp
 # only when the cast is safe, and np.intp is int32 on 32-bit NumPy (Pyodide's wasm32, armv7, i386).
 _NOT_INTP_SAFE = frozenset(

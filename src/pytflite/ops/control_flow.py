@@ -19,7 +19,7 @@ from ..core.subgraph import Subgraph, SubgraphState
 from ..core.tensor import Tensor
 from ..core.types import AllocationType, BuiltinOperator, TensorType
 from ..errors import ensure, ensure_eq
-from .common import ANY_TYPE, input_tensor, is_constant
+from .common import ANY_TYPE, input_tensor
 from .registry import register_builtin
 
 # --- calling a subgraph ------------------------------------------------------------------------------
@@ -45,7 +45,7 @@ def prepare_call(target: Subgraph, sources: Sequence[Tensor | None], role: str) 
             f"{role} subgraph input {position} is {tensor.type.name}, the value passed is {source.type.name}",
         )
         ensure(
-            not is_constant(tensor),
+            not tensor.is_constant_or_persistent,
             f"{role} subgraph input {position} is a constant tensor, it cannot receive a value",
         )
         first = target.inputs.index(index)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..core.sparsity import densify
 from ..core.types import BuiltinOperator, TensorType
 from ..errors import ensure, ensure_type
-from .common import check_arity, input_tensor, is_constant, output_tensor
+from .common import check_arity, input_tensor, output_tensor
 from .registry import register_builtin
 
 _TYPES = (TensorType.FLOAT32, TensorType.FLOAT16, TensorType.INT8)
@@ -19,7 +19,7 @@ def densify_prepare(context, node):
     check_arity(node, 1)
     source, output = input_tensor(context, node, 0), output_tensor(context, node)
     ensure_type(source, _TYPES, "input", "DENSIFY")
-    ensure(is_constant(source), "DENSIFY input must be a constant tensor")
+    ensure(source.is_constant_or_persistent, "DENSIFY input must be a constant tensor")
     ensure(source.sparsity is not None, "DENSIFY input has no sparsity parameters")
     output.type = source.type
     context.set_tensor_to_persistent_ro(output)

@@ -56,7 +56,6 @@ from .common import (
     activation_clamp,
     check_arity,
     input_tensor,
-    is_constant,
     optional_input_tensor,
     output_tensor,
 )
@@ -295,7 +294,7 @@ def _valid_sparsity(sparsity: SparsityParameters, batch: int, depth: int, units:
 
 
 def _densify_float_weights(weights, batch, depth, units, optimized: bool) -> np.ndarray:
-    ensure(is_constant(weights), "FULLY_CONNECTED sparse weights must be a constant tensor")
+    ensure(weights.is_constant_or_persistent, "FULLY_CONNECTED sparse weights must be a constant tensor")
     sparsity = weights.sparsity
     if optimized:
         unsupported = "Unsupported sparse fully-connected weight format."
@@ -307,7 +306,7 @@ def _densify_float_weights(weights, batch, depth, units, optimized: bool) -> np.
 
 def _densify_int8_weights(weights, batch, depth, units) -> np.ndarray:
     """int8 sparse weights of an int8 FULLY_CONNECTED: TFLite's 1x16 block kernel only."""
-    ensure(is_constant(weights), "FULLY_CONNECTED sparse weights must be a constant tensor")
+    ensure(weights.is_constant_or_persistent, "FULLY_CONNECTED sparse weights must be a constant tensor")
     ensure(
         weights.params.zero_point == 0,
         "Quantized and sparse fully-connected format supports symmetric weight quantization only.",
@@ -400,7 +399,7 @@ def _quantized_fc_kernel(source, weights, bias, output, options, optimized, batc
         constant = True
     else:
         values = None
-        constant = is_constant(weights)
+        constant = weights.is_constant_or_persistent
         if constant:
             values = _weight_values(weights)
 
@@ -408,7 +407,7 @@ def _quantized_fc_kernel(source, weights, bias, output, options, optimized, batc
     float_type = exact_float_type(products)
     if bias is None:
         bias_bound = 0
-    elif is_constant(bias):
+    elif bias.is_constant_or_persistent:
         bias_bound = int(np.max(np.abs(bias.data.astype(np.int64)), initial=0))
     else:
         bias_bound = _INT32_LIMIT
@@ -503,7 +502,7 @@ def _hybrid_fc_kernel(source, weights, bias, options, batch, depth, optimized, x
     four_bit = (
         optimized
         and weights.type == T.INT4
-        and is_constant(weights)
+        and weights.is_constant_or_persistent
         and batch > 0
         and depth % 2 == 0
         and units >= 4
@@ -525,14 +524,14 @@ def _hybrid_fc_kernel(source, weights, bias, options, batch, depth, optimized, x
     sparse = weights.sparsity is not None
     if sparse:
         ensure(weights.type == T.INT8, "Sparse hybrid FULLY_CONNECTED weights must be INT8")
-        ensure(is_constant(weights), "FULLY_CONNECTED sparse weights must be a constant tensor")
+        ensure(weights.is_constant_or_persistent, "FULLY_CONNECTED sparse weights must be a constant tensor")
         sparsity = weights.sparsity
         ensure(
             _supported_sparsity(sparsity) and _canonical(sparsity, 16),
             "Unsupported sparse fully-connected weight format.",
         )
         values = densify(weights.data.reshape(-1), weights.shape, sparsity)
-    elif is_constant(weights):
+    elif weights.is_constant_or_persistent:
         values = _hybrid_weight_values(weights)
     else:
         values = None
@@ -806,7 +805,7 @@ def _hybrid_matmul_kernel(lhs, rhs, options, output_shape, x86: bool) -> Kernel:
         weights = np.ascontiguousarray(b if options.adj_y else b.swapaxes(-1, -2)).reshape(folded_rhs)
         return weights.astype(float_type).swapaxes(-1, -2), weight_row_sums(weights.reshape(-1, depth), x86)
 
-    fixed = prepared(rhs.data) if is_constant(rhs) else None
+    fixed = prepared(rhs.data) if rhs.is_constant_or_persistent else None
     # TFLite sums the weight columns on the first invoke after prepare only (stale if rhs changes)
     sums = [None if fixed is None else fixed[1]]
 

@@ -41,7 +41,7 @@ from ..core.packed import PACKED_TYPES, pack_into, unpack_packed
 from ..core.quantization import AffineQuantization
 from ..core.types import BuiltinOperator, TensorType, storage_dtype, type_name
 from ..errors import KernelError, ensure, ensure_eq, ensure_type
-from .common import check_arity, input_tensor, is_constant, output_tensor
+from .common import check_arity, input_tensor, output_tensor
 from .quant.fixed_point import (
     INT32_MIN,
     float_to_int32,
@@ -157,7 +157,7 @@ def dequantize_prepare(optimized: bool):
         if output.type != TensorType.FLOAT32:
             raise KernelError(f"DEQUANTIZE output type: {type_name(output.type)} != FLOAT32")
         compute = _dequantize_compute(source, optimized)
-        constant = is_constant(source)
+        constant = source.is_constant_or_persistent
         if constant:
             context.set_tensor_to_persistent_ro(output)  # memory of its own, outside the arena
         context.resize_tensor(output, source.shape)

@@ -31,7 +31,7 @@ import numpy as np
 
 from ..core.types import AllocationType, BuiltinOperator, TensorType, type_name
 from ..errors import KernelError, ensure, ensure_eq, ensure_type, ensure_types_eq
-from .common import check_arity, ensure_same_quantization, input_tensor, is_constant, output_tensor
+from .common import check_arity, ensure_same_quantization, input_tensor, output_tensor
 from .quant.fixed_point import (
     float_to_int32,
     multiply_by_quantized_multiplier,
@@ -528,7 +528,7 @@ def arg_extreme(op_name: str, is_max: bool):
             f"{op_name} output type {type_name(output.type)} != output_type option {type_name(index_type)}",
         )
         ensure(len(source.shape) >= 1, f"{op_name} input must have at least one dimension")
-        if not is_constant(axis):
+        if not axis.is_constant_or_persistent:
             node.user_data = None
             context.set_tensor_to_dynamic(output)
             return
@@ -606,7 +606,9 @@ def cumsum_prepare(context, node):
     ensure_type(axis, TensorType.INT32, "axis", "CUMSUM")
     _ensure_single_axis(axis, "CUMSUM")
     ensure(len(source.shape) >= 1, "CUMSUM input must have at least one dimension")
-    node.user_data = _cumsum_plan(node, tuple(source.shape), axis.data) if is_constant(axis) else None
+    node.user_data = (
+        _cumsum_plan(node, tuple(source.shape), axis.data) if axis.is_constant_or_persistent else None
+    )
     context.resize_tensor(output, source.shape)
 
 
@@ -679,7 +681,7 @@ def topk_prepare(context, node):
         f"Output index type {type_name(indices.type)} is currently not supported by TopK.",
     )
     ensure(len(source.shape) >= 1, "TopK k input must have 1 or more dimensions.")
-    if is_constant(k_tensor) and -1 not in source.shape_signature:
+    if k_tensor.is_constant_or_persistent and -1 not in source.shape_signature:
         node.user_data = plan = _topk_plan(source, int(k_tensor.data.reshape(-1)[0]), indices.dtype)
         context.resize_tensor(indices, plan.shape)
         context.resize_tensor(values, plan.shape)

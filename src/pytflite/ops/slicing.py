@@ -27,7 +27,6 @@ from .common import (
     check_arity,
     ensure_same_quantization,
     input_tensor,
-    is_constant,
     optional_input_tensor,
     output_tensor,
 )
@@ -99,7 +98,7 @@ def slice_prepare(context, node):
     _ensure_vector(size, "size", "SLICE")
     ensure_eq(num_elements(begin.shape), num_elements(size.shape), "SLICE begin/size element counts")
     ensure_eq(num_elements(begin.shape), len(source.shape), "SLICE begin element count vs input rank")
-    if not (is_constant(begin) and is_constant(size)):
+    if not (begin.is_constant_or_persistent and size.is_constant_or_persistent):
         node.user_data = None
         context.set_tensor_to_dynamic(output)
         return
@@ -329,19 +328,25 @@ def strided_slice_prepare(context, node):
     options = node.builtin_data
     # With `offset` the shape needs only end (sizes) and strides. TFLite then reads end in prepare even
     # when it is computed (and crashes); a computed end makes the output dynamic here.
-    shape_known = is_constant(strides) and is_constant(end) and (options.offset or is_constant(begin))
+    shape_known = (
+        strides.is_constant_or_persistent
+        and end.is_constant_or_persistent
+        and (options.offset or begin.is_constant_or_persistent)
+    )
     if not shape_known:
         node.user_data = StridedSliceData(None)
         context.set_tensor_to_dynamic(output)
         return
     values = _strided_inputs(context, node)
-    if not is_constant(begin):  # offset mode: the shape does not depend on begin, known only at invoke
+    if (
+        not begin.is_constant_or_persistent
+    ):  # offset mode: the shape does not depend on begin, known only at invoke
         values[0] = [0] * num_elements(begin.shape)
     out_shape = strided_slice_shape(source.shape, *values, options)
-    indices_known = is_constant(begin) and is_constant(end)
+    indices_known = begin.is_constant_or_persistent and end.is_constant_or_persistent
     plan = plan_strided_slice(source.shape, *values, options, out_shape) if indices_known else None
     node.user_data = StridedSliceData(plan)
-    if indices_known and is_constant(source):
+    if indices_known and source.is_constant_or_persistent:
         # A constant result: computed now, read-only afterwards (TFLite's SetTensorToPersistentRo).
         context.set_tensor_to_persistent_ro(output)
         context.resize_tensor(output, out_shape)
@@ -471,7 +476,7 @@ def pad_prepare(context, node):
     rank = len(source.shape)
     ensure(rank <= _PAD_MAX_RANK, f"{op_name} supports up to {_PAD_MAX_RANK} dimensions, got {rank}")
     value = _pad_value(source, output, constant)
-    if not is_constant(paddings):
+    if not paddings.is_constant_or_persistent:
         _padding_pairs_shape_check(paddings, rank, op_name)
         node.user_data = PadData(None, value)
         context.set_tensor_to_dynamic(output)
@@ -570,7 +575,7 @@ def mirror_pad_prepare(context, node):
     _padding_pairs_shape_check(paddings, len(source.shape), "MIRROR_PAD")
     if source.type in _QUANTIZED:
         ensure_same_quantization(source, output)
-    if not is_constant(paddings):
+    if not paddings.is_constant_or_persistent:
         node.user_data = None
         context.set_tensor_to_dynamic(output)
         return
@@ -636,7 +641,9 @@ def dynamic_update_slice_prepare(context, node):
         all(u <= d for u, d in zip(update.shape, operand.shape)),
         f"DYNAMIC_UPDATE_SLICE update shape {list(update.shape)} exceeds operand shape {list(operand.shape)}",
     )
-    node.user_data = plan_update(operand.shape, update.shape, _ints(starts)) if is_constant(starts) else None
+    node.user_data = (
+        plan_update(operand.shape, update.shape, _ints(starts)) if starts.is_constant_or_persistent else None
+    )
     context.resize_tensor(output, operand.shape)
 
 
@@ -701,7 +708,9 @@ def reverse_sequence_prepare(context, node):
     ensure(seq_dim != batch_dim, "ReverseSequence: seq_dim and batch_dim must differ")
     ensure_eq(lengths.shape[0], source.shape[batch_dim], "REVERSE_SEQUENCE seq_lengths size vs batch size")
     node.user_data = (
-        plan_reverse_sequence(source.shape, lengths.data, seq_dim) if is_constant(lengths) else None
+        plan_reverse_sequence(source.shape, lengths.data, seq_dim)
+        if lengths.is_constant_or_persistent
+        else None
     )
     context.resize_tensor(output, source.shape)
 

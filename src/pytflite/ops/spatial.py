@@ -34,7 +34,7 @@ import numpy as np
 
 from ..core.types import BuiltinOperator, TensorType
 from ..errors import KernelError, ensure, ensure_eq, ensure_type, ensure_types_eq
-from .common import check_arity, input_tensor, is_constant, output_tensor
+from .common import check_arity, input_tensor, output_tensor
 from .registry import register_builtin
 
 T = TensorType
@@ -350,7 +350,7 @@ def _resize_prepare(op_name: str, types, make_plan, reference: bool):
     def prepare(context, node):
         source, size, output = _resize_common_prepare(context, node, op_name, types)
         node.user_data = data = ResizeData(reference)
-        if not is_constant(size):
+        if not size.is_constant_or_persistent:
             context.set_tensor_to_dynamic(output)
             return
         options = node.builtin_data
@@ -574,7 +574,7 @@ def _batch_space_prepare(op_name: str, make_plan):
             ensure_eq(source.params.zero_point, 0, f"{op_name} int16 input zero_point")
         for tensor, role in ((block_tensor, "block_shape"), (pads_tensor, "crops/paddings")):
             ensure_type(tensor, T.INT32, role, op_name)
-        if not (is_constant(block_tensor) and is_constant(pads_tensor)):
+        if not (block_tensor.is_constant_or_persistent and pads_tensor.is_constant_or_persistent):
             node.user_data = BatchSpaceData(None)
             context.set_tensor_to_dynamic(output)
             return

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..core.types import BuiltinOperator, TensorType
 from ..errors import ensure, ensure_eq, ensure_type
-from .common import check_arity, input_tensor, is_constant, output_tensor
+from .common import check_arity, input_tensor, output_tensor
 from .registry import register_builtin
 
 _COMPLEX = (TensorType.COMPLEX64, TensorType.COMPLEX128)
@@ -58,7 +58,7 @@ def rfft2d_prepare(context, node):
     ensure_eq(fft_length.shape[0], 2, "RFFT2D fft_length size")
     ensure_type(fft_length, TensorType.INT32, "fft_length", "RFFT2D")
     ensure_type(output, TensorType.COMPLEX64, "output", "RFFT2D")
-    if not is_constant(fft_length):
+    if not fft_length.is_constant_or_persistent:
         node.user_data = Rfft2dData(None)
         context.set_tensor_to_dynamic(output)
         return

@@ -10,7 +10,7 @@ import numpy as np
 
 from ...core.types import BuiltinOperator, TensorType
 from ...errors import ensure, ensure_type, ensure_types_eq
-from ..common import broadcast_shape, check_arity, clip, input_tensor, is_constant, output_tensor
+from ..common import broadcast_shape, check_arity, clip, input_tensor, output_tensor
 from ..quant.fixed_point import multiply_by_quantized_multiplier, wrap
 from ..quant.lut import every_value
 from ..registry import register_builtin
@@ -40,7 +40,7 @@ def prelu_prepare(context, node):
     if source.type != TensorType.FLOAT32:
         node.user_data = _prelu_quantized(source, alpha, output, shape)
         return
-    known = alpha.data if is_constant(alpha) else None
+    known = alpha.data if alpha.is_constant_or_persistent else None
     expanded = None
     if known is not None and math.prod(shape) <= _EXPANDED_LIMIT:
         expanded = np.broadcast_to(known, shape).copy()
@@ -93,7 +93,9 @@ def _prelu_quantized(source, alpha, output, shape) -> AlphaData:
     dtype = _DTYPES[source.type]
     values = every_value(dtype)
     if source.type == _I16:
-        distinct, slots = np.unique(alpha.data, return_inverse=True) if is_constant(alpha) else (None, None)
+        distinct, slots = (
+            np.unique(alpha.data, return_inverse=True) if alpha.is_constant_or_persistent else (None, None)
+        )
         if distinct is None or distinct.size > _PRELU_INT16_TABLES:
 
             def compute(x, a, out):
@@ -113,7 +115,7 @@ def _prelu_quantized(source, alpha, output, shape) -> AlphaData:
     shift = int(np.iinfo(dtype).min)
     table = np.roll(by_alpha_then_x, (shift, shift), axis=(0, 1)).reshape(-1).astype(dtype)
     alpha_index = None
-    if is_constant(alpha):
+    if alpha.is_constant_or_persistent:
         alpha_index = np.broadcast_to(alpha.data.view(np.uint8).astype(np.int32) << 8, shape).copy()
     return AlphaData(alpha_index, _prelu_bytes(table))
 

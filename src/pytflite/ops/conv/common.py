@@ -11,7 +11,7 @@ from ...core.quantization import AffineQuantization
 from ...core.types import TensorType
 from ...errors import KernelError, ensure, ensure_eq, ensure_type
 from ...model.options import ActivationFunctionType
-from ..common import is_constant, reject_quantized_or_hybrid
+from ..common import reject_quantized_or_hybrid
 from ..quant import fixed_point as fp
 from ..quant.hybrid_inputs import (
     quantize_rows_asymmetric,
@@ -45,7 +45,11 @@ def _positive(values: Sequence[int], what: str) -> None:
 
 
 def _constant_data(tensor) -> np.ndarray | None:
-    return tensor.data if tensor is not None and is_constant(tensor) and tensor.data is not None else None
+    return (
+        tensor.data
+        if tensor is not None and tensor.is_constant_or_persistent and tensor.data is not None
+        else None
+    )
 
 
 def _bias_row(bias: np.ndarray, width: int) -> np.ndarray:

@@ -28,7 +28,6 @@ from ..common import (
     activation_clamp,
     check_arity,
     input_tensor,
-    is_constant,
     optional_input_tensor,
     output_tensor,
     scratch_tensor,
@@ -221,7 +220,7 @@ def _transpose_prepare(
     rows = pixels * state.taps
     temporaries = [state.scratch]
     float_type = _FLOAT_TYPES[state.dtype]
-    if is_constant(shape_tensor) and shape_tensor.data is not None:
+    if shape_tensor.is_constant_or_persistent and shape_tensor.data is not None:
         shape = _transpose_plan(state, source.shape, shape_tensor.data, gather=True)
         context.resize_tensor(output, shape)
         if quantized:

@@ -10,7 +10,7 @@ import numpy as np
 from ...core.types import BuiltinOperator, TensorType
 from ...errors import ensure, ensure_type, ensure_types_eq
 from ...model.options import ActivationFunctionType
-from ..common import clip, is_constant
+from ..common import clip
 from ..registry import register_builtin
 from .binary import BinaryOpData, _finish_prepare, _fold_constants, binary_invoke
 from .common import (
@@ -50,7 +50,7 @@ def _arithmetic_prepare(op_name: str, ufunc: np.ufunc, types: tuple[TensorType, 
         data = BinaryOpData(_widened(ufunc, first, second, shape), low, high)
         if op_name == "DIV" and kind == T.INT32:
             data = BinaryOpData(_int_divide(second, low, high, shape))
-        if op_name == "MUL" and is_constant(first) and is_constant(second):
+        if op_name == "MUL" and first.is_constant_or_persistent and second.is_constant_or_persistent:
             data = _fold_constants(context, node, output, shape, data)
         else:
             context.resize_tensor(output, shape)

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..common import clip, is_constant
+from ..common import clip
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ def _runner(context, node, data: BinaryOpData) -> Callable[[list, tuple, np.ndar
             tensor = tensors[node.inputs[i]]
             if tuple(tensor.shape) == shape:
                 continue
-            if is_constant(tensor) and tensor.data is not None:
+            if tensor.is_constant_or_persistent and tensor.data is not None:
                 constants[i] = np.ascontiguousarray(np.broadcast_to(tensor.data, shape))
             elif math.prod(tensor.shape) > 1:  # (a single value broadcasts at full speed)
                 buffers[i] = np.empty(shape, tensor.dtype)

@@ -6,7 +6,7 @@ import numpy as np
 
 from ...core.types import BuiltinOperator, type_name
 from ...errors import ensure
-from ..common import clip, is_constant
+from ..common import clip
 from ..registry import register_builtin
 from .binary import BinaryOpData, _finish_prepare, binary_invoke
 from .common import T, _binary_tensors, _output_shape
@@ -37,7 +37,7 @@ def _right_shift_prepare(context, node):
     # Shift counts are clamped to [0, bits - 1]; signed values shift arithmetically.
     dtype = first.dtype
     low, high = dtype.type(0), dtype.type(dtype.itemsize * 8 - 1)
-    if is_constant(second):
+    if second.is_constant_or_persistent:
         counts = np.clip(second.data, low, high)
 
         def shift(a, b, out):

@@ -12,7 +12,7 @@ import numpy as np
 from ...core.types import TensorType
 from ...errors import KernelError, ensure_types_eq
 from ...model.options import ActivationFunctionType
-from ..common import broadcast_shape, check_arity, input_tensor, is_constant, output_tensor
+from ..common import broadcast_shape, check_arity, input_tensor, output_tensor
 from .binary import _EXPANDED_LIMIT
 
 T = TensorType
@@ -94,7 +94,7 @@ def _float64_operands(shape: tuple[int, ...]) -> Callable:
 def _zero_check(divisor, message: str, zero: int = 0) -> Callable[[np.ndarray], None]:
     """The invoke-time 'no zero divisor' check (`zero`: the value standing for 0, a quantized divisor's
     zero point); decided once in prepare when the divisor is constant."""
-    if is_constant(divisor):
+    if divisor.is_constant_or_persistent:
         if np.all(divisor.data != zero):
             return lambda b: None
 

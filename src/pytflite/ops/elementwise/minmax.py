@@ -6,7 +6,6 @@ import numpy as np
 
 from ...core.types import BuiltinOperator
 from ...errors import ensure_type
-from ..common import is_constant
 from ..registry import register_builtin
 from .binary import BinaryOpData, _finish_prepare, binary_invoke
 from .common import T, _binary_tensors, _output_shape
@@ -26,9 +25,9 @@ def _min_max_prepare(op_name: str, propagating: np.ufunc, ignoring: np.ufunc):
         context.resize_tensor(output, _output_shape(first, second, op_name))
         if first.dtype.kind != "f":
             ufunc = propagating
-        elif is_constant(second) and not np.isnan(second.data).any():
+        elif second.is_constant_or_persistent and not np.isnan(second.data).any():
             ufunc = ignoring
-        elif is_constant(first) and not np.isnan(first.data).any():
+        elif first.is_constant_or_persistent and not np.isnan(first.data).any():
             ufunc = propagating
         else:  # NaN in b: the second call makes it NaN again; ties (signed zeros) give b as in TFLite
 

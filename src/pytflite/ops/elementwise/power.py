@@ -9,7 +9,7 @@ import numpy as np
 
 from ...core.types import BuiltinOperator, type_name
 from ...errors import KernelError, ensure
-from ..common import clip, is_constant
+from ..common import clip
 from ..quant.fixed_point import float_to_int32
 from ..registry import register_builtin
 from .binary import BinaryOpData, _finish_prepare, binary_invoke
@@ -27,7 +27,7 @@ def _pow_prepare(context, node):
     # Shapes differ and the exponent is one value: TFLite multiplies by repeated squaring when it is
     # within 1e-5 of an integer >= 1 (clamping floats to +-FLT_MAX), else calls std::pow per element.
     scalar_exponent = first.shape != second.shape and math.prod(second.shape) == 1
-    if scalar_exponent and is_constant(second):
+    if scalar_exponent and second.is_constant_or_persistent:
         exponent = _integer_exponent(second.data)
         if exponent is None:
             scalar_exponent = False
@@ -88,7 +88,7 @@ _FLOAT_LOWEST = -_FLOAT_MAX
 
 def _negative_exponent_check(exponent) -> Callable[[np.ndarray], None]:
     message = "POW does not support negative value for int32."
-    if is_constant(exponent) and not (exponent.data < 0).any():
+    if exponent.is_constant_or_persistent and not (exponent.data < 0).any():
         return lambda b: None
 
     def check(b):

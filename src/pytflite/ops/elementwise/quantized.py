@@ -10,7 +10,7 @@ import numpy as np
 
 from ...core.types import type_name
 from ...errors import ensure
-from ..common import broadcast_shape, is_constant
+from ..common import broadcast_shape
 from .binary import _run_nothing
 from .common import _QUANTIZED, T, _output_shape, _zero_check
 from .formulas import (
@@ -207,7 +207,7 @@ def _quantized_prepare(context, node, op_name: str, first, second, output, optim
     if walk[0] != "elementwise" and not (walk[0] == "fivefold" and (block or broadcast_block)):
         _output_shape(first, second, op_name)  # TFLite's broadcast loop: its rank limit
     groups = _path_groups(walk, size, block, broadcast_block)
-    fold = op_name == "MUL" and is_constant(first) and is_constant(second)
+    fold = op_name == "MUL" and first.is_constant_or_persistent and second.is_constant_or_persistent
     if fold:
         context.set_tensor_to_persistent_ro(output)
     context.resize_tensor(output, shape)

@@ -8,8 +8,6 @@ from typing import Any
 
 import numpy as np
 
-from ..common import is_constant
-
 # Rows this wide keep NumPy's inner loop long when one operand repeats along the leading dimensions.
 _WIDE_ROW = 8192
 
@@ -36,7 +34,7 @@ def _widened(ufunc: np.ufunc, first, second, shape: tuple[int, ...]) -> Callable
     if repeat == 1:
         return ufunc
     wide = (rows // repeat, inner * repeat)
-    tiled = np.tile(small.data.reshape(-1), repeat) if is_constant(small) else None
+    tiled = np.tile(small.data.reshape(-1), repeat) if small.is_constant_or_persistent else None
 
     def compute(a, b, out):
         row = tiled if tiled is not None else np.tile((a if small_first else b).reshape(-1), repeat)

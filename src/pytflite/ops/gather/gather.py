@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import KernelError, ensure, ensure_types_eq
-from ..common import as_indices, check_arity, input_tensor, is_constant, output_tensor
+from ..common import as_indices, check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
 from .common import _INDEX_TYPES, Op, T, _ensure_eq, _unsupported
 
@@ -88,7 +88,7 @@ def gather_prepare(context, node):
             base[:, :, None],
         )
     node.user_data = data
-    if is_constant(params) and is_constant(positions):
+    if params.is_constant_or_persistent and positions.is_constant_or_persistent:
         context.set_tensor_to_persistent_ro(output)
         context.resize_tensor(output, shape)
         _gather(context, node, data)

@@ -9,7 +9,7 @@ import numpy as np
 
 from ...core.types import type_name
 from ...errors import ensure, ensure_types_eq
-from ..common import check_arity, input_tensor, is_constant, output_tensor
+from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
 from .common import Op, T, _ensure_eq, _ensure_type, _unsupported
 
@@ -49,7 +49,7 @@ def one_hot_prepare(context, node):
     _ensure_eq(math.prod(off_value.shape), 1, "NumElements(op_context.off_value) != 1")
     _ensure_type(off_value, on_value.type, "op_context.off_value->type != op_context.dtype")
     ensure_types_eq(output, on_value, "ONE_HOT output type")
-    if not is_constant(depth):
+    if not depth.is_constant_or_persistent:
         node.user_data = OneHotData(axis, None)
         context.set_tensor_to_dynamic(output)
         return

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import KernelError, ensure, ensure_types_eq
-from ..common import check_arity, input_tensor, is_constant, output_tensor
+from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
 from .common import Op, T, _ensure_eq, _row_strides, _unsupported
 
@@ -77,7 +77,7 @@ def scatter_nd_prepare(context, node):
         "(indices.DimensionsCount() >= 1) && (updates.DimensionsCount() >= 1) && "
         "(shape_shape.DimensionsCount() == 1) was not true.",
     )
-    if not is_constant(shape):
+    if not shape.is_constant_or_persistent:
         node.user_data = ScatterNdData(None)
         context.set_tensor_to_dynamic(output)
         return

@@ -9,7 +9,7 @@ import numpy as np
 
 from ...core.types import AllocationType, BuiltinOperator
 from ...errors import ensure, ensure_types_eq
-from ..common import check_arity, input_tensor, is_constant, output_tensor
+from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
 from .common import Op, T, _ensure_eq, _ensure_type
 
@@ -42,7 +42,7 @@ def segment_sum_prepare(context, node):
     )
     _ensure_type(ids, T.INT32, "segment_ids->type != kTfLiteInt32")
     ensure_types_eq(output, data, "SEGMENT_SUM output type")
-    if not (is_constant(data) and is_constant(ids)):
+    if not (data.is_constant_or_persistent and ids.is_constant_or_persistent):
         context.set_tensor_to_dynamic(output)
         return
     context.resize_tensor(output, _segment_sum_shape(data.shape, ids.data))
@@ -94,7 +94,7 @@ def _unsorted_segment(op_name: str, combine: Callable[[np.dtype], tuple[np.ufunc
         ensure_types_eq(output, data, f"{op_name} output type")
         node.user_data = combine(output.dtype)  # the ufunc and the value empty segments get
         if data.allocation_type == AllocationType.DYNAMIC or not (
-            is_constant(ids) and is_constant(num_segments)
+            ids.is_constant_or_persistent and num_segments.is_constant_or_persistent
         ):
             context.set_tensor_to_dynamic(output)
             return

@@ -8,7 +8,7 @@ import numpy as np
 
 from ...core.types import type_name
 from ...errors import ensure
-from ..common import check_arity, input_tensor, is_constant, output_tensor
+from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
 from .common import Op, T, _unsupported
 
@@ -30,7 +30,7 @@ def where_prepare(context, node):
     if condition.type not in _WHERE_TYPES:
         raise _unsupported(condition, "Condition tensor has unsupported type: '%s'.")
     ensure(output.type == T.INT64, f"WHERE output type {type_name(output.type)} != INT64")
-    if not is_constant(condition):
+    if not condition.is_constant_or_persistent:
         node.user_data = WhereData(None)
         context.set_tensor_to_dynamic(output)
         return

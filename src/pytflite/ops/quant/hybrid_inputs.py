@@ -24,7 +24,7 @@ import math
 import numpy as np
 
 from ...core.types import BuiltinOperator, TensorType
-from ..common import clip, is_constant
+from ..common import clip
 from .fixed_point import round_half_away
 
 _BLOCK = 8
@@ -105,7 +105,7 @@ def is_hybrid_node(tensors, node, builtin_code: int) -> bool:
     if builtin_code not in _HYBRID_OPS:
         return False
     inputs = [tensors[i] for i in node.inputs if i >= 0]
-    if not any(t.type in _QUANTIZED_WEIGHTS and is_constant(t) for t in inputs):
+    if not any(t.type in _QUANTIZED_WEIGHTS and t.is_constant_or_persistent for t in inputs):
         return False
     return any(t.type == TensorType.FLOAT32 for t in inputs) or any(
         tensors[i].type == TensorType.FLOAT32 for i in node.outputs if i >= 0

@@ -10,7 +10,6 @@ import numpy as np
 
 from ...errors import KernelError, ensure, ensure_eq
 from ...fidelity.ruy import gemm_rounding
-from ..common import is_constant
 from ..quant.fixed_point import quantize_multiplier, rounding_divide_by_pot
 from ..quant.gemmlowp import FixedPointMath
 from ..quant.integer_gemm import gemm_requantizer
@@ -72,7 +71,7 @@ def _basic_quantized_prepare(host, batches, units, weights, bias, state_out) -> 
         15 + log2 == 4,
         "The only case of quantized LstmCell currently supported is with StateIntegerBits==4",
     )
-    ensure(is_constant(weights), "LSTM basic kernel: quantized weights must be constant")
+    ensure(weights.is_constant_or_persistent, "LSTM basic kernel: quantized weights must be constant")
     values = weights.data.astype(np.float64) - weights.params.zero_point
     multiplier, shift = quantize_multiplier(4096 * float(bias.params.scale))
     # cpu_backend_gemm's uint8 product into int16: its rounding depends on the kernel the host runs

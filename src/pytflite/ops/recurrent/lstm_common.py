@@ -11,7 +11,6 @@ import numpy as np
 
 from ...core.types import type_name
 from ...errors import KernelError, ensure, ensure_eq
-from ..common import is_constant
 from .common import _WEIGHT_INT, F32, T
 from .hybrid import _hybrid_matrix, _HybridMatrix
 
@@ -206,7 +205,9 @@ def _pack_lstm_hybrid(direction: _LstmDirection, t: dict, bias, layer_norm) -> _
 
 def _lstm_weights_constant(direction: _LstmDirection, t: dict) -> bool:
     skip = ("output_state", "cell_state")
-    return all(tensor is None or is_constant(tensor) for name, tensor in t.items() if name not in skip)
+    return all(
+        tensor is None or tensor.is_constant_or_persistent for name, tensor in t.items() if name not in skip
+    )
 
 
 @dataclass

@@ -10,7 +10,7 @@ import numpy as np
 
 from ...core.types import BuiltinOperator, type_name
 from ...errors import KernelError, ensure, ensure_eq
-from ..common import is_constant, output_tensor
+from ..common import output_tensor
 from ..registry import register_builtin
 from .activations import _activation_function, _fast_tanh, _tanh
 from .common import _WEIGHT_INT, F32, T, _sequence_matmul, _time_major_view
@@ -156,7 +156,7 @@ def _rnn_prepare(context, node, sequence: bool):
     ensure_eq(state.shape[0], batch, "hidden_state->dims->data[0]")
     ensure_eq(state.shape[1], units, "hidden_state->dims->data[1]")
     context.resize_tensor(output_tensor(context, node), (*lead, units))
-    constant = all(is_constant(tensor) for tensor in (input_weights, recurrent_weights, bias))
+    constant = all(tensor.is_constant_or_persistent for tensor in (input_weights, recurrent_weights, bias))
     data = _RnnOpData([], constant, context.host.x86, time_major)
     data.extra = {"sequence": sequence}
     if constant:
@@ -291,7 +291,7 @@ def bidirectional_rnn_prepare(context, node):
     if not merged:
         context.resize_tensor(output_tensor(context, node, 1), (*lead, bw_units))
     weights = (fw_w, fw_r, fw_b, bw_w, bw_r, bw_b, fw_aux_w, bw_aux_w)
-    constant = all(tensor is None or is_constant(tensor) for tensor in weights)
+    constant = all(tensor is None or tensor.is_constant_or_persistent for tensor in weights)
     data = _RnnOpData([], constant, context.host.x86, time_major)
     data.extra = {
         "merged": merged,

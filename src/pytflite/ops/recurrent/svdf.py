@@ -10,7 +10,7 @@ import numpy as np
 from ...core.types import BuiltinOperator, type_name
 from ...errors import KernelError, ensure, ensure_eq
 from ...model.options import ActivationFunctionType
-from ..common import is_constant, output_tensor
+from ..common import output_tensor
 from ..quant.fixed_point import multiply_by_quantized_multiplier, quantize_multiplier, wrap
 from ..registry import register_builtin
 from .activations import _activation_function
@@ -88,10 +88,10 @@ def svdf_prepare(context, node):
             (bias is None or bias.type == T.FLOAT32) and state.type == T.FLOAT32,
             "SVDF hybrid needs FLOAT32 bias and state",
         )
-        if is_constant(feature):
+        if feature.is_constant_or_persistent:
             blocks = [(feature.data, feature.params.scale)]
             data.feature = _hybrid_matrix(blocks, data.x86, data.row_sums, "feature")
-        if is_constant(time):
+        if time.is_constant_or_persistent:
             data.time = _svdf_hybrid_time(time)
     node.user_data = data
 

@@ -7,7 +7,7 @@ import numpy as np
 
 from ...core.types import BuiltinOperator
 from ...errors import KernelError, ensure, ensure_eq, ensure_type, ensure_types_eq
-from ..common import check_arity, input_tensor, is_constant, output_tensor
+from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
 from .common import _INDEX, _SIZED, DynamicShapeData, T, _set_persistent_ro, _values
 
@@ -35,7 +35,7 @@ def broadcast_to_prepare(context, node):
     ensure_type(shape, _INDEX, "shape", "BROADCAST_TO")
     ensure_types_eq(source, output, "BROADCAST_TO input/output types")
     ensure_type(source, _BROADCAST_TO_TYPES, "input", "BROADCAST_TO")
-    if is_constant(shape):
+    if shape.is_constant_or_persistent:
         node.user_data = DynamicShapeData(False)
         context.resize_tensor(output, _broadcast_to_shape(source.shape, shape))
     else:
@@ -78,7 +78,7 @@ def broadcast_args_prepare(context, node):
     ensure_eq(len(first.shape), 1, "BROADCAST_ARGS shape1 rank")
     ensure_eq(len(second.shape), 1, "BROADCAST_ARGS shape2 rank")
     shape = (max(first.shape[0], second.shape[0]),)
-    if is_constant(first) and is_constant(second):
+    if first.is_constant_or_persistent and second.is_constant_or_persistent:
         _set_persistent_ro(context, output, shape)
         node.user_data = DynamicShapeData(False)
         _broadcast_args(context, node)

@@ -10,7 +10,7 @@ import numpy as np
 from ...core.types import BuiltinOperator
 from ...errors import ensure, ensure_eq, ensure_type, ensure_types_eq
 from ...model.options import ActivationFunctionType
-from ..common import check_arity, input_tensor, is_constant, output_tensor
+from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
 from .common import T, _prod64, _set_persistent_ro
 
@@ -104,7 +104,7 @@ def concatenation_prepare(context, node):
         "CONCATENATION fused activation",
     )
     ensure_type(first, _CONCATENATION_TYPES, "input", "CONCATENATION")
-    all_constant = all(is_constant(t) for t in inputs)
+    all_constant = all(t.is_constant_or_persistent for t in inputs)
     if all_constant and rank == 0:  # constant scalars make a vector, copied without requantizing
         for t in inputs[1:]:
             ensure_eq(len(t.shape), 0, "CONCATENATION input rank")

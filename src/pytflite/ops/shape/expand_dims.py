@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...core.types import BuiltinOperator
 from ...errors import ensure, ensure_eq, ensure_type
-from ..common import ANY_TYPE, check_arity, input_tensor, is_constant, output_tensor
+from ..common import ANY_TYPE, check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
 from .common import (
     _INDEX,
@@ -44,7 +44,7 @@ def expand_dims_prepare(context, node):
     _ensure_same_quantization(source, output, "EXPAND_DIMS")
     if source.type == T.INT16:
         ensure_eq(source.params.zero_point, 0, "EXPAND_DIMS int16 input zero point")
-    if is_constant(axis):
+    if axis.is_constant_or_persistent:
         node.user_data = DynamicShapeData(False)
         context.resize_tensor(output, _expanded_shape(source.shape, _expand_dims_axis(axis)))
     else:

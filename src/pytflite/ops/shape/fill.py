@@ -6,7 +6,7 @@ import numpy as np
 
 from ...core.types import BuiltinOperator
 from ...errors import KernelError, ensure_eq, ensure_type
-from ..common import check_arity, input_tensor, is_constant, output_tensor
+from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
 from .common import (
     _C_TYPE_NUMBER,
@@ -44,7 +44,7 @@ def fill_prepare(context, node):
     _ensure_same_quantization(value, output, "FILL")
     if value.type == T.INT16:
         ensure_eq(value.params.zero_point, 0, "FILL int16 value zero point")
-    if is_constant(dims):
+    if dims.is_constant_or_persistent:
         node.user_data = DynamicShapeData(False)
         context.resize_tensor(output, _fill_shape(dims))
     else:

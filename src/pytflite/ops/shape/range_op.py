@@ -6,7 +6,7 @@ import numpy as np
 
 from ...core.types import BuiltinOperator, type_name
 from ...errors import KernelError, ensure, ensure_eq, ensure_types_eq
-from ..common import check_arity, input_tensor, is_constant, output_tensor
+from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
 from .common import DynamicShapeData, T, _set_type
 
@@ -53,7 +53,11 @@ def range_prepare(context, node):
     ensure_types_eq(limit, start, "RANGE limit/start types")
     ensure_types_eq(delta, start, "RANGE delta/start types")
     _set_type(output, start.type)
-    if is_constant(start) and is_constant(limit) and is_constant(delta):
+    if (
+        start.is_constant_or_persistent
+        and limit.is_constant_or_persistent
+        and delta.is_constant_or_persistent
+    ):
         context.set_tensor_to_persistent_ro(output)
         node.user_data = DynamicShapeData(False)
         _range_fill(context, node)

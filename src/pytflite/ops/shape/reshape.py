@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ...core.types import BuiltinOperator, Status, TensorType
 from ...errors import KernelError, ensure, ensure_eq
-from ..common import ANY_TYPE, check_arity, input_tensor, is_constant, optional_input_tensor, output_tensor
+from ..common import ANY_TYPE, check_arity, input_tensor, optional_input_tensor, output_tensor
 from ..registry import register_builtin
 from .common import _prod64
 
@@ -56,7 +56,7 @@ def reshape_prepare(context, node):
     source, output = input_tensor(context, node, 0), output_tensor(context, node)
     ensure_eq(source.type, output.type, "RESHAPE input/output type")
     shape_tensor = optional_input_tensor(context, node, 1)
-    if shape_tensor is None or is_constant(shape_tensor):
+    if shape_tensor is None or shape_tensor.is_constant_or_persistent:
         node.user_data = ReshapeData(shape_known=True)
         context.resize_tensor(output, resolve_reshape(source.shape, _requested_shape(context, node)))
         return Status.OK

@@ -9,7 +9,7 @@ import numpy as np
 
 from ...core.types import BuiltinOperator, type_name
 from ...errors import KernelError, ensure, ensure_eq, ensure_types_eq
-from ..common import check_arity, input_tensor, is_constant, output_tensor
+from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
 from .common import T, _values
 
@@ -51,7 +51,7 @@ def reverse_prepare(context, node):
         raise KernelError(f"Axis Type '{type_name(axis.type)}' is not supported by reverse.")
     ensure_types_eq(output, source, "REVERSE_V2 output/input types")
     context.resize_tensor(output, source.shape)
-    if not is_constant(axis):
+    if not axis.is_constant_or_persistent:
         node.user_data = ReverseData(None)
         return
     try:  # TFLite checks the axes when it invokes the node: so do we, with the constant resolved now

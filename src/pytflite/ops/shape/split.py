@@ -10,7 +10,7 @@ import numpy as np
 
 from ...core.types import BuiltinOperator
 from ...errors import KernelError, ensure, ensure_eq, ensure_type
-from ..common import input_tensor, is_constant
+from ..common import input_tensor
 from ..registry import register_builtin
 from .common import _INDEX, T, _scalar_value, _set_type, _values
 
@@ -71,7 +71,7 @@ def split_prepare(context, node):
     axis, source = input_tensor(context, node, 0), input_tensor(context, node, 1)
     ensure_type(source, _SPLIT_TYPES, "input", "SPLIT")
     ensure_type(axis, _INDEX, "axis", "SPLIT")
-    _prepare_split_outputs(context, node, source, is_constant(axis), _split_plan)
+    _prepare_split_outputs(context, node, source, axis.is_constant_or_persistent, _split_plan)
 
 
 def _split_copy(context, node, source_index: int, plan) -> None:
@@ -121,7 +121,7 @@ def split_v_prepare(context, node):
     ensure_type(axis, _INDEX, "axis", "SPLIT_V")
     ensure_eq(len(size_splits.shape), 1, "SPLIT_V size_splits rank")
     ensure_eq(len(node.outputs), size_splits.shape[0], "SPLIT_V output count vs size_splits size")
-    known = is_constant(size_splits) and is_constant(axis)
+    known = size_splits.is_constant_or_persistent and axis.is_constant_or_persistent
     _prepare_split_outputs(context, node, source, known, _split_v_plan)
 
 

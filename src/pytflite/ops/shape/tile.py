@@ -8,7 +8,7 @@ import numpy as np
 
 from ...core.types import BuiltinOperator, type_name
 from ...errors import KernelError, ensure_eq, ensure_type, ensure_types_eq
-from ..common import check_arity, input_tensor, is_constant, output_tensor
+from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
 from .common import _INDEX, _SIZED, T, _values
 
@@ -69,11 +69,11 @@ def tile_prepare(context, node):
     if multiples.type not in _INDEX:
         raise KernelError(f"Multipliers of type '{type_name(multiples.type)}' are not supported by tile.")
     ensure_type(source, _TILE_TYPES, "input", "TILE")
-    if not is_constant(multiples):
+    if not multiples.is_constant_or_persistent:
         node.user_data = TileData(None, False)
         context.set_tensor_to_dynamic(output)
         return
-    folded = is_constant(source)
+    folded = source.is_constant_or_persistent
     if folded:
         context.set_tensor_to_persistent_ro(output)
     plan = _tile_plan(context, node)

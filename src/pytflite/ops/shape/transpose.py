@@ -8,7 +8,7 @@ import numpy as np
 
 from ...core.types import BuiltinOperator
 from ...errors import ensure, ensure_eq, ensure_type, ensure_types_eq
-from ..common import check_arity, input_tensor, is_constant, output_tensor
+from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
 from .common import _SIZED, T, _values
 
@@ -41,7 +41,7 @@ def transpose_prepare(context, node):
     ensure_types_eq(source, output, "TRANSPOSE input/output types")
     ensure_type(source, _SIZED, "input", "TRANSPOSE")
     ensure_type(perm, T.INT32, "perm", "TRANSPOSE")
-    if not is_constant(perm):
+    if not perm.is_constant_or_persistent:
         node.user_data = TransposeData(None)
         context.set_tensor_to_dynamic(output)
         return
