@@ -19,7 +19,6 @@ from typing import Any
 import numpy as np
 
 from .core.blas_threads import BlasThreads
-from .core.builder import build_subgraphs
 from .core.delegate import Delegate
 from .core.node import OPTIONAL_TENSOR
 from .core.packed import PACKED_TYPES, pack_into, unpack_packed
@@ -38,6 +37,7 @@ from .core.types import (
 )
 from .errors import ErrorReporter, InterpreterError, InvalidArgumentError
 from .fidelity.host import HostProfile
+from .interpreter_builder import build_subgraphs
 from .model.control_dependencies import METADATA_KEY as CONTROL_DEPENDENCIES_KEY
 from .model.control_dependencies import parse_control_dependencies
 from .model.reader import ModelDescription, open_model_file, read_model

@@ -1,5 +1,8 @@
 """Build runnable subgraphs from a model description (TFLite's InterpreterBuilder).
 
+It joins the layers below it (the runtime core, the model description and its options, the op
+resolver), so it sits beside the Interpreter rather than in core.
+
 Each operator code is resolved once: a builtin the resolver lacks fails the build with TFLite's
 "Didn't find op for builtin opcode" error; a custom op it lacks gets a placeholder that fails only at
 prepare, so that a delegate may still claim the node. Then every subgraph gets its tensors (constants
@@ -12,17 +15,17 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import ErrorReporter, InterpreterError, ModelError
-from ..model.options import options_class_for_operator
-from .node import Registration, unresolved_custom_op
-from .resources import Resources
-from .subgraph import Subgraph
-from .tensor import Tensor
-from .types import NON_POD_TYPES, AllocationType, BuiltinOperator, storage_dtype, stored_shape
+from .core.node import Registration, unresolved_custom_op
+from .core.resources import Resources
+from .core.subgraph import Subgraph
+from .core.tensor import Tensor
+from .core.types import NON_POD_TYPES, AllocationType, BuiltinOperator, storage_dtype, stored_shape
+from .errors import ErrorReporter, InterpreterError, ModelError
+from .model.options import options_class_for_operator
 
 if TYPE_CHECKING:
-    from ..model.reader import ModelDescription, OperatorDescription, SubgraphDescription, TensorDescription
-    from ..ops.resolver import OpResolver
+    from .model.reader import ModelDescription, OperatorDescription, SubgraphDescription, TensorDescription
+    from .ops.resolver import OpResolver
 
 _MAX_BUILTIN_CODE = max(BuiltinOperator)
 
