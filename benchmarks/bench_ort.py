@@ -108,7 +108,7 @@ def main() -> int:
                 for k, i in (("ort", ours), ("builtin", builtin), ("xnnpack", xnnpack))
             }
             partitions = ours.delegate_partitions()
-            total = len(ours.subgraphs[0]._pre_delegation_plan or ours.subgraphs[0].execution_plan)
+            total = len(ours.subgraphs[0].delegation.pre_delegation_plan or ours.subgraphs[0].execution_plan)
             rows.append(
                 {
                     "model": name,

@@ -20,10 +20,11 @@ import numpy as np
 
 from .core.blas_threads import BlasThreads
 from .core.delegate import Delegate
+from .core.delegation import DelegatePartition
 from .core.node import OPTIONAL_TENSOR
 from .core.packed import PACKED_TYPES, pack_into, unpack_packed
 from .core.quantization import AffineQuantization, BlockwiseQuantization
-from .core.subgraph import DelegatePartition, MemoryReport, Subgraph
+from .core.subgraph import MemoryReport, Subgraph
 from .core.tensor import Tensor
 from .core.types import (
     NON_POD_TYPES,
@@ -155,10 +156,10 @@ class Interpreter:
                 if experimental_exact_float_summation is None
                 else bool(experimental_exact_float_summation)
             )
-            subgraph.disable_delegate_clustering = bool(experimental_disable_delegate_clustering)
-            subgraph.disable_delegate_node_fusion = bool(experimental_disable_delegate_node_fusion)
+            subgraph.delegation.disable_delegate_clustering = bool(experimental_disable_delegate_clustering)
+            subgraph.delegation.disable_delegate_node_fusion = bool(experimental_disable_delegate_node_fusion)
             if control_dependencies is not None:
-                subgraph.control_edges = control_dependencies[index]
+                subgraph.delegation.control_edges = control_dependencies[index]
         self._blas_threads = BlasThreads(num_threads) if num_threads is not None else contextlib.nullcontext()
         self._experimental_compress_quantization_zero_points = experimental_compress_quantization_zero_points
         self._view_anchor = object()
@@ -198,11 +199,11 @@ class Interpreter:
         try:
             for subgraph in self._subgraphs:
                 if not subgraph.name.startswith("VALIDATION:"):
-                    subgraph.modify_graph_with_delegate(delegate)
+                    subgraph.delegation.modify_graph_with_delegate(delegate)
         except InterpreterError as error:
             if error.status == Status.DELEGATE_ERROR:
                 for subgraph in self._subgraphs:
-                    subgraph.remove_all_delegates()
+                    subgraph.delegation.remove_all_delegates()
             raise
         if delegate not in self._delegates:
             self._delegates.append(delegate)
@@ -213,7 +214,7 @@ class Interpreter:
 
     def delegate_partitions(self, subgraph_index: int = 0) -> list[DelegatePartition]:
         """The DELEGATE nodes of a subgraph's plan: which original nodes (and ops) each one runs."""
-        return self._subgraph(subgraph_index).delegate_partitions()
+        return self._subgraph(subgraph_index).delegation.delegate_partitions()
 
     # --- lifecycle ------------------------------------------------------------------------------------
 
@@ -228,7 +229,7 @@ class Interpreter:
             subgraph.invoke()
         for t in subgraph.outputs:
             if t != OPTIONAL_TENSOR:
-                subgraph.ensure_tensor_data_is_readable(t)
+                subgraph.delegation.ensure_tensor_data_is_readable(t)
 
     def resize_tensor_input(self, input_index: int, tensor_size: Any, strict: bool = False) -> None:
         self._ensure_safe()
@@ -420,7 +421,7 @@ class SignatureRunner:
             subgraph.invoke()
         result = {}
         for name, index in self._outputs.items():
-            subgraph.ensure_tensor_data_is_readable(index)
+            subgraph.delegation.ensure_tensor_data_is_readable(index)
             result[name] = _tensor_value(subgraph, index)
         return result
 

@@ -331,7 +331,7 @@ class DeviceMemoryDelegate(tfl.SimpleDelegate):
                     delegate.device[t] = tensor.data.copy()
                     tensor.data[...] = np.nan  # what a CPU reader would see without the copy back
                     if tensor.buffer_handle == -1:
-                        context.subgraph.set_buffer_handle(t, t, delegate)
+                        context.subgraph.delegation.set_buffer_handle(t, t, delegate)
                     tensor.data_is_stale = True
 
         return Kernel()

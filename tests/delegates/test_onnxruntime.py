@@ -334,7 +334,7 @@ def test_single_op_matches_the_numpy_kernels(case):
             model_content=model, experimental_delegates=[OnnxRuntimeDelegate()]
         )
         assert_matches(run(interpreter, feeds)[0], reference[0])
-        assert interpreter.subgraphs[0].is_fully_delegated
+        assert interpreter.subgraphs[0].delegation.is_fully_delegated
         return
     types = _OUTPUT_TYPES.get(case, [T.FLOAT32])
     delegated(SingleOpModel(op, inputs, types, options, version=_VERSIONS.get(case, 1)))
@@ -565,7 +565,7 @@ def test_quantized_opt_in_is_within_a_few_lsb():
     delegate = OnnxRuntimeDelegate(allow_quantized=True)
     interpreter = pytflite.Interpreter(model_content=model, experimental_delegates=[delegate])
     out = run(interpreter, feeds)[0]
-    assert interpreter.subgraphs[0].is_fully_delegated
+    assert interpreter.subgraphs[0].delegation.is_fully_delegated
     assert out.dtype == np.int8
     assert np.abs(out.astype(int) - expected.astype(int)).max() <= 2
 

@@ -121,9 +121,11 @@ class Context:
     ) -> None:
         """Partition `nodes_to_replace` into independent subsets; each becomes one delegate kernel node."""
         self._require_delegate()
-        self._subgraph.replace_node_subsets_with_delegate_kernels(registration, nodes_to_replace, delegate)
+        self._subgraph.delegation.replace_node_subsets_with_delegate_kernels(
+            registration, nodes_to_replace, delegate
+        )
 
     def preview_delegate_partitioning(self, nodes_to_replace: Sequence[int]) -> list[DelegateParams]:
         """The partitions replace_node_subsets_with_delegate_kernels would make, without replacing."""
         self._require_delegate()
-        return self._subgraph.preview_delegate_partitioning(nodes_to_replace)
+        return self._subgraph.delegation.preview_delegate_partitioning(nodes_to_replace)

@@ -13,9 +13,8 @@ shapes, delegate buffers, a profiler, inputs without data).
 from __future__ import annotations
 
 import dataclasses
-import enum
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -23,23 +22,22 @@ from ..errors import ErrorReporter, InterpreterError, KernelError
 from .arena import ArenaLimitError, ArenaPlanner
 from .context import Context
 from .delegate import DelegateFlags
-from .node import OPTIONAL_TENSOR, DelegateParams, Node, Registration, is_unresolved_custom_op
-from .partition import NodeSubset, PartitionError, PlanNode, SubsetType, partition_graph
+from .delegation import Delegation
+from .node import OPTIONAL_TENSOR, Node, Registration, is_unresolved_custom_op
 from .resources import Resources
-from .tensor import NULL_BUFFER_HANDLE, Tensor
+from .tensor import Tensor
 from .types import (
     NON_POD_TYPES,
+    OK_STATUSES,
     AllocationType,
     BuiltinOperator,
     Status,
+    SubgraphState,
     TensorType,
     bytes_required,
     storage_dtype,
     stored_shape,
 )
-
-if TYPE_CHECKING:
-    from .delegate import Delegate
 
 _RESIZABLE = frozenset(
     {
@@ -77,19 +75,6 @@ _NEVER_FOLDED = frozenset(
         BuiltinOperator.HASHTABLE_LOOKUP,
     }
 )
-_OK = frozenset({None, Status.OK})
-
-
-@dataclasses.dataclass(frozen=True)
-class DelegatePartition:
-    """One DELEGATE node of a plan and the original nodes it runs."""
-
-    node_index: int
-    delegate_name: str
-    nodes: tuple[int, ...]
-    op_names: tuple[str, ...]
-    input_tensors: tuple[int, ...]
-    output_tensors: tuple[int, ...]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,12 +87,6 @@ class MemoryReport:
     persistent_arena_bytes: int
     constant_bytes: int
     dynamic_bytes: int
-
-
-class SubgraphState(enum.Enum):
-    UNINVOKABLE = 0
-    INVOKABLE = 1
-    INVOKABLE_AND_IMMUTABLE = 2
 
 
 class Subgraph:
@@ -154,13 +133,7 @@ class Subgraph:
         self._careful: list[tuple] | None = None  # per plan position, for the careful invoke loop
         self._careful_for: list[int] = []  # the plan _careful was built for
         self._plan_nodes_cache: tuple[list[int], list[Node]] | None = None
-        # delegation
-        self.disable_delegate_clustering = False
-        self.disable_delegate_node_fusion = False
-        self.control_edges: list[tuple[int, int]] | None = None  # the model's explicit control dependencies
-        self.delegates_applied: list[Delegate] = []
-        self._pre_delegation_plan: list[int] | None = None
-        self._delegates_undone = False
+        self.delegation = Delegation(self)
 
     # --- building ----------------------------------------------------------------------------------
 
@@ -263,7 +236,7 @@ class Subgraph:
             status = function(self.context, node)
         except Exception as error:
             self._kernel_failed(step, node, registration, error=error)
-        if status in _OK:
+        if status in OK_STATUSES:
             return Status.OK
         if status == Status.OUTPUT_SHAPE_NOT_KNOWN and step == "prepare":
             return Status.OUTPUT_SHAPE_NOT_KNOWN
@@ -298,7 +271,7 @@ class Subgraph:
         """Prepare all nodes and give every tensor memory (Subgraph::AllocateTensors)."""
         if not self.consistent:
             self._fail("AllocateTensors() called on inconsistent model.")
-        self.redo_all_delegates()
+        self.delegation.redo_all_delegates()
         if self.state != SubgraphState.UNINVOKABLE and not self._has_dynamic(self.inputs):
             return  # shapes and memory plan are unchanged
         self._next_to_prepare = 0
@@ -322,10 +295,11 @@ class Subgraph:
     def _prepare_ops_and_tensors(self, in_invoke: bool = False) -> None:
         """Prepare from the next unprepared node and allocate what it produced; `in_invoke`: called from
         inside invoke, where np.errstate is already set."""
-        if self._pre_delegation_plan is not None and any(
-            DelegateFlags(d.flags) & DelegateFlags.REQUIRE_PROPAGATED_SHAPES for d in self.delegates_applied
+        delegation = self.delegation
+        if delegation.pre_delegation_plan is not None and any(
+            DelegateFlags(d.flags) & DelegateFlags.REQUIRE_PROPAGATED_SHAPES for d in delegation.applied
         ):  # the delegate wants shapes as the original kernels compute them
-            self._prepare_ops_starting_at(self._next_to_prepare, self._pre_delegation_plan)
+            self._prepare_ops_starting_at(self._next_to_prepare, delegation.pre_delegation_plan)
         last = self._prepare_ops_starting_at(self._next_to_prepare, errstate=not in_invoke)
         self._next_to_prepare = last + 1
         plan_nodes = self._plan_nodes()
@@ -483,12 +457,12 @@ class Subgraph:
                         f"{new_dim}. ResizeInputTensorStrict only allows mutating unknown dimensions identified by -1."
                     )
         immutable = self.state == SubgraphState.INVOKABLE_AND_IMMUTABLE
-        if immutable and not self.delegates_applied:
+        if immutable and not self.delegation.applied:
             self._fail("ResizeInputTensor is disallowed when graph is immutable.")
         if tensor.data is not None and tensor.shape == shape:
             return
         if immutable:
-            self.undo_all_delegates()  # static delegates see fixed shapes: they are re-applied on allocate
+            self.delegation.undo_all_delegates()  # static delegates see fixed shapes: they are re-applied on allocate
         self.state = SubgraphState.UNINVOKABLE
         self._steps = None
         self._prefix = None
@@ -534,7 +508,7 @@ class Subgraph:
         node with dynamic outputs (those are prepared and allocated once, never again during invoke), and
         the position after them; None when there are none. The last node prepared is never among them:
         prepare stopped after it because its outputs are dynamic or their shape is not known yet."""
-        if self._pre_delegation_plan is not None or self.delegates_applied:
+        if self.delegation.pre_delegation_plan is not None or self.delegation.applied:
             return None
         steps = []
         end = 0
@@ -635,7 +609,7 @@ class Subgraph:
                     and tensor.delegate is not node.delegate
                     and tensor.data_is_stale
                 ):
-                    self.ensure_tensor_data_is_readable(t)
+                    self.delegation.ensure_tensor_data_is_readable(t)
                 if (
                     tensor.data is None
                     and _lacks_data(tensor)
@@ -676,255 +650,6 @@ class Subgraph:
                     # places again only the tensors that grew
                     self._next_to_allocate = self._next_to_prepare
 
-    def ensure_tensor_data_is_readable(self, index: int) -> None:
-        """Copy a delegate-owned tensor back into `data` if the delegate marked it stale."""
-        tensor = self.tensors[index]
-        if not tensor.data_is_stale:
-            return
-        delegate = tensor.delegate
-        if delegate is None or tensor.buffer_handle == -1 or delegate.copy_from_buffer_handle is None:
-            self._fail(f"Tensor {index} is stale but its delegate cannot copy it back.")
-        status = delegate.copy_from_buffer_handle(self.context, delegate, tensor.buffer_handle, tensor)
-        if status not in _OK:
-            self._fail(f"Copying tensor {index} from its delegate buffer failed.", Status(status))
-        tensor.data_is_stale = False
-
-    # --- delegation ----------------------------------------------------------------------------------
-
-    def modify_graph_with_delegate(self, delegate: Delegate) -> None:
-        """Let `delegate` replace the nodes it supports with its kernels (ModifyGraphWithDelegate).
-
-        A failure of the delegate or of its kernels' prepare restores the original plan, so the subgraph
-        stays usable on the CPU kernels, and raises with status DELEGATE_ERROR.
-        """
-        if delegate is None:
-            self._fail("Null delegate.", Status.DELEGATE_ERROR)
-        self.redo_all_delegates()
-        flags = DelegateFlags(delegate.flags)
-        allows_dynamic = bool(flags & DelegateFlags.ALLOW_DYNAMIC_TENSORS)
-        fully_delegated_hint = bool(flags & DelegateFlags.HINT_FULLY_DELEGATED_TO_SINGLE_DELEGATE)
-        state_before = self.state
-        if self.state == SubgraphState.INVOKABLE_AND_IMMUTABLE:
-            self.state = SubgraphState.UNINVOKABLE  # shapes are static already: just re-allocate later
-        elif not allows_dynamic and not fully_delegated_hint:
-            self._prepare_ops_starting_at(0)  # propagate shapes to find dynamic tensors
-            if self.has_dynamic_tensors:
-                dynamic = next(
-                    (
-                        t.index
-                        for t in self.tensors
-                        if t.allocation_type == AllocationType.DYNAMIC and t.index not in self.inputs
-                    ),
-                    -1,
-                )
-                self._ensure_memory_allocations()
-                self._fail(
-                    "Attempting to use a delegate that only supports static-sized tensors with a graph that has "
-                    f"dynamic-sized tensors (tensor#{dynamic} is a dynamic-sized tensor).",
-                    Status.APPLICATION_ERROR,
-                )
-        if not self.delegates_applied:
-            self._pre_delegation_plan = list(self.execution_plan)
-
-        self.context._delegate_depth += 1
-        error = None
-        try:
-            if delegate.prepare is None:
-                raise KernelError(f"delegate {delegate.name} has no prepare")
-            status = delegate.prepare(self.context, delegate)
-        except Exception as caught:  # the delegate's own failure; the graph must be restored
-            status, error = self._report_exception(caught), caught
-        finally:
-            self.context._delegate_depth -= 1
-        if status not in _OK:
-            self._restore_after_delegate_failure(error)
-
-        if fully_delegated_hint and not self.is_fully_delegated:
-            self._fail(
-                "Hint fully delegated to single delegate is set, but the graph is not fully delegated.",
-                Status.APPLICATION_ERROR,
-            )
-        if not allows_dynamic:
-            if not fully_delegated_hint:
-                self.state = SubgraphState.UNINVOKABLE
-                self._allocate_or_restore()
-            self.state = SubgraphState.INVOKABLE_AND_IMMUTABLE
-        elif state_before == SubgraphState.INVOKABLE_AND_IMMUTABLE:
-            try:
-                self._prepare_ops_starting_at(0)
-            except InterpreterError as caught:
-                self._restore_after_delegate_failure(caught)
-            if self.has_dynamic_tensors:
-                self.remove_all_delegates()
-                self._fail(
-                    "Cannot allow dynamic tensors due to previous delegation, resetting to original execution plan.",
-                    Status.APPLICATION_ERROR,
-                )
-            self._allocate_or_restore()
-            self.state = SubgraphState.INVOKABLE_AND_IMMUTABLE
-        elif state_before == SubgraphState.INVOKABLE:
-            self._allocate_or_restore()
-        self.delegates_applied.append(delegate)
-
-    def _allocate_or_restore(self) -> None:
-        try:
-            self._ensure_memory_allocations()  # runs the delegate kernels' prepare
-        except InterpreterError as caught:
-            self._restore_after_delegate_failure(caught)
-
-    def _restore_after_delegate_failure(self, cause: BaseException | None) -> NoReturn:
-        self.remove_all_delegates()
-        self._fail(
-            "Restored original execution plan after delegate application failure.",
-            Status.DELEGATE_ERROR,
-            cause,
-        )
-
-    def _ensure_memory_allocations(self) -> None:
-        """Plan the current execution plan afresh and allocate (EnsureMemoryAllocations)."""
-        self._invalidate()
-        self.allocate_tensors()
-
-    @property
-    def is_fully_delegated(self) -> bool:
-        return all(self.nodes[i][0].delegate is not None for i in self.execution_plan)
-
-    def undo_all_delegates(self) -> None:
-        """Go back to the pre-delegation plan; delegates stay recorded for redo_all_delegates."""
-        if self._pre_delegation_plan is None:
-            return
-        for node_index in self.execution_plan:
-            node, registration = self.nodes[node_index]
-            if node.delegate is not None:
-                self._free_node(node, registration)
-        self.execution_plan = self._pre_delegation_plan
-        self._pre_delegation_plan = None
-        self._undo_float16_remapping()
-        del self.nodes[max(self.execution_plan, default=-1) + 1 :]  # the appended DELEGATE nodes
-        self._invalidate()
-        self._delegates_undone = True
-
-    def _undo_float16_remapping(self) -> None:
-        """A delegate may have pointed nodes at float16 constants instead of their DEQUANTIZE outputs;
-        the CPU kernels need the float32 tensors back (TFLite's FP16GraphPartitionHelper undo)."""
-        dequantized = {}
-        for node_index in self.execution_plan:
-            node, registration = self.nodes[node_index]
-            if (
-                registration.builtin_code == BuiltinOperator.DEQUANTIZE
-                and len(node.inputs) == len(node.outputs) == 1
-                and self.tensors[node.inputs[0]].type == TensorType.FLOAT16
-            ):
-                dequantized[node.inputs[0]] = node.outputs[0]
-        for node_index in self.execution_plan:
-            node, registration = self.nodes[node_index]
-            if registration.builtin_code != BuiltinOperator.DEQUANTIZE:
-                node.inputs = tuple(dequantized.get(t, t) for t in node.inputs)
-
-    def redo_all_delegates(self) -> None:
-        """Re-apply the delegates undone by a resize (RedoAllDelegates)."""
-        if not self._delegates_undone:
-            return
-        self._delegates_undone = False
-        delegates, self.delegates_applied = self.delegates_applied, []
-        for delegate in delegates:
-            self.modify_graph_with_delegate(delegate)
-
-    def remove_all_delegates(self) -> None:
-        """Undo every delegate for good and re-allocate on the original plan."""
-        self.undo_all_delegates()
-        self.delegates_applied = []
-        self._delegates_undone = False
-        self._ensure_memory_allocations()
-
-    def _partition(self, nodes_to_replace: Sequence[int]) -> list[NodeSubset]:
-        plan = [
-            PlanNode(
-                i, self.nodes[i][0].inputs, self.nodes[i][0].outputs, self.nodes[i][0].might_have_side_effect
-            )
-            for i in self.execution_plan
-        ]
-        try:
-            return partition_graph(
-                plan,
-                len(self.tensors),
-                self.outputs,
-                nodes_to_replace,
-                len(self.nodes),
-                greedy=not self.disable_delegate_clustering,
-                control_edges=self.control_edges,
-                disable_node_fusion=self.preserve_all_tensors or self.disable_delegate_node_fusion,
-            )
-        except PartitionError as error:
-            raise KernelError(f"Partitioning the graph for a delegate failed: {error}") from None
-
-    def replace_node_subsets_with_delegate_kernels(
-        self, registration: Registration, nodes_to_replace: Sequence[int], delegate: Delegate
-    ) -> None:
-        """Replace each independent subset of `nodes_to_replace` with one DELEGATE node running
-        `registration`, whose init receives the subset's DelegateParams. Replaced nodes stay in the node
-        list (off the plan), so delegation can be undone."""
-        registration = dataclasses.replace(registration, builtin_code=BuiltinOperator.DELEGATE)
-        nodes_to_replace = [int(n) for n in nodes_to_replace]
-        if not nodes_to_replace:
-            return
-        subsets = self._partition(nodes_to_replace)
-        self.execution_plan = []
-        for subset in subsets:
-            if subset.type == SubsetType.NON_PARTITION:
-                self.execution_plan.extend(subset.nodes)
-                continue
-            params = DelegateParams(
-                delegate, tuple(subset.nodes), tuple(subset.input_tensors), tuple(subset.output_tensors)
-            )
-            node_index = self.add_node_with_parameters(
-                subset.input_tensors, subset.output_tensors, (), None, params, registration
-            )
-            for t in subset.output_tensors:
-                tensor = self.tensors[t]
-                if tensor.delegate is not None and tensor.delegate is not delegate:
-                    raise KernelError(f"tensor {t} already belongs to delegate {tensor.delegate.name}")
-                tensor.delegate = delegate
-            self.nodes[node_index][0].delegate = delegate
-
-    def preview_delegate_partitioning(self, nodes_to_replace: Sequence[int]) -> list[DelegateParams]:
-        """The DelegateParams (delegate None) each claimed subset would get; nothing is replaced."""
-        return [
-            DelegateParams(None, tuple(s.nodes), tuple(s.input_tensors), tuple(s.output_tensors))
-            for s in self._partition([int(n) for n in nodes_to_replace])
-            if s.type == SubsetType.PARTITION
-        ]
-
-    def delegate_partitions(self) -> list[DelegatePartition]:
-        """What each DELEGATE node of the plan runs: for reports, profilers and graph pictures."""
-        partitions = []
-        for node_index in self.execution_plan:
-            node, registration = self.nodes[node_index]
-            if node.delegate is None or not isinstance(node.builtin_data, DelegateParams):
-                continue
-            params = node.builtin_data
-            partitions.append(
-                DelegatePartition(
-                    node_index=node_index,
-                    delegate_name=registration.custom_name or "DELEGATE",
-                    nodes=params.nodes_to_replace,
-                    op_names=tuple(self.nodes[i][1].op_name for i in params.nodes_to_replace),
-                    input_tensors=params.input_tensors,
-                    output_tensors=params.output_tensors,
-                )
-            )
-        return partitions
-
-    def set_buffer_handle(self, index: int, handle: int, delegate: Delegate) -> None:
-        """Attach a delegate's buffer handle to a tensor, freeing any handle it had (SetBufferHandle)."""
-        tensor = self.tensors[index]
-        if tensor.delegate is not None and tensor.delegate is not delegate:
-            self._fail(f"Tensor {index} belongs to another delegate.")
-        if tensor.buffer_handle != NULL_BUFFER_HANDLE and delegate.free_buffer_handle is not None:
-            delegate.free_buffer_handle(self.context, delegate, tensor.buffer_handle)
-        tensor.delegate = delegate
-        tensor.buffer_handle = handle
-
     # --- teardown ------------------------------------------------------------------------------------
 
     def free(self) -> None:
@@ -932,15 +657,7 @@ class Subgraph:
         TFLite's subgraph destructor does."""
         for node, registration in self.nodes:
             self._free_node(node, registration)
-        for tensor in self.tensors:
-            delegate = tensor.delegate
-            if (
-                tensor.buffer_handle != NULL_BUFFER_HANDLE
-                and delegate is not None
-                and delegate.free_buffer_handle
-            ):
-                delegate.free_buffer_handle(self.context, delegate, tensor.buffer_handle)
-            tensor.buffer_handle = NULL_BUFFER_HANDLE
+        self.delegation.free_buffer_handles()
 
     def _free_node(self, node: Node, registration: Registration) -> None:
         if registration.free is not None and node.user_data is not None:

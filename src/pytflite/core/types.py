@@ -113,6 +113,17 @@ class Status(enum.IntEnum):
     OUTPUT_SHAPE_NOT_KNOWN = 9
 
 
+OK_STATUSES = frozenset({None, Status.OK})  # what a kernel or delegate may return on success
+
+
+class SubgraphState(enum.Enum):
+    """Where a subgraph is in its lifecycle (tflite::Subgraph::State)."""
+
+    UNINVOKABLE = 0
+    INVOKABLE = 1
+    INVOKABLE_AND_IMMUTABLE = 2
+
+
 # How a tensor's elements are held in `Tensor.data`. Sub-byte types are held packed (two int4 or four
 # int2 per byte), as TFLite holds them; bfloat16 and float8 are held as their raw bits.
 _STORAGE_DTYPES = {

@@ -15,9 +15,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..core.node import OPTIONAL_TENSOR
-from ..core.subgraph import Subgraph, SubgraphState
+from ..core.subgraph import Subgraph
 from ..core.tensor import Tensor
-from ..core.types import AllocationType, BuiltinOperator, TensorType
+from ..core.types import AllocationType, BuiltinOperator, SubgraphState, TensorType
 from ..errors import ensure, ensure_eq
 from .common import ANY_TYPE, input_tensor
 from .registry import register_builtin
@@ -120,7 +120,7 @@ class Call:
         copy = copy or self.outputs_are_inputs
         for tensor in self.outputs:
             if tensor.data_is_stale:
-                target.ensure_tensor_data_is_readable(tensor.index)
+                target.delegation.ensure_tensor_data_is_readable(tensor.index)
             outputs.append(tensor.data.copy() if copy else tensor.data)
         return outputs
 

@@ -82,7 +82,7 @@ class Session:
     def outputs(self) -> list[tuple[str, np.ndarray]]:
         result = []
         for name, index in zip(self.output_names, self.output_indices):
-            self.subgraph.ensure_tensor_data_is_readable(index)
+            self.subgraph.delegation.ensure_tensor_data_is_readable(index)
             result.append((name, _tensor_value(self.subgraph, index)))
         return result
 

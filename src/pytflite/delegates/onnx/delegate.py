@@ -225,7 +225,7 @@ class OnnxRuntimeKernel(SimpleDelegateKernel):
                     list(tensor.shape), storage_dtype(tensor.type), delegate.device, delegate.device_id
                 )
                 if tensor.buffer_handle == NULL_BUFFER_HANDLE or tensor.delegate is not delegate:
-                    context.subgraph.set_buffer_handle(t, delegate.new_handle(), delegate)
+                    context.subgraph.delegation.set_buffer_handle(t, delegate.new_handle(), delegate)
                 delegate.device_values[tensor.buffer_handle] = value
                 self.device_outputs.append(value)
         self._prepared_for = shapes
