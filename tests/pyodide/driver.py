@@ -38,8 +38,8 @@ from pytflite.tools import cli
 Outputs = dict[str, np.ndarray]
 
 
-def _resolver(reference: bool) -> pytflite.MutableOpResolver:
-    """The builtin (or BUILTIN_REF) kernels plus the corpus's custom Atan, as tests/test_corpus.py has."""
+def corpus_resolver(reference: bool = False) -> pytflite.MutableOpResolver:
+    """The builtin (or BUILTIN_REF) kernels plus the corpus's custom Atan (tests/test_corpus.py's too)."""
 
     def prepare(context, node):
         context.resize_tensor(context.tensors[node.outputs[0]], context.tensors[node.inputs[0]].shape)
@@ -63,7 +63,7 @@ def _outputs_by_index(details: dict) -> list[str]:
 
 
 def run_plain(path: str, data, reference: bool) -> Outputs:
-    interpreter = pytflite.Interpreter(model_path=path, op_resolver=_resolver(reference))
+    interpreter = pytflite.Interpreter(model_path=path, op_resolver=corpus_resolver(reference))
     interpreter.allocate_tensors()
     for i, detail in enumerate(interpreter.get_input_details()):
         interpreter.set_tensor(detail["index"], data[f"input_{i}"])

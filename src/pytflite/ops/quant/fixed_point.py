@@ -86,7 +86,7 @@ def wrap(values, bits: int = 32, out: np.ndarray | None = None) -> np.ndarray:
     return result
 
 
-def float_to_int32(values, saturate: bool = False, x86: bool = True) -> np.ndarray:
+def float_to_int32(values, saturate: bool = False, *, x86: bool) -> np.ndarray:
     """static_cast<int32_t>(float): truncation toward zero. On x86 (cvttss2si) NaN and values out of
     int32's range give INT32_MIN ("integer indefinite"); with `saturate`, out-of-range values clamp to
     int32's limits instead, as where LiteRT's compiler folds a following clamp into the conversion.

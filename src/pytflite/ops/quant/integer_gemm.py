@@ -30,6 +30,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ...errors import ensure
 from .fixed_point import float_to_int32, multiply_by_quantized_multiplier, round_half_away, wrap
 
 Requantizer = Callable[[np.ndarray], np.ndarray]
@@ -76,8 +77,7 @@ def single_rounding_requantizer(multiplier, shift) -> Requantizer:
     """ruy's portable C++ kernel (fidelity/ruy.py): one rounding, half up, the left shift folded into
     the 64-bit shift (no int32 wrap before it), the int64 result truncated to int32."""
     total = 31 - np.asarray(shift, np.int64)
-    if np.any(total < 1):
-        raise ValueError(f"requantization exponent {int(np.max(shift))} is above 30")
+    ensure(bool(np.all(total >= 1)), f"requantization exponent {int(np.max(shift))} is above 30")
     multiplier = np.asarray(multiplier, np.int64)
     rounding = np.int64(1) << (total - 1)
 

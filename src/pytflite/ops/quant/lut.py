@@ -129,7 +129,8 @@ def populate_8bit(
         rescaled = round_half_away(transformed * inverse_scale)
         # LiteRT's build clamps values beyond int32 to the type's range (the compiler folds the clamp
         # into the conversion); NaN still converts to INT32_MIN, hence the type's minimum
-        quantized = float_to_int32(rescaled + f32(output_zero_point), saturate=True)
+        # x86's conversion for every host: only a NaN tells them apart here (docs/fidelity.md)
+        quantized = float_to_int32(rescaled + f32(output_zero_point), saturate=True, x86=True)
     return np.clip(quantized, info.min, info.max).astype(dtype)
 
 
@@ -166,7 +167,7 @@ def populate_16bit(
         # std::min(std::max(v, lowest), highest) lets NaN through, and the int16 cast makes it 0
         clamped = np.where(samples < t(lowest), t(lowest), samples)
         clamped = np.where(t(highest) < clamped, t(highest), clamped)
-    return wrap(float_to_int32(clamped), 16)
+    return wrap(float_to_int32(clamped, x86=True), 16)  # a NaN ends as 0 on every host after the wrap
 
 
 def lookup_16bit(values: np.ndarray, table: np.ndarray) -> np.ndarray:
