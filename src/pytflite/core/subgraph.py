@@ -344,11 +344,14 @@ class Subgraph:
         return last
 
     def _fold_if_constant(self, node: Node, registration: Registration) -> None:
-        """Compute a node whose inputs are all constants once, now, into persistent read-only outputs.
+        """Compute once, now, a node whose outputs are known in prepare, into persistent read-only
+        outputs; invoke skips it afterwards. The one folding mechanism of builtin kernels: a node whose
+        inputs are all constants, or whose prepare marked every output persistent read-only
+        (context.set_tensor_to_persistent_ro: SHAPE of any input, a shape computed from shapes).
 
-        TFLite's kernels do this one by one (SetTensorToPersistentRo); doing it for every stateless
-        builtin op makes e.g. a shape computed from constants a constant, so the nodes that use it stay
-        static instead of being prepared again at every invoke.
+        TFLite's kernels compute such outputs in their prepare, one by one; doing it here for every
+        stateless builtin op also makes e.g. a shape computed from constants a constant, so the nodes
+        that use it stay static instead of being prepared again at every invoke.
         """
         tensors = self.tensors
         if (
@@ -356,8 +359,6 @@ class Subgraph:
             or node.might_have_side_effect
             or node.temporaries
             or registration.invoke is None
-            or not node.inputs
-            or any(t != OPTIONAL_TENSOR and tensors[t].allocation_type not in _CONSTANT for t in node.inputs)
         ):
             return
         outputs = [tensors[t] for t in node.outputs if t != OPTIONAL_TENSOR]
@@ -365,6 +366,12 @@ class Subgraph:
             o.type in NON_POD_TYPES
             or o.allocation_type not in (AllocationType.ARENA_RW, AllocationType.PERSISTENT_RO)
             for o in outputs
+        ):
+            return
+        marked = all(o.allocation_type == AllocationType.PERSISTENT_RO for o in outputs)
+        if not marked and (
+            not node.inputs
+            or any(t != OPTIONAL_TENSOR and tensors[t].allocation_type not in _CONSTANT for t in node.inputs)
         ):
             return
         for output in outputs:

@@ -72,7 +72,7 @@ from .quant.integer_gemm import (
     gemm_requantizer,
     int64_requantizer,
 )
-from .registry import register_builtin, register_builtin_and_reference
+from .registry import register_builtin
 
 T = TensorType
 Act = ActivationFunctionType
@@ -628,11 +628,12 @@ def _float_activation(activation) -> Callable[[np.ndarray], None] | None:
     return activation_clamp(activation)
 
 
-register_builtin_and_reference(
+register_builtin(
     BuiltinOperator.FULLY_CONNECTED,
     (1, 14),
     types=_FC_TYPES,
-    prepare_for=_fully_connected_prepare,
+    prepare=_fully_connected_prepare(True),
+    builtin_ref={"prepare": _fully_connected_prepare(False)},
     invoke=fully_connected_invoke,
 )
 

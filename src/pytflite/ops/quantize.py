@@ -51,7 +51,7 @@ from .quant.fixed_point import (
     round_half_away,
     wrap,
 )
-from .registry import register_builtin_and_reference
+from .registry import register_builtin
 
 # ---------------------------------------------------------------------------------------------------
 # DEQUANTIZE
@@ -178,11 +178,12 @@ def dequantize_invoke(context, node):
         data.compute(tensors[node.inputs[0]].data, tensors[node.outputs[0]].data)
 
 
-register_builtin_and_reference(
+register_builtin(
     BuiltinOperator.DEQUANTIZE,
     (1, 9),
     types=_DEQUANTIZE_TYPES,
-    prepare_for=dequantize_prepare,
+    prepare=dequantize_prepare(True),
+    builtin_ref={"prepare": dequantize_prepare(False)},
     invoke=dequantize_invoke,
 )
 
@@ -321,10 +322,11 @@ def quantize_invoke(context, node):
     node.user_data(tensors[node.inputs[0]].data, tensors[node.outputs[0]].data)
 
 
-register_builtin_and_reference(
+register_builtin(
     BuiltinOperator.QUANTIZE,
     (1, 6),
     types=_QUANTIZE_TYPES,
-    prepare_for=quantize_prepare,
+    prepare=quantize_prepare(True),
+    builtin_ref={"prepare": quantize_prepare(False)},
     invoke=quantize_invoke,
 )

@@ -432,10 +432,11 @@ _REDUCERS = {
 
 for _op, (_compute, _types, _versions, _has_reference) in _REDUCERS.items():
     _prepare, _invoke = reducer(_op.name, _compute, _types)
-    register_builtin(_op, _versions, types=_types, prepare=_prepare, invoke=_invoke)
+    _twin = None
     if _has_reference:
-        _prepare, _invoke = reducer(_op.name, _compute, _types, optimized=False)
-        register_builtin(_op, _versions, types=_types, reference=True, prepare=_prepare, invoke=_invoke)
+        _reference_prepare, _reference_invoke = reducer(_op.name, _compute, _types, optimized=False)
+        _twin = {"prepare": _reference_prepare, "invoke": _reference_invoke}
+    register_builtin(_op, _versions, types=_types, prepare=_prepare, invoke=_invoke, builtin_ref=_twin)
 
 
 # --- ARG_MAX / ARG_MIN ----------------------------------------------------------------------------

@@ -1,20 +1,26 @@
 """The builtin kernel table: each op family module registers its kernels here at import.
 
-    register_builtin(BuiltinOperator.ADD, (1, 6), types=(TensorType.FLOAT32, ...), prepare=..., invoke=...)
+    register_builtin(BuiltinOperator.ADD, (1, 6), types=(TensorType.FLOAT32, ...), op_data=AddData,
+                     prepare=..., invoke=..., builtin_ref={"prepare": ...})
 
 `versions` is the inclusive range of op versions the kernel accepts, matching what TFLite's
 BuiltinOpResolver registers for that op; a model asking for another version fails to load with
-TFLite's "Didn't find op for builtin opcode" error. A kernel registered with `reference=True` replaces
-the default one only in BuiltinRefOpResolver (OpResolverType.BUILTIN_REF), for the few ops whose
-reference and optimized TFLite kernels round differently. `types` lists the input element types the
-kernel accepts; it feeds the generated table of supported ops (docs/ops.md), so kernels should check
-their inputs against the same tuple.
+TFLite's "Didn't find op for builtin opcode" error. `types` lists the input element types the kernel
+accepts; it feeds the generated table of supported ops (docs/ops.md), so kernels should check their
+inputs against the same tuple.
+
+`op_data` is the frozen dataclass the kernel's prepare leaves in `node.user_data` (None: the kernel keeps
+no user data), the convention of docs/architecture.md that a test checks for every registered kernel.
+`builtin_ref` is how the kernel of BuiltinRefOpResolver (OpResolverType.BUILTIN_REF) differs, for the ops
+whose reference and optimized TFLite kernels round differently: the callbacks it names replace the
+default kernel's there; one call registers both, so the twins cannot drift apart.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
+from collections.abc import Callable
 
 from ..core.node import Registration
 from ..core.types import BuiltinOperator, TensorType
@@ -53,6 +59,8 @@ class KernelInfo:
     versions: tuple[int, int]
     types: tuple[TensorType, ...]
     source: str  # where its family lives: "ops/linear.py", or "ops/conv/" for a family package
+    op_data: type | None  # what prepare leaves in node.user_data; None: nothing
+    has_builtin_ref_twin: bool  # BUILTIN_REF runs a variant of this kernel
 
 
 _INFO: list[KernelInfo] = []
@@ -63,39 +71,36 @@ def register_builtin(
     versions: tuple[int, int],
     *,
     types: tuple[TensorType, ...] = (),
-    reference: bool = False,
-    **callbacks,
+    op_data: type | None = None,
+    builtin_ref: dict[str, Callable] | None = None,
+    **callbacks: Callable,
 ) -> Registration:
-    """Add a kernel (its init/prepare/invoke/free/profiling_string functions) for a version range."""
-    table = _REFERENCE if reference else _DEFAULT
-    if not reference:
-        family, *inner = callbacks["invoke"].__module__.removeprefix(f"{__package__}.").split(".")
-        source = f"ops/{family}/" if inner else f"ops/{family}.py"
-        _INFO.append(KernelInfo(op, versions, tuple(types), source))
-    first, last = versions
+    """Add a kernel (its init/prepare/invoke/free/profiling_string functions) for a version range, and
+    its BUILTIN_REF twin when `builtin_ref` names the callbacks that differ there."""
+    if op_data is not None and not _is_frozen_dataclass(op_data):
+        raise TypeError(f"{op.name}: op_data {op_data!r} is not a frozen dataclass")
+    family, *inner = callbacks["invoke"].__module__.removeprefix(f"{__package__}.").split(".")
+    source = f"ops/{family}/" if inner else f"ops/{family}.py"
+    _INFO.append(KernelInfo(op, versions, tuple(types), source, op_data, builtin_ref is not None))
     registration = Registration(builtin_code=op, **callbacks)
+    _add(_DEFAULT, registration, versions)
+    if builtin_ref is not None:
+        _add(_REFERENCE, dataclasses.replace(registration, **builtin_ref), versions)
+    return registration
+
+
+def _add(table: dict[tuple[int, int], Registration], registration: Registration, versions) -> None:
+    op = BuiltinOperator(registration.builtin_code)
+    first, last = versions
     for version in range(first, last + 1):
         key = (int(op), version)
         if key in table:
             raise RuntimeError(f"{op.name} version {version} registered twice")
         table[key] = dataclasses.replace(registration, version=version)
-    return registration
 
 
-def register_builtin_and_reference(
-    op: BuiltinOperator,
-    versions: tuple[int, int],
-    *,
-    types: tuple[TensorType, ...],
-    prepare_for,
-    **callbacks,
-) -> None:
-    """Register the kernel LiteRT's optimized build runs and its BUILTIN_REF twin, which differ only in
-    what `prepare_for(optimized)` sets up (e.g. how quantized outputs are rounded)."""
-    for optimized in (True, False):
-        register_builtin(
-            op, versions, types=types, reference=not optimized, prepare=prepare_for(optimized), **callbacks
-        )
+def _is_frozen_dataclass(kind: type) -> bool:
+    return dataclasses.is_dataclass(kind) and kind.__dataclass_params__.frozen
 
 
 def _load_families() -> None:

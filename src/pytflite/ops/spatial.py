@@ -368,23 +368,22 @@ def _resize_prepare(op_name: str, types, make_plan, reference: bool):
     return prepare
 
 
-for _reference in (False, True):
-    register_builtin(
-        BuiltinOperator.RESIZE_BILINEAR,
-        (1, 4),
-        types=_BILINEAR_TYPES,
-        reference=_reference,
-        prepare=_resize_prepare("RESIZE_BILINEAR", _BILINEAR_TYPES, _bilinear_plan, _reference),
-        invoke=_resize_bilinear_invoke,
-    )
-    register_builtin(
-        BuiltinOperator.RESIZE_NEAREST_NEIGHBOR,
-        (1, 4),
-        types=_NEAREST_TYPES,
-        reference=_reference,
-        prepare=_resize_prepare("RESIZE_NEAREST_NEIGHBOR", _NEAREST_TYPES, _nearest_plan, _reference),
-        invoke=_resize_nearest_invoke,
-    )
+register_builtin(
+    BuiltinOperator.RESIZE_BILINEAR,
+    (1, 4),
+    types=_BILINEAR_TYPES,
+    prepare=_resize_prepare("RESIZE_BILINEAR", _BILINEAR_TYPES, _bilinear_plan, False),
+    invoke=_resize_bilinear_invoke,
+    builtin_ref={"prepare": _resize_prepare("RESIZE_BILINEAR", _BILINEAR_TYPES, _bilinear_plan, True)},
+)
+register_builtin(
+    BuiltinOperator.RESIZE_NEAREST_NEIGHBOR,
+    (1, 4),
+    types=_NEAREST_TYPES,
+    prepare=_resize_prepare("RESIZE_NEAREST_NEIGHBOR", _NEAREST_TYPES, _nearest_plan, False),
+    invoke=_resize_nearest_invoke,
+    builtin_ref={"prepare": _resize_prepare("RESIZE_NEAREST_NEIGHBOR", _NEAREST_TYPES, _nearest_plan, True)},
+)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -69,19 +69,30 @@ def _unary_kernel(
     compute: Callable,
     quantized: Callable | None = None,
     types: tuple[TensorType, ...] = _FLOAT,
-    reference: bool = False,
+    quantized_ref: Callable | None = None,
 ) -> None:
     """Register a one-input op: `compute(x, out)` for float32, `quantized(input, output, x86)` making the
-    compute function of the other `types` in prepare (`x86`: the host's float-to-int conversions)."""
+    compute function of the other `types` in prepare (`x86`: the host's float-to-int conversions);
+    `quantized_ref` the one of BUILTIN_REF's kernel, where it differs."""
 
-    def prepare(context, node):
-        source, output = _check_unary(context, node, op.name, types)
-        if source.type == TensorType.FLOAT32:
-            node.user_data = compute
-        else:
-            node.user_data = quantized(source, output, context.host.x86)
+    def prepare_with(quantized_for_types: Callable | None) -> Callable:
+        def prepare(context, node):
+            source, output = _check_unary(context, node, op.name, types)
+            if source.type == TensorType.FLOAT32:
+                node.user_data = compute
+            else:
+                node.user_data = quantized_for_types(source, output, context.host.x86)
 
-    register_builtin(op, versions, types=types, reference=reference, prepare=prepare, invoke=compute_invoke)
+        return prepare
+
+    register_builtin(
+        op,
+        versions,
+        types=types,
+        prepare=prepare_with(quantized),
+        invoke=compute_invoke,
+        builtin_ref=None if quantized_ref is None else {"prepare": prepare_with(quantized_ref)},
+    )
 
 
 def nonempty_invoke(context, node):

@@ -117,20 +117,12 @@ def _tanh_logistic_quantized(op: BuiltinOperator, reference: bool) -> Callable:
     return quantized
 
 
-for _reference in (False, True):
+for _op, _float in ((BuiltinOperator.TANH, _tanh), (BuiltinOperator.LOGISTIC, _logistic)):
     _unary_kernel(
-        BuiltinOperator.TANH,
+        _op,
         (1, 3),
-        _tanh,
-        _tanh_logistic_quantized(BuiltinOperator.TANH, _reference),
+        _float,
+        _tanh_logistic_quantized(_op, reference=False),
         _ALL,
-        _reference,
-    )
-    _unary_kernel(
-        BuiltinOperator.LOGISTIC,
-        (1, 3),
-        _logistic,
-        _tanh_logistic_quantized(BuiltinOperator.LOGISTIC, _reference),
-        _ALL,
-        _reference,
+        quantized_ref=_tanh_logistic_quantized(_op, reference=True),
     )

@@ -22,7 +22,7 @@ from ..common import (
     scratch_tensor,
     set_temporaries,
 )
-from ..registry import register_builtin_and_reference
+from ..registry import register_builtin
 from ..windows import plan_window
 from .common import (
     _CONV_TYPES,
@@ -449,11 +449,12 @@ def conv2d_invoke(context, node):
 
 
 # BUILTIN_REF's kernels differ in how they round quantized outputs (the float ones are the same here)
-register_builtin_and_reference(
+register_builtin(
     BuiltinOperator.CONV_2D,
     (1, 8),
     types=_CONV_TYPES,
     init=_conv_init,
-    prepare_for=conv2d_prepare,
+    prepare=conv2d_prepare(True),
+    builtin_ref={"prepare": conv2d_prepare(False)},
     invoke=conv2d_invoke,
 )

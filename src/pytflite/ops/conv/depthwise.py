@@ -32,7 +32,7 @@ from ..common import (
     scratch_tensor,
     set_temporaries,
 )
-from ..registry import register_builtin_and_reference
+from ..registry import register_builtin
 from ..windows import (
     Staging,
     Window,
@@ -481,11 +481,12 @@ def _depthwise_hybrid_invoke(context, node, state: DepthwiseState, out: np.ndarr
 
 
 # BUILTIN_REF's kernels differ in how they round quantized outputs (the float ones are the same here)
-register_builtin_and_reference(
+register_builtin(
     BuiltinOperator.DEPTHWISE_CONV_2D,
     (1, 7),
     types=_CONV_TYPES,
     init=_depthwise_init,
-    prepare_for=depthwise_prepare,
+    prepare=depthwise_prepare(True),
+    builtin_ref={"prepare": depthwise_prepare(False)},
     invoke=depthwise_invoke,
 )

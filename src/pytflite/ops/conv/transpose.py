@@ -33,7 +33,7 @@ from ..common import (
     scratch_tensor,
     set_temporaries,
 )
-from ..registry import register_builtin_and_reference
+from ..registry import register_builtin
 from ..windows import output_size, padding_before_after, tap_plan
 from .common import (
     _ALL,
@@ -383,11 +383,12 @@ def transpose_conv_prepare(optimized: bool):
 
 
 # BUILTIN_REF's kernels differ in how they round quantized outputs (the float ones are the same here)
-register_builtin_and_reference(
+register_builtin(
     BuiltinOperator.TRANSPOSE_CONV,
     (1, 5),
     types=_CONV_TYPES,
     init=_transpose_init,
-    prepare_for=transpose_conv_prepare,
+    prepare=transpose_conv_prepare(True),
+    builtin_ref={"prepare": transpose_conv_prepare(False)},
     invoke=_transpose_invoke,
 )

@@ -93,6 +93,8 @@ _ARITHMETIC = (
     ),
     (BuiltinOperator.DIV, np.true_divide, (1, 2), (T.FLOAT32, T.INT32, *_QUANTIZED)),
 )
+# BUILTIN_REF's ADD and MUL: TFLite's reference kernels, scalar code without the SIMD blocks' rounding.
+_WITH_REFERENCE_TWIN = (BuiltinOperator.ADD, BuiltinOperator.MUL)
 for _op, _ufunc, _versions, _types in _ARITHMETIC:
     register_builtin(
         _op,
@@ -100,14 +102,9 @@ for _op, _ufunc, _versions, _types in _ARITHMETIC:
         types=_types,
         prepare=_finish_prepare(_arithmetic_prepare(_op.name, _ufunc, _types)),
         invoke=binary_invoke,
-    )
-# BUILTIN_REF's ADD and MUL: TFLite's reference kernels, scalar code without the SIMD blocks' rounding.
-for _op, _ufunc, _versions, _types in _ARITHMETIC[0:3:2]:
-    register_builtin(
-        _op,
-        _versions,
-        types=_types,
-        reference=True,
-        prepare=_finish_prepare(_arithmetic_prepare(_op.name, _ufunc, _types, optimized=False)),
-        invoke=binary_invoke,
+        builtin_ref={
+            "prepare": _finish_prepare(_arithmetic_prepare(_op.name, _ufunc, _types, optimized=False))
+        }
+        if _op in _WITH_REFERENCE_TWIN
+        else None,
     )
