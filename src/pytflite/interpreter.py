@@ -18,13 +18,15 @@ from typing import Any
 
 import numpy as np
 
+from .core.arena import MemoryReport
 from .core.blas_threads import BlasThreads
+from .core.config import SubgraphConfig
 from .core.delegate import Delegate
 from .core.delegation import DelegatePartition
 from .core.node import OPTIONAL_TENSOR
 from .core.packed import PACKED_TYPES, pack_into, unpack_packed
 from .core.quantization import AffineQuantization, BlockwiseQuantization
-from .core.subgraph import MemoryReport, Subgraph
+from .core.subgraph import Subgraph
 from .core.tensor import Tensor
 from .core.types import (
     NON_POD_TYPES,
@@ -39,11 +41,8 @@ from .core.types import (
 from .errors import ErrorReporter, InterpreterError, InvalidArgumentError
 from .fidelity.host import HostProfile
 from .interpreter_builder import build_subgraphs
-from .model.control_dependencies import METADATA_KEY as CONTROL_DEPENDENCIES_KEY
-from .model.control_dependencies import parse_control_dependencies
 from .model.reader import ModelDescription, open_model_file, read_model
 from .model.verifier import DEFAULT_LIMITS, Limits
-from .ops.quant.hybrid_inputs import has_hybrid_op
 from .ops.resolver import BuiltinOpResolver, BuiltinRefOpResolver, OpResolver
 
 _REFERENCE_TO_INTERNAL_DATA = """There is at least 1 reference to internal data
@@ -134,32 +133,25 @@ class Interpreter:
         # `limits` (a pytflite extra) caps what an untrusted model may ask for: memory, nesting, loops
         self._limits = limits if limits is not None else DEFAULT_LIMITS
         self._model: ModelDescription = read_model(buffer, self._limits)
-        self._subgraphs: list[Subgraph] = build_subgraphs(
-            self._model, resolver, self._error_reporter, bool(experimental_preserve_all_tensors)
-        )
-        control_dependencies = parse_control_dependencies(
-            self._model.metadata.get(CONTROL_DEPENDENCIES_KEY, b"")
-        )
-        if control_dependencies is not None and len(control_dependencies) != len(self._subgraphs):
-            control_dependencies = None  # as TFLite: malformed or mismatched metadata is ignored
         host = experimental_host_profile if experimental_host_profile is not None else HostProfile.detect()
         if not isinstance(host, HostProfile):
             raise InvalidArgumentError(
                 f"experimental_host_profile must be a HostProfile, not {type(host).__name__}"
             )
-        for index, subgraph in enumerate(self._subgraphs):
-            subgraph.limits = self._limits
-            subgraph.context.host = host
-            subgraph.context.recommended_num_threads = int(num_threads or 1)
-            subgraph.context.exact_float_summation = (
-                host.x86 and has_hybrid_op(subgraph)
-                if experimental_exact_float_summation is None
-                else bool(experimental_exact_float_summation)
-            )
-            subgraph.delegation.disable_delegate_clustering = bool(experimental_disable_delegate_clustering)
-            subgraph.delegation.disable_delegate_node_fusion = bool(experimental_disable_delegate_node_fusion)
-            if control_dependencies is not None:
-                subgraph.delegation.control_edges = control_dependencies[index]
+        config = SubgraphConfig(
+            limits=self._limits,
+            host=host,
+            num_threads=int(num_threads or 1),
+            preserve_all_tensors=bool(experimental_preserve_all_tensors),
+            disable_delegate_clustering=bool(experimental_disable_delegate_clustering),
+            disable_delegate_node_fusion=bool(experimental_disable_delegate_node_fusion),
+        )
+        exact = (
+            None if experimental_exact_float_summation is None else bool(experimental_exact_float_summation)
+        )
+        self._subgraphs: list[Subgraph] = build_subgraphs(
+            self._model, resolver, self._error_reporter, config, exact_float_summation=exact
+        )
         self._blas_threads = BlasThreads(num_threads) if num_threads is not None else contextlib.nullcontext()
         self._experimental_compress_quantization_zero_points = experimental_compress_quantization_zero_points
         self._view_anchor = object()

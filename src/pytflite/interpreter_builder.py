@@ -3,6 +3,10 @@
 It joins the layers below it (the runtime core, the model description and its options, the op
 resolver), so it sits beside the Interpreter rather than in core.
 
+The interpreter's options arrive as one SubgraphConfig, which each subgraph receives at construction,
+with what only the model can decide filled in here: whether the subgraph sums floats in LiteRT's exact
+order (where it has a hybrid op, on x86), and the model's explicit control dependencies.
+
 Each operator code is resolved once: a builtin the resolver lacks fails the build with TFLite's
 "Didn't find op for builtin opcode" error; a custom op it lacks gets a placeholder that fails only at
 prepare, so that a delegate may still claim the node. Then every subgraph gets its tensors (constants
@@ -11,16 +15,28 @@ as read-only views on the model bytes) and its nodes, whose kernels' `init` runs
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .core.config import SubgraphConfig
 from .core.node import Registration, unresolved_custom_op
 from .core.resources import Resources
 from .core.subgraph import Subgraph
 from .core.tensor import Tensor
-from .core.types import NON_POD_TYPES, AllocationType, BuiltinOperator, storage_dtype, stored_shape
+from .core.types import (
+    NON_POD_TYPES,
+    AllocationType,
+    BuiltinOperator,
+    TensorType,
+    storage_dtype,
+    stored_shape,
+)
 from .errors import ErrorReporter, InterpreterError, ModelError
+from .fidelity.host import HostProfile
+from .model.control_dependencies import METADATA_KEY as CONTROL_DEPENDENCIES_KEY
+from .model.control_dependencies import parse_control_dependencies
 from .model.options import options_class_for_operator
 
 if TYPE_CHECKING:
@@ -34,19 +50,28 @@ def build_subgraphs(
     model: ModelDescription,
     resolver: OpResolver,
     error_reporter: ErrorReporter,
-    preserve_all_tensors: bool = False,
+    config: SubgraphConfig,
+    exact_float_summation: bool | None = None,
 ) -> list[Subgraph]:
+    """The model's subgraphs, ready to allocate. `exact_float_summation` None: decided per subgraph
+    (exact where it has a hybrid op and the host is x86, whose summation order it is)."""
     registrations = [_resolve(code, resolver) for code in model.operator_codes]
     resources = Resources()  # one per interpreter: VAR_HANDLE's init numbers its variables in it
+    host = config.host if config.host is not None else HostProfile.detect()
+    control_edges = _control_edges(model)
     subgraphs = []
     for index, description in enumerate(model.subgraphs):
+        exact = exact_float_summation
+        if exact is None:
+            exact = host.x86 and _has_hybrid_op(description, model.operator_codes)
         subgraph = Subgraph(
             index,
             description.name,
             error_reporter,
-            preserve_all_tensors=preserve_all_tensors,
+            config=dataclasses.replace(config, host=host, exact_float_summation=bool(exact)),
             metadata=model.metadata,
             resources=resources,
+            control_edges=None if control_edges is None else control_edges[index],
         )
         subgraph.subgraphs = subgraphs
         _add_tensors(subgraph, description)
@@ -55,6 +80,52 @@ def build_subgraphs(
         subgraph.variables = tuple(t.index for t in subgraph.tensors if t.is_variable)
         subgraphs.append(subgraph)
     return subgraphs
+
+
+def _control_edges(model: ModelDescription) -> list[list[tuple[int, int]]] | None:
+    """The model's explicit control dependencies per subgraph; as TFLite, malformed or mismatched
+    metadata is ignored."""
+    edges = parse_control_dependencies(model.metadata.get(CONTROL_DEPENDENCIES_KEY, b""))
+    return edges if edges is not None and len(edges) == len(model.subgraphs) else None
+
+
+# Ops with a hybrid kernel: float32 activations meeting constant 8-bit (or 4-bit) weights.
+_HYBRID_OPS = frozenset(
+    {
+        BuiltinOperator.FULLY_CONNECTED,
+        BuiltinOperator.CONV_2D,
+        BuiltinOperator.DEPTHWISE_CONV_2D,
+        BuiltinOperator.BATCH_MATMUL,
+        BuiltinOperator.SVDF,
+        BuiltinOperator.RNN,
+        BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_RNN,
+        BuiltinOperator.BIDIRECTIONAL_SEQUENCE_RNN,
+        BuiltinOperator.LSTM,
+        BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_LSTM,
+        BuiltinOperator.BIDIRECTIONAL_SEQUENCE_LSTM,
+        BuiltinOperator.EMBEDDING_LOOKUP,
+    }
+)
+_QUANTIZED_WEIGHTS = (TensorType.INT8, TensorType.UINT8, TensorType.INT4)
+
+
+def _has_hybrid_op(description: SubgraphDescription, operator_codes) -> bool:
+    """Whether the subgraph has a hybrid kernel: one of _HYBRID_OPS with a constant 8-bit (or 4-bit)
+    input and a float32 input or output. Such a kernel quantizes its float input per batch, so a float
+    kernel before it that differs from LiteRT by one ulp can move a value across a rounding boundary: a
+    whole quantization step at the output. Those subgraphs sum floats in LiteRT's order
+    (Context.exact_float_summation)."""
+    tensors = description.tensors
+    for operator in description.operators:
+        if operator_codes[operator.opcode_index].builtin_code not in _HYBRID_OPS:
+            continue
+        inputs = [tensors[i] for i in operator.inputs if i >= 0]
+        outputs = [tensors[i] for i in operator.outputs if i >= 0]
+        if any(t.type in _QUANTIZED_WEIGHTS and t.data is not None for t in inputs) and any(
+            t.type == TensorType.FLOAT32 for t in inputs + outputs
+        ):
+            return True
+    return False
 
 
 def _resolve(code, resolver: OpResolver) -> Registration:

@@ -434,7 +434,7 @@ def test_nodes_of_constants_are_computed_once_in_prepare():
     subgraph = interpreter.subgraphs[0]
     assert subgraph.tensors[shape].allocation_type == pytflite.AllocationType.PERSISTENT_RO
     assert not subgraph.has_dynamic_tensors  # the reshape's shape became a constant: no lazy prepare
-    assert [node.index for _, node in subgraph._steps] == [1, 2]  # the ADD of constants is not invoked
+    assert [node.index for _, node in subgraph._runner.fast_steps] == [1, 2]  # the ADD of constants is not invoked
     interpreter.set_tensor(0, np.arange(6, dtype=np.float32).reshape(2, 3))
     interpreter.invoke()
     interpreter.invoke()

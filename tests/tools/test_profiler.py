@@ -40,8 +40,9 @@ def test_profiler_times_every_node_and_leaves_the_fast_path_alone(monkeypatch):
     interpreter = _ready()
     subgraph = interpreter.subgraphs[0]
     careful = []
-    original = type(subgraph)._invoke_careful
-    monkeypatch.setattr(type(subgraph), "_invoke_careful", lambda self: careful.append(1) or original(self))
+    runner = type(subgraph._runner)
+    original = runner._invoke_careful
+    monkeypatch.setattr(runner, "_invoke_careful", lambda self: careful.append(1) or original(self))
     interpreter.invoke()
     assert careful == []  # no profiler: the precomputed fast steps ran
 

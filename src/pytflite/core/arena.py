@@ -29,6 +29,7 @@ from .types import AllocationType, storage_dtype, stored_shape
 
 ALIGNMENT = 64  # kDefaultTensorAlignment: the buffer's, and the most any tensor gets
 UNASSIGNED = 2**31 - 1  # kNodeNotAssigned: "never" for first, "until the end" for last
+_ARENA_TYPES = frozenset({AllocationType.ARENA_RW, AllocationType.ARENA_RW_PERSISTENT})
 
 
 def alignment_for(size: int) -> int:
@@ -111,6 +112,7 @@ class ArenaPlanner:
         self.persistent = _Arena()
         # tensors by the plan position that first writes them (may hold stale entries: check `first`)
         self._by_first: dict[int, list[int]] = {}
+        self._plan: Sequence[Node] = ()  # the plan's nodes, as planned
 
     @property
     def arena_bytes(self) -> int:
@@ -128,6 +130,7 @@ class ArenaPlanner:
         variables: Sequence[int],
     ) -> None:
         """Compute each tensor's lifetime [first, last] in plan positions (PlanAllocations)."""
+        self._plan = plan
         count = len(self.tensors)
         self.first = [UNASSIGNED] * count
         self.last = [UNASSIGNED] * count
@@ -184,8 +187,9 @@ class ArenaPlanner:
                 self.tensors[t].data = None
         self.rw.active.clear()
 
-    def execute_allocations(self, first: int, last: int, plan: Sequence[Node]) -> None:
+    def execute_allocations(self, first: int, last: int) -> None:
         """Place the tensors first written in plan positions [first, last] and bind their data."""
+        plan = self._plan
         count = len(self.tensors)
         if len(self.first) < count:  # kernels may have added temporaries in prepare
             self.first += [UNASSIGNED] * (count - len(self.first))
@@ -269,3 +273,30 @@ class ArenaPlanner:
         arena = self.rw if tensor.allocation_type == AllocationType.ARENA_RW else self.persistent
         raw = arena.buffer[allocation.offset : allocation.offset + tensor.bytes]
         tensor.data = raw.view(storage_dtype(tensor.type)).reshape(stored_shape(tensor.type, tensor.shape))
+
+
+@dataclass(frozen=True)
+class MemoryReport:
+    """Bytes by kind of memory. arena_lower_bound_bytes is the most live rw-tensor bytes at any plan
+    step; the arena can be no smaller, and TFLite-style placement keeps it close."""
+
+    arena_bytes: int
+    arena_lower_bound_bytes: int
+    persistent_arena_bytes: int
+    constant_bytes: int
+    dynamic_bytes: int
+
+
+def memory_report(tensors: Sequence[Tensor], planner: ArenaPlanner | None, plan_length: int) -> MemoryReport:
+    """Where a subgraph's bytes are: its arenas (and their lower bound), constants, dynamic tensors."""
+    by_type: dict[AllocationType, int] = {}
+    for tensor in tensors:
+        if tensor.data is not None and tensor.allocation_type not in _ARENA_TYPES:
+            by_type[tensor.allocation_type] = by_type.get(tensor.allocation_type, 0) + tensor.data.nbytes
+    return MemoryReport(
+        arena_bytes=0 if planner is None else planner.arena_bytes,
+        arena_lower_bound_bytes=0 if planner is None else planner.lower_bound(plan_length),
+        persistent_arena_bytes=0 if planner is None else planner.persistent_bytes,
+        constant_bytes=by_type.get(AllocationType.MMAP_RO, 0),
+        dynamic_bytes=by_type.get(AllocationType.DYNAMIC, 0) + by_type.get(AllocationType.PERSISTENT_RO, 0),
+    )

@@ -30,18 +30,19 @@ class Context:
     def __init__(self, subgraph: Subgraph):
         self._subgraph = subgraph
         self.tensors: list[Tensor] = subgraph.tensors  # the subgraph's own list: indices stay valid
-        self.recommended_num_threads = -1
+        config = subgraph.config
+        self.recommended_num_threads = config.num_threads
         self.allow_fp32_relax_to_fp16 = False
         # Float kernels that read this in prepare (CONV_2D, DEPTHWISE_CONV_2D) sum their products in
         # LiteRT's order, sequentially in float32, bit for bit, instead of a faster BLAS / einsum order
         # that differs by ~1e-7 relative. That matters before a hybrid op (float32 activations, int8
         # weights): it quantizes its input per batch, turning a 1e-7 difference on a rounding boundary
-        # into a whole quantization step. Set once per subgraph before prepare (the Interpreter's
+        # into a whole quantization step. From the subgraph's config (the Interpreter's
         # experimental_exact_float_summation; by default, True where the subgraph has a hybrid op).
-        self.exact_float_summation = False
+        self.exact_float_summation = config.exact_float_summation
         # The machine whose LiteRT the host-dependent kernels reproduce (fidelity/host.py): this one
         # unless the Interpreter was given another profile. Read in prepare.
-        self.host: HostProfile = HostProfile.detect()
+        self.host: HostProfile = config.host if config.host is not None else HostProfile.detect()
         self.profiler: Any = None
         self._external_contexts: dict[Any, Any] = {}
         self._delegate_depth = 0  # > 0 while a delegate's prepare runs

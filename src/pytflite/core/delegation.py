@@ -40,11 +40,9 @@ class DelegatePartition:
 class Delegation:
     """The delegates applied to one subgraph, the plan before them, and the partitioning options."""
 
-    def __init__(self, subgraph: Subgraph):
+    def __init__(self, subgraph: Subgraph, control_edges: list[tuple[int, int]] | None = None):
         self._subgraph = subgraph
-        self.disable_delegate_clustering = False
-        self.disable_delegate_node_fusion = False
-        self.control_edges: list[tuple[int, int]] | None = None  # the model's explicit control dependencies
+        self.control_edges = control_edges  # the model's explicit control dependencies, if any
         self.applied: list[Delegate] = []
         self.pre_delegation_plan: list[int] | None = None
         self._undone = False
@@ -201,6 +199,7 @@ class Delegation:
 
     def _partition(self, nodes_to_replace: Sequence[int]) -> list[NodeSubset]:
         subgraph = self._subgraph
+        config = subgraph.config
         nodes = subgraph.nodes
         plan = [
             PlanNode(i, nodes[i][0].inputs, nodes[i][0].outputs, nodes[i][0].might_have_side_effect)
@@ -213,9 +212,9 @@ class Delegation:
                 subgraph.outputs,
                 nodes_to_replace,
                 len(nodes),
-                greedy=not self.disable_delegate_clustering,
+                greedy=not config.disable_delegate_clustering,
                 control_edges=self.control_edges,
-                disable_node_fusion=subgraph.preserve_all_tensors or self.disable_delegate_node_fusion,
+                disable_node_fusion=config.preserve_all_tensors or config.disable_delegate_node_fusion,
             )
         except PartitionError as error:
             raise KernelError(f"Partitioning the graph for a delegate failed: {error}") from None

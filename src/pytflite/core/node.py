@@ -114,6 +114,21 @@ def unresolved_custom_op(name: str) -> Registration:
     )
 
 
+def unresolved_op_message(name: str) -> str:
+    """TFLite's report for preparing a custom op no resolver provides (Flex ops get their own)."""
+    if name.startswith("Flex"):
+        return (
+            "Select TensorFlow op(s), included in the given model, is(are) not supported by this "
+            "interpreter. Make sure you apply/link the Flex delegate before inference. For the "
+            'Android, it can be resolved by adding "org.tensorflow:tensorflow-lite-select-tf-ops" '
+            "dependency. See instructions: https://www.tensorflow.org/lite/guide/ops_select"
+        )
+    return (
+        f"Encountered unresolved custom op: {name}.\n"
+        "See instructions: https://www.tensorflow.org/lite/guide/ops_custom "
+    )
+
+
 def is_unresolved_custom_op(registration: Registration) -> bool:
     return (
         registration.builtin_code == BuiltinOperator.CUSTOM

@@ -12,8 +12,6 @@ Asymmetric: the range is widened to include 0; scale = (max - min) / 255 in doub
 to an int8 from whichever end has the smaller error; values clamped to [-128, 127].
 A row of zeros (asymmetric: min == max) quantizes to zeros with scale 1 and zero point 0.
 
-has_hybrid_op tells whether a subgraph holds such a kernel: the Interpreter then asks the float kernels
-before it for LiteRT's exact summation order (Context.exact_float_summation).
 """
 
 from __future__ import annotations
@@ -23,7 +21,6 @@ import math
 
 import numpy as np
 
-from ...core.types import BuiltinOperator, TensorType
 from ..common import clip
 from .fixed_point import round_half_away
 
@@ -75,52 +72,6 @@ def _round_rows(products: np.ndarray) -> None:
         signs |= bits
         products += signs.view(np.float32)
     np.trunc(products, out=products)
-
-
-# --- which subgraphs have hybrid kernels ---------------------------------------------------------------
-
-# The builtins with hybrid variants: float32 activations meet constant int8 / uint8 / int4 weights.
-_HYBRID_OPS = frozenset(
-    {
-        BuiltinOperator.CONV_2D,
-        BuiltinOperator.DEPTHWISE_CONV_2D,
-        BuiltinOperator.FULLY_CONNECTED,
-        BuiltinOperator.BATCH_MATMUL,
-        BuiltinOperator.EMBEDDING_LOOKUP,
-        BuiltinOperator.LSTM,
-        BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_LSTM,
-        BuiltinOperator.BIDIRECTIONAL_SEQUENCE_LSTM,
-        BuiltinOperator.RNN,
-        BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_RNN,
-        BuiltinOperator.BIDIRECTIONAL_SEQUENCE_RNN,
-        BuiltinOperator.SVDF,
-    }
-)
-_QUANTIZED_WEIGHTS = (TensorType.INT8, TensorType.UINT8, TensorType.INT4)
-
-
-def is_hybrid_node(tensors, node, builtin_code: int) -> bool:
-    """A hybrid kernel: one of _HYBRID_OPS with a constant 8-bit (or 4-bit) input and a float32 input
-    or output (a fully quantized kernel has no float32 tensor)."""
-    if builtin_code not in _HYBRID_OPS:
-        return False
-    inputs = [tensors[i] for i in node.inputs if i >= 0]
-    if not any(t.type in _QUANTIZED_WEIGHTS and t.is_constant_or_persistent for t in inputs):
-        return False
-    return any(t.type == TensorType.FLOAT32 for t in inputs) or any(
-        tensors[i].type == TensorType.FLOAT32 for i in node.outputs if i >= 0
-    )
-
-
-def has_hybrid_op(subgraph) -> bool:
-    """Whether any node of the subgraph is a hybrid kernel. Such a kernel quantizes its float input per
-    batch, so a float kernel before it that differs from LiteRT by one ulp can move a value across a
-    rounding boundary: a whole quantization step at the output. The Interpreter then turns on
-    Context.exact_float_summation for the subgraph (LiteRT's summation order in the float kernels)."""
-    tensors = subgraph.tensors
-    return any(
-        is_hybrid_node(tensors, node, registration.builtin_code) for node, registration in subgraph.nodes
-    )
 
 
 # Up to this many rows, the per-row parameters are computed with Python scalars: a NumPy call on a

@@ -1,0 +1,193 @@
+"""PlanRunner: what invoke runs for one prepared execution plan.
+
+Built as one value by allocate_tensors from the plan and the prepared subgraph, and thrown away, never
+patched, when the graph, its plan or its input shapes change (Subgraph._invalidate,
+resize_input_tensor). Two loops:
+
+- the fast one walks a precomputed list of (invoke, node) steps with no checks in between; it runs when
+  everything is prepared and allocated and no tensor lives in a delegate's buffer;
+- the careful one is TFLite's Subgraph::Invoke: it checks each node's inputs, copies stale delegate
+  buffers back, prepares the rest of the plan lazily after a node with dynamic outputs, and reports to a
+  profiler. Plan positions before the first dynamic output still run as fast steps (the prefix).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from .delegate import DelegateFlags
+from .node import OPTIONAL_TENSOR, Node
+from .types import NON_POD_TYPES, AllocationType, BuiltinOperator, Status
+
+if TYPE_CHECKING:
+    from .subgraph import Subgraph
+    from .tensor import Tensor
+
+Steps = list[tuple[Callable, Node]]
+
+_OPERATOR_INVOKE_EVENT = 2  # Profiler EventType.OPERATOR_INVOKE_EVENT (pytflite.tools.profiler)
+
+
+class PlanRunner:
+    """The invoke side of a prepared subgraph. `fast_steps`: the check-free step list, or None when the
+    careful loop is needed (dynamic shapes, delegate buffers, inputs without data)."""
+
+    def __init__(self, subgraph: Subgraph):
+        self._subgraph = subgraph
+        self.fast_steps: Steps | None = self._fast_steps()
+        self._prefix = None if self.fast_steps is not None else self._fast_prefix()
+        self._entries: list[tuple] | None = None  # per plan position, made on the first careful invoke
+
+    def invoke(self) -> None:
+        """Run every node of the plan once; the caller has set np.errstate."""
+        if self.fast_steps is not None and self._subgraph.context.profiler is None:
+            self._invoke_steps(self.fast_steps)
+        else:
+            self._invoke_careful()
+
+    # --- building ------------------------------------------------------------------------------------
+
+    def _fast_steps(self) -> Steps | None:
+        subgraph = self._subgraph
+        if subgraph._next_to_prepare < len(subgraph.execution_plan) or subgraph.has_dynamic_tensors:
+            return None
+        steps = []
+        for node_index in subgraph.execution_plan:
+            if node_index in subgraph.folded_nodes:
+                continue
+            node, registration = subgraph.nodes[node_index]
+            if registration.invoke is None or any(
+                t != OPTIONAL_TENSOR and _held_elsewhere(subgraph.tensors[t]) for t in node.inputs
+            ):
+                return None
+            steps.append((registration.invoke, node))
+        return steps
+
+    def _fast_prefix(self) -> tuple[Steps, int] | None:
+        """For a graph the careful loop runs: the check-free steps of the plan positions before the first
+        node with dynamic outputs (those are prepared and allocated once, never again during invoke), and
+        the position after them; None when there are none. The last node prepared is never among them:
+        prepare stopped after it because its outputs are dynamic or their shape is not known yet."""
+        subgraph = self._subgraph
+        if subgraph.delegation.pre_delegation_plan is not None or subgraph.delegation.applied:
+            return None
+        steps = []
+        end = 0
+        tensors = subgraph.tensors
+        dynamic = AllocationType.DYNAMIC
+        for position in range(min(subgraph._next_to_prepare, len(subgraph.execution_plan)) - 1):
+            node_index = subgraph.execution_plan[position]
+            node, registration = subgraph.nodes[node_index]
+            if registration.invoke is None or any(
+                t != OPTIONAL_TENSOR and tensors[t].allocation_type == dynamic for t in node.outputs
+            ):
+                break
+            if node_index not in subgraph.folded_nodes:
+                if any(t != OPTIONAL_TENSOR and _held_elsewhere(tensors[t]) for t in node.inputs):
+                    break
+                steps.append((registration.invoke, node))
+            end = position + 1
+        return (steps, end) if end else None
+
+    def _careful_entries(self) -> list[tuple]:
+        """Per plan position: node, registration, its (position, index, Tensor) inputs, output Tensors."""
+        if self._entries is None:
+            subgraph = self._subgraph
+            tensors = subgraph.tensors
+            entries = []
+            for node_index in subgraph.execution_plan:
+                node, registration = subgraph.nodes[node_index]
+                inputs = tuple((i, t, tensors[t]) for i, t in enumerate(node.inputs) if t != OPTIONAL_TENSOR)
+                outputs = tuple(tensors[t] for t in node.outputs if t != OPTIONAL_TENSOR)
+                entries.append((node, registration, inputs, outputs))
+            self._entries = entries
+        return self._entries
+
+    # --- running -------------------------------------------------------------------------------------
+
+    def _invoke_steps(self, steps: Steps) -> None:
+        subgraph = self._subgraph
+        context = subgraph.context
+        for invoke, node in steps:
+            try:
+                status = invoke(context, node)
+            except Exception as error:
+                subgraph._kernel_failed("invoke", node, subgraph.nodes[node.index][1], error=error)
+            if status:  # None and Status.OK are falsy
+                subgraph._kernel_failed("invoke", node, subgraph.nodes[node.index][1], status=Status(status))
+
+    def _invoke_careful(self) -> None:
+        subgraph = self._subgraph
+        entries = self._careful_entries()
+        profiler = subgraph.context.profiler
+        start = 0
+        prefix = self._prefix
+        if prefix is not None and profiler is None and subgraph._next_to_prepare >= prefix[1]:
+            self._invoke_steps(prefix[0])
+            start = prefix[1]
+        dynamic = AllocationType.DYNAMIC
+        for position in range(start, len(entries)):
+            if position == subgraph._next_to_prepare:
+                subgraph._prepare_ops_and_tensors(in_invoke=True)
+            node, registration, inputs, outputs = entries[position]
+            if node.index in subgraph.folded_nodes:
+                continue
+            self._make_inputs_readable(node, registration, inputs)
+            if registration.invoke is None:
+                subgraph._fail(f"Node number {node.index} ({registration.op_name}) failed to invoke.")
+            subgraph._resized_during_invoke = False
+            self._invoke_node(node, registration, profiler)
+            if subgraph._resized_during_invoke and any(o.allocation_type == dynamic for o in outputs):
+                subgraph._prepare_again_after(position)
+
+    def _make_inputs_readable(self, node: Node, registration: Any, inputs: tuple) -> None:
+        """Copy stale delegate buffers back for a CPU consumer; refuse an input that has no data."""
+        subgraph = self._subgraph
+        for i, t, tensor in inputs:
+            if tensor.delegate is not None and tensor.delegate is not node.delegate and tensor.data_is_stale:
+                subgraph.delegation.ensure_tensor_data_is_readable(t)
+            if _lacks_data(tensor) and tensor.allocation_type != AllocationType.NON_CPU:
+                if registration.builtin_code == BuiltinOperator.RESHAPE and i == 1 and len(tensor.shape) != 1:
+                    continue  # RESHAPE may take its shape from options instead
+                subgraph._fail(f"Input tensor {t} lacks data")
+
+    def _invoke_node(self, node: Node, registration: Any, profiler: Any) -> None:
+        subgraph = self._subgraph
+        if profiler is None:
+            try:
+                status = registration.invoke(subgraph.context, node)
+            except Exception as error:
+                subgraph._kernel_failed("invoke", node, registration, error=error)
+            if status:  # None and Status.OK are falsy
+                subgraph._kernel_failed("invoke", node, registration, status=Status(status))
+        elif not _profiled_as_one_node(profiler, node):
+            subgraph._call_kernel("invoke", registration.invoke, node, registration)
+        else:
+            handle = profiler.begin_event(
+                registration.op_name, _OPERATOR_INVOKE_EVENT, node.index, subgraph.index
+            )
+            try:
+                subgraph._call_kernel("invoke", registration.invoke, node, registration)
+            finally:
+                profiler.end_event(handle)
+
+
+def _profiled_as_one_node(profiler: Any, node: Node) -> bool:
+    """As TFLite: a delegate flagged PER_OPERATOR_PROFILING reports its own per-op events instead,
+    unless the profiler forces delegate nodes to be timed as a whole."""
+    return (
+        node.delegate is None
+        or not DelegateFlags(node.delegate.flags) & DelegateFlags.PER_OPERATOR_PROFILING
+        or getattr(profiler, "force_delegate_node_profiling", False)
+    )
+
+
+def _lacks_data(tensor: Tensor) -> bool:
+    """No memory although the tensor has contents (a string tensor always has, even when empty)."""
+    return tensor.data is None and (tensor.bytes > 0 or tensor.type in NON_POD_TYPES)
+
+
+def _held_elsewhere(tensor: Tensor) -> bool:
+    """An input the fast loop cannot read as is: in a delegate's buffer, or without data."""
+    return tensor.delegate is not None or _lacks_data(tensor)
