@@ -376,6 +376,9 @@ def test_input_without_data_is_reported():
 def test_context_configuration_and_metadata():
     seen = {}
 
+    def init(context, buffer, length):  # the configuration is there before any init runs
+        seen["init"] = (context.recommended_num_threads, context.host.name)
+
     def prepare(context, node):
         seen["threads"] = context.recommended_num_threads
         seen["metadata"] = context.get_model_metadata("owner")
@@ -392,11 +395,17 @@ def test_context_configuration_and_metadata():
     interpreter = interpreter_with(
         builder.build(),
         "Meta",
-        pytflite.Registration(prepare=prepare, invoke=lambda c, n: None),
+        pytflite.Registration(init=init, prepare=prepare, invoke=lambda c, n: None),
         num_threads=3,
+        experimental_host_profile=pytflite.KNOWN_PROFILES["aarch64"],
     )
     interpreter.allocate_tensors()
-    assert seen == {"threads": 3, "metadata": b"pytflite", "external": "pool"}
+    assert seen == {
+        "init": (3, pytflite.KNOWN_PROFILES["aarch64"].name),
+        "threads": 3,
+        "metadata": b"pytflite",
+        "external": "pool",
+    }
 
 
 def test_resizing_a_constant_fails():
@@ -434,7 +443,10 @@ def test_nodes_of_constants_are_computed_once_in_prepare():
     subgraph = interpreter.subgraphs[0]
     assert subgraph.tensors[shape].allocation_type == pytflite.AllocationType.PERSISTENT_RO
     assert not subgraph.has_dynamic_tensors  # the reshape's shape became a constant: no lazy prepare
-    assert [node.index for _, node in subgraph._runner.fast_steps] == [1, 2]  # the ADD of constants is not invoked
+    assert [node.index for _, node in subgraph._runner.fast_steps] == [
+        1,
+        2,
+    ]  # the ADD of constants is not invoked
     interpreter.set_tensor(0, np.arange(6, dtype=np.float32).reshape(2, 3))
     interpreter.invoke()
     interpreter.invoke()
