@@ -159,8 +159,8 @@ class Interpreter:
         for delegate in experimental_delegates or []:
             self.modify_graph_with_delegate(delegate)
         self._signature_defs = self.get_signature_list()
-        if os.environ.get("PYTFLITE_DEBUG"):  # print every node as it runs (tools/debug.py)
-            from .tools.debug import attach_from_env
+        if os.environ.get("PYTFLITE_DEBUG"):  # print every node as it runs (debug.py)
+            from .debug import attach_from_env
 
             attach_from_env(self)
 

@@ -12,14 +12,15 @@ import pytest
 import pytflite
 from pytflite import BuiltinOperator as Op
 from pytflite.core.delegate import DelegateFlags
+from pytflite.core.profiling import EventType
+from pytflite.debug import DebugTracer
 from pytflite.delegates.replay import ReplayDelegate
 from pytflite.tools.chart import bar_chart_png
 from pytflite.tools.compare import divergence
-from pytflite.tools.debug import DebugTracer
 from pytflite.tools.inputs import image_value, parse_shapes, random_value, resolve_inputs
 from pytflite.tools.loading import ToolError, load_delegate, parse_options
 from pytflite.tools.png import decode_png, encode_png
-from pytflite.tools.profiler import EventType, Profiler, ProfileSummary, profile_interpreter
+from pytflite.tools.profiler import Profiler, ProfileSummary, profile_interpreter
 
 from .conftest import classifier_model
 

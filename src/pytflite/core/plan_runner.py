@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .delegate import DelegateFlags
 from .node import OPTIONAL_TENSOR, Node
+from .profiling import EventType
 from .types import NON_POD_TYPES, AllocationType, BuiltinOperator, Status
 
 if TYPE_CHECKING:
@@ -25,8 +26,6 @@ if TYPE_CHECKING:
     from .tensor import Tensor
 
 Steps = list[tuple[Callable, Node]]
-
-_OPERATOR_INVOKE_EVENT = 2  # Profiler EventType.OPERATOR_INVOKE_EVENT (pytflite.tools.profiler)
 
 
 class PlanRunner:
@@ -165,7 +164,7 @@ class PlanRunner:
             subgraph._call_kernel("invoke", registration.invoke, node, registration)
         else:
             handle = profiler.begin_event(
-                registration.op_name, _OPERATOR_INVOKE_EVENT, node.index, subgraph.index
+                registration.op_name, EventType.OPERATOR_INVOKE_EVENT, node.index, subgraph.index
             )
             try:
                 subgraph._call_kernel("invoke", registration.invoke, node, registration)

@@ -14,9 +14,8 @@ import numpy as np
 from ..core.context import Context
 from ..core.delegate import DelegateFlags, SimpleDelegate, SimpleDelegateKernel
 from ..core.node import OPTIONAL_TENSOR, DelegateParams, Node, Registration
+from ..core.profiling import EventType
 from ..core.types import Status, storage_dtype, stored_shape
-
-_DELEGATE_PROFILED_OPERATOR_INVOKE_EVENT = 8  # Profiler EventType (pytflite.tools.profiler)
 
 
 class ReplayKernel(SimpleDelegateKernel):
@@ -56,7 +55,7 @@ class ReplayKernel(SimpleDelegateKernel):
             else:  # the delegate asked to report its ops one by one (PER_OPERATOR_PROFILING)
                 handle = profiler.begin_event(
                     registration.op_name,
-                    _DELEGATE_PROFILED_OPERATOR_INVOKE_EVENT,
+                    EventType.DELEGATE_PROFILED_OPERATOR_INVOKE_EVENT,
                     inner.index,
                     context.subgraph.index,
                 )

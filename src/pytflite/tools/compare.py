@@ -21,11 +21,10 @@ from typing import Any
 import numpy as np
 
 from ..core.node import OPTIONAL_TENSOR
-from .debug import tensor_value
-from .format import shape_text
+from ..core.profiling import ProfilerHooks
+from ..debug import shape_text, tensor_value
 from .inputs import parse_range, resolve_inputs
 from .loading import ToolError, build_interpreter, delegate_from_args
-from .profiler import ProfilerHooks
 from .session import Session, run_reference
 
 

@@ -12,8 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .debug import DebugTracer, level_from_env
-from .format import array_summary
+from ..debug import DebugTracer, array_summary, level_from_env
 from .inputs import parse_range, resolve_inputs
 from .loading import ToolError, build_interpreter, delegate_from_args
 from .session import Session

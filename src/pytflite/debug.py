@@ -6,7 +6,8 @@
 
 or `pytflite run --debug 2 ...`, or `DebugTracer(interpreter, level=2).attach()` in Python. The tracer is a
 profiler (it sits on `context.profiler`), so the normal invoke path is untouched when it is off; it
-prints to stderr so stdout stays the command's own output.
+prints to stderr so stdout stays the command's own output. It sits beside the Interpreter, which
+attaches it when PYTFLITE_DEBUG is set; the tools reuse its tensor summaries.
 """
 
 from __future__ import annotations
@@ -14,14 +15,14 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Sequence
 from typing import Any, TextIO
 
 import numpy as np
 
-from ..core.node import OPTIONAL_TENSOR
-from ..core.packed import PACKED_TYPES, unpack_packed
-from .format import array_summary
-from .profiler import ProfilerHooks
+from .core.node import OPTIONAL_TENSOR
+from .core.packed import PACKED_TYPES, unpack_packed
+from .core.profiling import ProfilerHooks
 
 ENV_VAR = "PYTFLITE_DEBUG"
 
@@ -42,6 +43,37 @@ def tensor_value(subgraph: Any, index: int) -> np.ndarray | None:
     if tensor.type in PACKED_TYPES:
         return unpack_packed(tensor.data, int(np.prod(tensor.shape)), tensor.type).reshape(tensor.shape)
     return np.asarray(tensor.data)
+
+
+def shape_text(shape: Sequence[int]) -> str:
+    return "[" + ", ".join(str(int(d)) for d in shape) + "]"
+
+
+def array_summary(value: np.ndarray) -> str:
+    """dtype[shape] and min / max / mean / std (non-finite counts when present), or the values if few."""
+    value = np.asarray(value)
+    head = f"{value.dtype.name}{shape_text(value.shape)}"
+    if value.size == 0:
+        return head + " (empty)"
+    if value.dtype.kind in "OSUV":
+        items = value.reshape(-1)[:3].tolist()
+        return head + f" {items}{' ...' if value.size > 3 else ''}"
+    if value.dtype.kind == "c":
+        value = np.abs(value)
+        head += " |z|"
+    numbers = value.astype(np.float64)
+    finite = np.isfinite(numbers)
+    text = head
+    if value.size <= 6:
+        text += " " + np.array2string(value.reshape(-1), precision=6, separator=", ")
+    if finite.any():
+        shown = numbers[finite]
+        text += f" min {shown.min():.6g} max {shown.max():.6g} mean {shown.mean():.6g} std {shown.std():.6g}"
+    bad = value.size - int(finite.sum())
+    if bad:
+        nans = int(np.isnan(numbers).sum())
+        text += f" ({nans} nan, {bad - nans} inf)"
+    return text
 
 
 class DebugTracer(ProfilerHooks):

@@ -1,0 +1,63 @@
+"""The layering of docs/architecture.md: at run time a module imports only its own layer or lower ones."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytflite
+
+SOURCE = Path(pytflite.__file__).parent
+
+# lower number = lower layer; `core.types` (shared enums) sits below everything, errors and fidelity
+# below the rest of core
+LAYERS = {
+    "core.types": 0,
+    "errors": 1,
+    "fidelity": 1,
+    "core": 2,
+    "model": 3,
+    "ops": 4,
+    "delegates": 5,
+    "interpreter": 6,
+    "interpreter_builder": 6,
+    "debug": 6,
+    "tools": 7,
+    "__init__": 8,
+    "__main__": 8,
+}
+
+
+def _layer(module: tuple[str, ...]) -> int:
+    dotted = ".".join(module)
+    if dotted == "core.types":
+        return LAYERS["core.types"]
+    return LAYERS[module[0]]
+
+
+def _runtime_imports(path: Path) -> list[tuple[int, tuple[str, ...]]]:
+    """(line, absolute module parts under pytflite) of each relative import outside TYPE_CHECKING."""
+    tree = ast.parse(path.read_text())
+    guarded = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            guarded.update(id(n) for n in ast.walk(node))
+    package = path.relative_to(SOURCE).parts[:-1]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level and id(node) not in guarded:
+            base = package[: len(package) - (node.level - 1)]
+            target = base + tuple(node.module.split(".") if node.module else ())
+            if target:
+                found.append((node.lineno, target))
+    return found
+
+
+def test_no_module_imports_a_layer_above_its_own():
+    upward = []
+    for path in sorted(SOURCE.rglob("*.py")):
+        module = path.relative_to(SOURCE).with_suffix("").parts
+        for line, target in _runtime_imports(path):
+            if _layer(target) > _layer(module):
+                upward.append(f"{'/'.join(module)}.py:{line} imports {'.'.join(target)}")
+    assert upward == []
