@@ -10,11 +10,15 @@ constant, so the nodes that use it stay static instead of being prepared again a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from .node import OPTIONAL_TENSOR, Node, Registration
 from .tensor import Tensor
 from .types import NON_POD_TYPES, AllocationType, BuiltinOperator
+
+if TYPE_CHECKING:
+    from .context import Context
 
 _CONSTANT = frozenset({AllocationType.MMAP_RO, AllocationType.PERSISTENT_RO})
 _FOLDABLE_OUTPUT = frozenset({AllocationType.ARENA_RW, AllocationType.PERSISTENT_RO})
@@ -67,3 +71,21 @@ def foldable_outputs(tensors: Sequence[Tensor], node: Node, registration: Regist
     ):
         return []
     return outputs
+
+
+def fold_if_known(
+    context: Context, node: Node, registration: Registration, run: Callable | None = None
+) -> bool:
+    """Right after a node's prepare: compute it now, into persistent read-only outputs, when its outputs
+    are known; returns whether it did (then invoke skips the node). `run(context, node)` invokes it
+    (default: the registration's invoke); the subgraph passes one that reports failures as TFLite does.
+    Delegate kernels that prepare the nodes they claim call this too, so they see the same constants."""
+    outputs = foldable_outputs(context.tensors, node, registration)
+    if not outputs:
+        return False
+    for output in outputs:
+        if output.allocation_type != AllocationType.PERSISTENT_RO:
+            context.set_tensor_to_persistent_ro(output)
+            context.resize_tensor(output, output.shape)
+    (run or registration.invoke)(context, node)
+    return True

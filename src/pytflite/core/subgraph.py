@@ -23,7 +23,7 @@ from .config import SubgraphConfig
 from .context import Context
 from .delegate import DelegateFlags
 from .delegation import Delegation
-from .folding import foldable_outputs
+from .folding import fold_if_known
 from .node import OPTIONAL_TENSOR, Node, Registration, is_unresolved_custom_op, unresolved_op_message
 from .plan_runner import PlanRunner
 from .resources import Resources
@@ -308,15 +308,12 @@ class Subgraph:
 
     def _fold_if_constant(self, node: Node, registration: Registration) -> None:
         """Compute a node whose outputs are known in prepare once, now (core/folding.py)."""
-        outputs = foldable_outputs(self.tensors, node, registration)
-        if not outputs:
-            return
-        for output in outputs:
-            if output.allocation_type != AllocationType.PERSISTENT_RO:
-                self.context.set_tensor_to_persistent_ro(output)
-                self.resize_tensor(output, output.shape)
-        self._call_kernel("invoke", registration.invoke, node, registration)
-        self.folded_nodes.add(node.index)
+
+        def run(context: Context, node: Node) -> None:
+            self._call_kernel("invoke", registration.invoke, node, registration)
+
+        if fold_if_known(self.context, node, registration, run):
+            self.folded_nodes.add(node.index)
 
     def _prepare_node(self, node: Node, registration: Registration) -> Status:
         if registration.prepare is not None:

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..core.context import Context
 from ..core.delegate import DelegateFlags, SimpleDelegate, SimpleDelegateKernel
+from ..core.folding import fold_if_known
 from ..core.node import OPTIONAL_TENSOR, DelegateParams, Node, Registration
 from ..core.profiling import EventType
 from ..core.types import Status, storage_dtype, stored_shape
@@ -34,11 +35,14 @@ class ReplayKernel(SimpleDelegateKernel):
         return None
 
     def prepare(self, context: Context, node: Node) -> Status | None:
+        self.folded = set()  # inner nodes computed once here, as the subgraph folds its own
         for inner, registration in self.steps:
             if registration.prepare is not None:
                 status = registration.prepare(context, inner)
                 if status not in (None, Status.OK):
                     return status
+            if fold_if_known(context, inner, registration):
+                self.folded.add(inner.index)
         private = list(self.internal) + [t for inner, _ in self.steps for t in inner.temporaries]
         for t in private:
             tensor = context.tensors[t]
@@ -50,6 +54,8 @@ class ReplayKernel(SimpleDelegateKernel):
     def eval(self, context: Context, node: Node) -> Status | None:
         profiler = context.profiler if self.per_operator_profiling else None
         for inner, registration in self.steps:
+            if inner.index in self.folded:
+                continue
             if profiler is None:
                 status = registration.invoke(context, inner)
             else:  # the delegate asked to report its ops one by one (PER_OPERATOR_PROFILING)

@@ -22,6 +22,7 @@ import onnxruntime as ort
 
 from ...core.context import Context
 from ...core.delegate import DelegateFlags, SimpleDelegate, SimpleDelegateKernel
+from ...core.folding import fold_if_known
 from ...core.node import OPTIONAL_TENSOR, DelegateParams, Node, Registration
 from ...core.tensor import NULL_BUFFER_HANDLE, Tensor
 from ...core.types import AllocationType, BuiltinOperator, Status, storage_dtype
@@ -211,6 +212,7 @@ class OnnxRuntimeKernel(SimpleDelegateKernel):
                     return status
             if any(t != OPTIONAL_TENSOR and context.tensors[t].is_dynamic for t in inner.outputs):
                 raise KernelError(f"node {inner.index} has a data-dependent output shape")
+            fold_if_known(context, inner, registration)  # a shape computed from shapes: a constant
         session, inputs = delegate.session_for(context, self.params, self.steps)
         outputs = list(self.params.output_tensors)
         self.binding = Binding(session, inputs, outputs)
