@@ -10,6 +10,7 @@ SimpleDelegate helpers), op resolvers for Python custom ops, and ModelBuilder to
 
 from .core.context import Context
 from .core.delegate import Delegate, DelegateFlags, GraphPartitionHelper, SimpleDelegate, SimpleDelegateKernel
+from .core.limits import Limits
 from .core.node import OPTIONAL_TENSOR, DelegateParams, Node, Registration
 from .core.quantization import AffineQuantization, QuantizationParams, SparsityParameters
 from .core.subgraph import Subgraph
@@ -30,7 +31,6 @@ from .interpreter import Interpreter, OpResolverType, SignatureRunner
 from .model import options
 from .model.builder import ModelBuilder
 from .model.custom_options import decode_custom_options
-from .model.verifier import Limits
 from .ops.resolver import BuiltinOpResolver, BuiltinRefOpResolver, MutableOpResolver, OpResolver
 
 __version__ = "0.1.0"

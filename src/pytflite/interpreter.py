@@ -23,6 +23,7 @@ from .core.blas_threads import BlasThreads
 from .core.config import SubgraphConfig
 from .core.delegate import Delegate
 from .core.delegation import DelegatePartition
+from .core.limits import DEFAULT_LIMITS, Limits
 from .core.node import OPTIONAL_TENSOR
 from .core.packed import PACKED_TYPES, pack_into, unpack_packed
 from .core.quantization import AffineQuantization, BlockwiseQuantization
@@ -42,7 +43,6 @@ from .errors import ErrorReporter, InterpreterError, InvalidArgumentError
 from .fidelity.host import HostProfile
 from .interpreter_builder import build_subgraphs
 from .model.reader import ModelDescription, open_model_file, read_model
-from .model.verifier import DEFAULT_LIMITS, Limits
 from .ops.resolver import BuiltinOpResolver, BuiltinRefOpResolver, OpResolver
 
 _REFERENCE_TO_INTERNAL_DATA = """There is at least 1 reference to internal data

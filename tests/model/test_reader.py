@@ -6,6 +6,7 @@ import contextlib
 
 import numpy as np
 import pytest
+from tflite.Model import Model
 
 import pytflite
 from pytflite import BuiltinOperator as Op
@@ -148,6 +149,20 @@ def test_unknown_tensor_type():
     builder.main.tensors[2].type = 99
     with pytest.raises(ModelError, match="Tensor 2 of subgraph 0 .* unknown type 99"):
         load(builder.build())
+
+
+def test_builtin_code_is_the_larger_of_its_two_fields():
+    """LiteRT's GetBuiltinCode takes max(builtin_code, deprecated_builtin_code); a file whose
+    deprecated_builtin_code disagrees below 127 still runs the op builtin_code names."""
+    b = ModelBuilder()
+    x = b.add_input("x", T.FLOAT32, [2])
+    y = b.add_tensor("y", T.FLOAT32, [2])
+    b.add_operator(Op.MUL, [x, x], [y])
+    b.add_output(y)
+    data = bytearray(b.build())
+    code = Model.GetRootAs(bytes(data), 0).OperatorCodes(0)._tab
+    data[code.Pos + code.Offset(4)] = Op.ADD  # deprecated_builtin_code, slot 0
+    assert read_model(bytes(data)).operator_codes[0].builtin_code == Op.MUL
 
 
 def test_builtin_code_out_of_range():

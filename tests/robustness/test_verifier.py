@@ -7,6 +7,7 @@ a KeyError, a struct.error, a MemoryError, a segfault or a hang.
 
 from __future__ import annotations
 
+import contextlib
 import struct
 
 import numpy as np
@@ -18,6 +19,7 @@ from pytflite import BuiltinOperator as Op
 from pytflite import InterpreterError, Limits, ModelError
 from pytflite import TensorType as T
 from pytflite.model.builder import ModelBuilder
+from pytflite.model.reader import read_model
 from tests.oracle import CORPUS
 
 
@@ -72,6 +74,59 @@ def test_buffer_vector_longer_than_the_file():
     start = buffer.Vector(buffer.Offset(4))
     data[start - 4 : start] = struct.pack("<I", 10**8)
     rejects(bytes(data), r"buffer 1 data vector of 100000000 elements at offset \d+ runs past the end")
+
+
+def _corrupt_length(data: bytearray, table, slot: int) -> None:
+    """Make the vector or string in field `slot` of a table (generated or raw) 2**28 elements long."""
+    tab = getattr(table, "_tab", table)
+    position = tab.Vector(tab.Offset(4 + 2 * slot)) - 4
+    data[position : position + 4] = struct.pack("<I", 2**28)
+
+
+@pytest.mark.parametrize(("slot", "field"), [(0, "shape"), (3, "name")])
+def test_tensor_vector_or_string_longer_than_the_file(slot, field):
+    data = bytearray(add_model().build())
+    _corrupt_length(data, Model.GetRootAs(bytes(data), 0).Subgraphs(0).Tensors(2), slot)
+    rejects(
+        bytes(data), rf"tensor 2 of subgraph 0 {field} vector of 268435456 elements at offset \d+ runs past"
+    )
+
+
+def _options_table(data: bytes):
+    return Model.GetRootAs(data, 0).Subgraphs(0).Operators(0).BuiltinOptions()
+
+
+def test_options_string_longer_than_the_file():
+    b = ModelBuilder()
+    handle = b.add_tensor("handle", T.RESOURCE, [1])
+    b.add_operator(Op.VAR_HANDLE, [], [handle], {"container": "c", "shared_name": "v"})
+    b.add_output(handle)
+    data = bytearray(b.build())
+    _corrupt_length(data, _options_table(bytes(data)), slot=0)
+    rejects(bytes(data), r"builtin options of operator 0 \(VAR_HANDLE\) string of 268435456 bytes at offset")
+
+
+def test_options_vector_longer_than_the_file():
+    b = ModelBuilder()
+    x = b.add_input("x", T.INT32, [2])
+    y = b.add_tensor("y", T.INT32, [2])
+    b.add_operator(Op.RESHAPE, [x], [y], {"new_shape": [2]})
+    b.add_output(y)
+    data = bytearray(b.build())
+    _corrupt_length(data, _options_table(bytes(data)), slot=0)
+    rejects(bytes(data), r"Invalid builtin options of operator 0 \(RESHAPE\): buffer is smaller")
+
+
+@pytest.mark.parametrize("value", [0xFFFFFFF0, 0x7FFFFFFF, 0x10000, 3])
+def test_any_corrupted_word_fails_with_a_model_error(value):
+    """Every read is checked before it happens: no corrupted offset, length or vtable escapes the reader
+    as a struct.error, an IndexError or a bare NumPy ValueError (the reader has no catch-all)."""
+    model = add_model().build()
+    for position in range(0, len(model) - 3, 4):  # offsets and lengths are 4-byte aligned
+        data = bytearray(model)
+        data[position : position + 4] = struct.pack("<I", value)
+        with contextlib.suppress(ModelError):
+            read_model(bytes(data))
 
 
 def test_external_buffer_offset_past_the_end():

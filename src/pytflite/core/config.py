@@ -8,15 +8,14 @@ so no kernel or delegate ever sees a half-configured subgraph.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from ..fidelity.host import HostProfile
+from .limits import Limits
 
 
 @dataclasses.dataclass(frozen=True)
 class SubgraphConfig:
-    """limits: the caps on tensor sizes, arena bytes and WHILE iterations (model.verifier.Limits), or
-        None for none.
+    """limits: the caps on tensor sizes, arena bytes and WHILE iterations, or None for none.
     host: the machine whose LiteRT the host-dependent kernels reproduce (Context.host); None: this one.
     num_threads: Context.recommended_num_threads (-1: no preference, as TfLiteContext's default).
     exact_float_summation: Context.exact_float_summation (LiteRT's float summation order in the float
@@ -25,7 +24,7 @@ class SubgraphConfig:
     disable_delegate_clustering, disable_delegate_node_fusion: TFLite's partitioning switches.
     """
 
-    limits: Any = None
+    limits: Limits | None = None
     host: HostProfile | None = None
     num_threads: int = -1
     exact_float_summation: bool = False

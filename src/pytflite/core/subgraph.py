@@ -24,6 +24,7 @@ from .context import Context
 from .delegate import DelegateFlags
 from .delegation import Delegation
 from .folding import fold_if_known
+from .limits import Limits
 from .node import OPTIONAL_TENSOR, Node, Registration, is_unresolved_custom_op, unresolved_op_message
 from .plan_runner import PlanRunner
 from .resources import Resources
@@ -95,8 +96,8 @@ class Subgraph:
         self.delegation = Delegation(self, control_edges)
 
     @property
-    def limits(self) -> Any:
-        """The caps on tensor sizes, arena bytes and loop iterations (model.verifier.Limits) or None."""
+    def limits(self) -> Limits | None:
+        """The caps on tensor sizes, arena bytes and loop iterations, or None."""
         return self.config.limits
 
     # --- building ----------------------------------------------------------------------------------

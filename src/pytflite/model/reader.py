@@ -1,25 +1,27 @@
 """Read a `.tflite` flatbuffer into plain, validated descriptions of the model.
 
 Nothing downstream touches the flatbuffer: the runtime builds its subgraphs from these descriptions.
-Every table is bounds-checked as it is read, and the finished description passes the structural
-verifier (model/verifier.py: indices, shapes, memory, arity, subgraph cycles, execution order) before
-anything uses it, so a malformed file fails with a ModelError (a ValueError) naming the field, index and
-limit, instead of an IndexError somewhere deep inside. Constant buffers become read-only NumPy views on the model bytes —
-on the memory-mapped file when loaded from a path — never copies.
+The reader owns every check its reads need: each table, vector and string goes through
+model/flatbuffer_bounds.py, which checks it lies in the file before reading it, and each tensor's type,
+shape, quantization and constant buffer is checked as it is read. The finished description then passes
+the model rules (model/verifier.py: indices, memory, arity, subgraph cycles, execution order) before
+anything uses it. A malformed file fails with a ModelError (a ValueError) naming the field, index and
+limit. Constant buffers become read-only NumPy views on the model bytes — on the memory-mapped file when
+loaded from a path — never copies.
 """
 
 from __future__ import annotations
 
+import enum
 import mmap
 import os
-import struct
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import flatbuffers
 import numpy as np
-from tflite.Model import Model
 
+from ..core.limits import DEFAULT_LIMITS, Limits, element_bound
 from ..core.quantization import (
     AffineQuantization,
     BlockwiseQuantization,
@@ -28,27 +30,69 @@ from ..core.quantization import (
     SparsityParameters,
 )
 from ..core.strings import decode_string_buffer
-from ..core.types import TensorType, storage_dtype, stored_shape
+from ..core.types import BuiltinOperator, TensorType, bytes_required, storage_dtype, stored_shape
 from ..errors import ModelError
-from .options import read_options
-from .verifier import (
-    DEFAULT_LIMITS,
+from .flatbuffer_bounds import (
+    BOOL,
+    INT8,
+    INT32,
     NOT_A_FLATBUFFER,
-    Limits,
-    check_constant_size,
-    check_shape,
-    check_table,
-    check_vector,
-    op_label,
-    verify_model,
+    UINT8,
+    UINT32,
+    UINT64,
+    CheckedTable,
+    FlatBuffer,
+    Table,
 )
+from .options import read_options
+from .verifier import verify_model
 
 MODEL_IDENTIFIER = b"TFL3"
 SCHEMA_VERSION = 3
-_NOT_A_FLATBUFFER = NOT_A_FLATBUFFER
+
+# Field slots of the schema.fbs tables read here, in schema order, named as in the schema.
+_Model = enum.IntEnum(
+    "Model",
+    "version operator_codes subgraphs description buffers metadata_buffer metadata signature_defs",
+    start=0,
+)
+_Buffer = enum.IntEnum("Buffer", "data offset size", start=0)
+_Metadata = enum.IntEnum("Metadata", "name buffer", start=0)
+_OperatorCode = enum.IntEnum(
+    "OperatorCode", "deprecated_builtin_code custom_code version builtin_code", start=0
+)
+_SubGraph = enum.IntEnum("SubGraph", "tensors inputs outputs operators name", start=0)
+_Tensor = enum.IntEnum(
+    "Tensor", "shape type buffer name quantization is_variable sparsity shape_signature", start=0
+)
+_Quantization = enum.IntEnum(
+    "QuantizationParameters", "min max scale zero_point details_type details quantized_dimension", start=0
+)
+_Blockwise = enum.IntEnum("BlockwiseQuantization", "scales zero_points block_size", start=0)
+_Sparsity = enum.IntEnum("SparsityParameters", "traversal_order block_map dim_metadata", start=0)
+_DimensionMetadata = enum.IntEnum(
+    "DimensionMetadata",
+    "format dense_size array_segments_type array_segments array_indices_type array_indices",
+    start=0,
+)
+_IndexVector = enum.IntEnum("Int32Vector", "values", start=0)  # also Uint16Vector and Uint8Vector
+_Operator = enum.IntEnum(
+    "Operator",
+    "opcode_index inputs outputs builtin_options_type builtin_options custom_options custom_options_format "
+    "mutating_variable_inputs intermediates large_custom_options_offset large_custom_options_size "
+    "builtin_options_2_type builtin_options_2",
+    start=0,
+)
+_SignatureDef = enum.IntEnum(
+    "SignatureDef", "inputs outputs signature_key deprecated_tag subgraph_index", start=0
+)
+_TensorMap = enum.IntEnum("TensorMap", "name tensor_index", start=0)
 
 # QuantizationDetails union members (schema.fbs)
-_CUSTOM_QUANTIZATION, _BLOCKWISE_QUANTIZATION, _MULTI_AXIS_QUANTIZATION = 1, 2, 3
+_BLOCKWISE_QUANTIZATION, _MULTI_AXIS_QUANTIZATION = 2, 3
+# SparseIndexVector union members: Int32Vector, Uint16Vector, Uint8Vector
+_SPARSE_INDEX_DTYPES = {1: np.dtype("<i4"), 2: np.dtype("<u2"), 3: np.dtype("u1")}
+_FLOAT32, _INT64 = np.dtype("<f4"), np.dtype("<i8")
 
 
 @dataclass(frozen=True)
@@ -56,6 +100,7 @@ class OperatorCodeDescription:
     builtin_code: int  # max(builtin_code, deprecated_builtin_code), possibly outside BuiltinOperator
     custom_code: str | None
     version: int
+    name: str  # for messages: the builtin's name, or the custom op's
 
 
 @dataclass(frozen=True, eq=False)
@@ -126,107 +171,110 @@ def open_model_file(path: str | os.PathLike) -> mmap.mmap:
 def read_model(buffer: bytes | mmap.mmap, limits: Limits = DEFAULT_LIMITS) -> ModelDescription:
     """Parse and verify a whole model. `buffer` must stay unchanged while its views are in use."""
     if len(buffer) < 8 or bytes(buffer[4:8]) != MODEL_IDENTIFIER:
-        raise ModelError(f"{_NOT_A_FLATBUFFER} (no {MODEL_IDENTIFIER.decode()} file identifier)")
-    reader = _ModelReader(buffer, limits)
-    try:
-        model = reader.read()
-    except ModelError:
-        raise
-    except (struct.error, IndexError, ValueError, TypeError, OverflowError, UnicodeDecodeError) as e:
-        raise ModelError(f"{_NOT_A_FLATBUFFER}: malformed {reader.where} ({e})") from None
+        raise ModelError(f"{NOT_A_FLATBUFFER} (no {MODEL_IDENTIFIER.decode()} file identifier)")
+    model = _ModelReader(buffer, limits).read()
     verify_model(model, limits)
     return model
 
 
-def _int_tuple(table: Any, field_name: str) -> tuple[int, ...]:
-    """An int vector field of a generated flatbuffer table as a tuple (empty when absent)."""
-    if getattr(table, field_name + "IsNone")():
-        return ()
-    return tuple(getattr(table, field_name + "AsNumpy")().tolist())
+def _check_shape(label: str, shape: Sequence[int], signature: Sequence[int] | None, limits: Limits) -> None:
+    """Dimensions >= 0 (-1 only in shape_signature, of the same rank) and at most `max_elements`."""
+    if any(d < 0 for d in shape):
+        raise ModelError(
+            f"{label} has a negative dimension in shape {list(shape)} (-1 is allowed only in shape_signature)."
+        )
+    if signature is not None and (len(signature) != len(shape) or any(d < -1 for d in signature)):
+        raise ModelError(f"{label} has shape_signature {list(signature)} not matching shape {list(shape)}.")
+    elements = element_bound(shape)
+    if elements > limits.max_elements:
+        raise ModelError(
+            f"{label} shape {list(shape)} has {elements} elements (zero dimensions left out), over the limit "
+            f"of {limits.max_elements}."
+        )
 
 
-def _string(raw: bytes | None) -> str:
-    return "" if raw is None else raw.decode("utf-8", errors="replace")
+def _check_constant_size(label: str, tensor_type: TensorType, shape: Sequence[int], available: int) -> int:
+    """A constant's buffer holds at least the tensor's bytes; returns the bytes needed."""
+    if tensor_type in (TensorType.RESOURCE, TensorType.VARIANT):  # run-time handles, never file data
+        raise ModelError(
+            f"{label} is invalidly specified in schema: a {tensor_type.name} tensor has a buffer."
+        )
+    needed = bytes_required(tensor_type, shape)
+    if available < needed:
+        raise ModelError(
+            f"{label} is invalidly specified in schema: its buffer holds {available} bytes but "
+            f"{tensor_type.name}{list(shape)} needs {needed}."
+        )
+    return needed
+
+
+def _op_name(builtin_code: int, custom_code: str | None) -> str:
+    if builtin_code == BuiltinOperator.CUSTOM:
+        return custom_code or "CUSTOM"
+    try:
+        return BuiltinOperator(builtin_code).name
+    except ValueError:
+        return f"builtin {builtin_code}"
 
 
 class _ModelReader:
-    """Walks the flatbuffer once; `where` names the part being read, for error messages."""
+    """Walks the flatbuffer once into the description; every read goes through a checked Table."""
 
     def __init__(self, buffer: bytes | mmap.mmap, limits: Limits):
-        self.buffer = buffer
-        self.size = len(buffer)
+        self.file = FlatBuffer(buffer)
         self.limits = limits
-        self.vtables: dict[int, int] = {}  # vtable offset -> table size, for vtables already checked
-        self.where = "model header"
-        self.model = self._table(Model.GetRootAs(buffer, 0), "model")
+        self.model = self.file.root("model")
         self.buffer_spans: list[tuple[int, int]] = []  # (offset in file, size) per model buffer
-
-    def _table(self, table: Any, what: str) -> Any:
-        """A generated table object (or None), once its vtable and fields are known to lie in the file."""
-        if table is not None:
-            check_table(self.buffer, table._tab.Pos, self.size, what, self.vtables)
-        return table
-
-    def _count(self, length: int, what: str) -> int:
-        # every vector element occupies at least one byte of the file, so a longer vector is corrupt
-        if not 0 <= length <= self.size:
-            raise ModelError(f"{_NOT_A_FLATBUFFER}: {what} has impossible length {length}")
-        return length
 
     def read(self) -> ModelDescription:
         model = self.model
-        version = model.Version()
+        version = model.scalar(_Model.version, UINT32)
         if version != SCHEMA_VERSION:
             raise ModelError(
                 f"Model provided is schema version {version} not equal to supported version {SCHEMA_VERSION}."
             )
-        self.where = "buffers"
-        if model.BuffersIsNone():
+        buffers = model.tables(_Model.buffers, "buffer {}")
+        if buffers is None:
             raise ModelError("No buffers in the model.")
-        self.buffer_spans = [
-            self._buffer_span(i) for i in range(self._count(model.BuffersLength(), "buffers"))
-        ]
-        self.where = "operator codes"
+        self.buffer_spans = [self._buffer_span(buffer, i) for i, buffer in enumerate(buffers)]
         operator_codes = tuple(
-            self._operator_code(i) for i in range(self._count(model.OperatorCodesLength(), "operator_codes"))
+            self._operator_code(code)
+            for code in model.tables(_Model.operator_codes, "operator code {}") or ()
         )
-        num_subgraphs = self._count(model.SubgraphsLength(), "subgraphs")
-        if num_subgraphs == 0:
+        subgraph_tables = model.tables(_Model.subgraphs, "subgraph {}")
+        if not subgraph_tables:
             raise ModelError("No subgraph in the model.")
-        subgraphs = tuple(self._subgraph(i, operator_codes) for i in range(num_subgraphs))
-        self.where = "signature defs"
+        subgraphs = tuple(self._subgraph(table, i, operator_codes) for i, table in enumerate(subgraph_tables))
         signatures = tuple(
-            self._signature(i) for i in range(self._count(model.SignatureDefsLength(), "signature_defs"))
+            self._signature(signature, i)
+            for i, signature in enumerate(model.tables(_Model.signature_defs, "signature def {}") or ())
         )
-        self.where = "metadata"
         metadata = {}
-        for i in range(self._count(model.MetadataLength(), "metadata")):
-            entry = self._table(model.Metadata(i), f"metadata {i}")
-            metadata[_string(entry.Name())] = bytes(self._buffer_bytes(entry.Buffer(), f"metadata {i}"))
+        for i, entry in enumerate(model.tables(_Model.metadata, "metadata {}") or ()):
+            raw = self._buffer_bytes(entry.scalar(_Metadata.buffer, UINT32), f"metadata {i}")
+            metadata[entry.string(_Metadata.name) or ""] = bytes(raw)
         return ModelDescription(
             version=version,
-            description=_string(model.Description()),
+            description=model.string(_Model.description) or "",
             operator_codes=operator_codes,
             subgraphs=subgraphs,
             signatures=signatures,
             metadata=metadata,
-            size=self.size,
+            size=self.file.size,
         )
 
     # --- buffers -------------------------------------------------------------------------------
 
-    def _buffer_span(self, index: int) -> tuple[int, int]:
-        self.where = f"buffer {index}"
-        buffer = self._table(self.model.Buffers(index), f"buffer {index}")
-        if not buffer.DataIsNone():
-            start = buffer._tab.Vector(buffer._tab.Offset(4))
-            return start, check_vector(start, buffer.DataLength(), 1, self.size, f"buffer {index} data")
-        offset, size = buffer.Offset(), buffer.Size()
+    def _buffer_span(self, buffer: Table, index: int) -> tuple[int, int]:
+        data = buffer.span(_Buffer.data)
+        if data is not None:
+            return data
+        offset, size = buffer.scalar(_Buffer.offset, UINT64), buffer.scalar(_Buffer.size, UINT64)
         if offset > 1:  # data stored after the flatbuffer (models over 2 GB); 0 and 1 mean "none"
-            if offset + size > self.size:
+            if offset + size > self.file.size:
                 raise ModelError(
                     f"Constant buffer {index} specified an out of range offset: {offset} + size {size} is past "
-                    f"the end of the {self.size}-byte file."
+                    f"the end of the {self.file.size}-byte file."
                 )
             return offset, size
         return 0, 0
@@ -237,109 +285,109 @@ class _ModelReader:
                 f"{user} specifies out of range buffer {index} (only {len(self.buffer_spans)} buffers)."
             )
         start, length = self.buffer_spans[index]
-        if start + length > self.size:
-            raise ModelError(f"{_NOT_A_FLATBUFFER}: buffer {index} extends past the end of the file")
-        return np.frombuffer(self.buffer, dtype=np.uint8, count=length, offset=start)
+        return np.frombuffer(self.file.data, dtype=np.uint8, count=length, offset=start)
 
     # --- operator codes ------------------------------------------------------------------------
 
-    def _operator_code(self, index: int) -> OperatorCodeDescription:
-        self.where = f"operator code {index}"
-        code = self._table(self.model.OperatorCodes(index), f"operator code {index}")
-        builtin_code = max(code.BuiltinCode(), code.DeprecatedBuiltinCode())
-        custom = code.CustomCode()
-        return OperatorCodeDescription(
-            builtin_code, None if custom is None else _string(custom), code.Version()
+    def _operator_code(self, code: Table) -> OperatorCodeDescription:
+        # LiteRT's GetBuiltinCode: codes below 127 are in both fields, newer ones in builtin_code only
+        builtin_code = max(
+            code.scalar(_OperatorCode.builtin_code, INT32),
+            code.scalar(_OperatorCode.deprecated_builtin_code, INT8),
         )
+        custom = code.string(_OperatorCode.custom_code)
+        version = code.scalar(_OperatorCode.version, INT32, default=1)
+        return OperatorCodeDescription(builtin_code, custom, version, _op_name(builtin_code, custom))
 
     # --- subgraphs -----------------------------------------------------------------------------
 
     def _subgraph(
-        self, index: int, operator_codes: tuple[OperatorCodeDescription, ...]
+        self, subgraph: Table, index: int, operator_codes: tuple[OperatorCodeDescription, ...]
     ) -> SubgraphDescription:
-        self.where = f"subgraph {index}"
-        subgraph = self._table(self.model.Subgraphs(index), f"subgraph {index}")
-        if subgraph.TensorsIsNone():
+        tensor_tables = subgraph.tables(_SubGraph.tensors, f"tensor {{}} of subgraph {index}")
+        if tensor_tables is None:
             raise ModelError(f"Did not get tensors in subgraph {index}.")
-        num_tensors = self._count(subgraph.TensorsLength(), f"subgraph {index} tensors")
-        tensors = tuple(
-            self._tensor(
-                self._table(subgraph.Tensors(t), f"tensor {t} of subgraph {index}"), index, t, num_tensors
-            )
-            for t in range(num_tensors)
-        )
-        self.where = f"subgraph {index} inputs/outputs"
-        inputs = _int_tuple(subgraph, "Inputs")
-        outputs = _int_tuple(subgraph, "Outputs")
+        count = len(tensor_tables)
+        tensors = tuple(self._tensor(tensor, index, t, count) for t, tensor in enumerate(tensor_tables))
+        inputs = subgraph.int32s(_SubGraph.inputs) or ()
+        outputs = subgraph.int32s(_SubGraph.outputs) or ()
         operators = []
-        for o in range(self._count(subgraph.OperatorsLength(), f"subgraph {index} operators")):
-            self.where = f"subgraph {index} operator {o}"
-            op = self._table(subgraph.Operators(o), self.where)
-            opcode_index = op.OpcodeIndex()
-            label = op_label(operator_codes[opcode_index]) if 0 <= opcode_index < len(operator_codes) else "?"
-            where = f"operator {o} ({label})"
+        for o, op in enumerate(subgraph.tables(_SubGraph.operators, f"subgraph {index} operator {{}}") or ()):
+            opcode_index = op.scalar(_Operator.opcode_index, UINT32)
+            name = operator_codes[opcode_index].name if opcode_index < len(operator_codes) else "?"
+            where = f"operator {o} ({name})"
             operators.append(
                 OperatorDescription(
                     opcode_index=opcode_index,
-                    inputs=_int_tuple(op, "Inputs"),
-                    outputs=_int_tuple(op, "Outputs"),
-                    intermediates=_int_tuple(op, "Intermediates"),
+                    inputs=op.int32s(_Operator.inputs) or (),
+                    outputs=op.int32s(_Operator.outputs) or (),
+                    intermediates=op.int32s(_Operator.intermediates) or (),
                     builtin_options=self._builtin_options(op, where),
                     custom_options=self._custom_options(op, where),
                 )
             )
-        return SubgraphDescription(_string(subgraph.Name()), tensors, inputs, outputs, tuple(operators))
+        name = subgraph.string(_SubGraph.name) or ""
+        return SubgraphDescription(name, tensors, inputs, outputs, tuple(operators))
 
-    def _builtin_options(self, op: Any, where: str) -> Any:
-        try:
-            if op.BuiltinOptionsType():
-                return read_options(1, op.BuiltinOptionsType(), self._union(op.BuiltinOptions(), where))
-            if op.BuiltinOptions2Type():
-                return read_options(2, op.BuiltinOptions2Type(), self._union(op.BuiltinOptions2(), where))
-        except ValueError as e:
-            raise ModelError(f"Invalid builtin options of {where}: {e}") from None
+    def _builtin_options(self, op: Table, where: str) -> Any:
+        for union, type_slot, table_slot in (
+            (1, _Operator.builtin_options_type, _Operator.builtin_options),
+            (2, _Operator.builtin_options_2_type, _Operator.builtin_options_2),
+        ):
+            union_type = op.scalar(type_slot, UINT8)
+            if union_type:
+                table = op.table(table_slot, f"builtin options of {where}")
+                try:
+                    return read_options(union, union_type, None if table is None else CheckedTable(table))
+                except ModelError:
+                    raise
+                except ValueError as e:  # an unknown union type or enum value, or a NumPy view past the end
+                    raise ModelError(f"Invalid builtin options of {where}: {e}") from None
         return None
 
-    def _union(self, table: Any, where: str) -> Any:
-        if table is not None:
-            check_table(self.buffer, table.Pos, self.size, f"builtin options of {where}", self.vtables)
-        return table
-
-    def _custom_options(self, op: Any, where: str) -> bytes | None:
-        if not op.CustomOptionsIsNone():
-            return op.CustomOptionsAsNumpy().tobytes()
-        offset, size = op.LargeCustomOptionsOffset(), op.LargeCustomOptionsSize()
-        if offset > 1:
-            if offset + size > self.size:
+    def _custom_options(self, op: Table, where: str) -> bytes | None:
+        span = op.span(_Operator.custom_options)
+        if span is None:
+            offset = op.scalar(_Operator.large_custom_options_offset, UINT64)
+            size = op.scalar(_Operator.large_custom_options_size, UINT64)
+            if offset <= 1:
+                return None
+            if offset + size > self.file.size:
                 raise ModelError(
                     f"Custom options of {where} are out of bounds of the file: {offset} + size {size} is past "
-                    f"the end of the {self.size}-byte file."
+                    f"the end of the {self.file.size}-byte file."
                 )
-            return bytes(self.buffer[offset : offset + size])
-        return None
+            span = offset, size
+        start, length = span
+        return bytes(self.file.data[start : start + length])
 
     # --- tensors -------------------------------------------------------------------------------
 
-    def _tensor(self, tensor: Any, subgraph_index: int, index: int, num_tensors: int) -> TensorDescription:
+    def _tensor(self, tensor: Table, subgraph_index: int, index: int, num_tensors: int) -> TensorDescription:
         label = f"Tensor {index} of subgraph {subgraph_index}"
-        self.where = label.lower()
-        name = _string(tensor.Name())
+        name = tensor.string(_Tensor.name) or ""
+        type_code = tensor.scalar(_Tensor.type, INT8)
         try:
-            tensor_type = TensorType(tensor.Type())
+            tensor_type = TensorType(type_code)
         except ValueError:
-            raise ModelError(f"{label} ({name!r}) has unknown type {tensor.Type()}.") from None
-        shape = _int_tuple(tensor, "Shape")
-        signature = None if tensor.ShapeSignatureIsNone() else _int_tuple(tensor, "ShapeSignature")
-        check_shape(f"{label} ({name!r})", shape, signature, self.limits)
-        quantization = self._quantization(
-            self._table(tensor.Quantization(), f"{label} quantization"), shape, label, num_tensors
+            raise ModelError(f"{label} ({name!r}) has unknown type {type_code}.") from None
+        shape = tensor.int32s(_Tensor.shape) or ()
+        signature = tensor.int32s(_Tensor.shape_signature)
+        _check_shape(f"{label} ({name!r})", shape, signature, self.limits)
+        quantization_table = tensor.table(_Tensor.quantization, f"{label} quantization")
+        quantization = (
+            None
+            if quantization_table is None
+            else self._quantization(quantization_table, shape, label, num_tensors)
         )
-        sparsity_table = self._table(tensor.Sparsity(), f"{label} sparsity")
-        sparsity = self._sparsity(sparsity_table, label) if sparsity_table is not None else None
+        sparsity_table = tensor.table(_Tensor.sparsity, f"{label} sparsity")
+        sparsity = None if sparsity_table is None else self._sparsity(sparsity_table, label)
+        buffer_index = tensor.scalar(_Tensor.buffer, UINT32)
+        is_variable = tensor.scalar(_Tensor.is_variable, BOOL, default=False)
         data = None
-        raw = self._buffer_bytes(tensor.Buffer(), label) if tensor.Buffer() != 0 else None
+        raw = self._buffer_bytes(buffer_index, label) if buffer_index != 0 else None
         if raw is not None and raw.size > 0:
-            if tensor.IsVariable():
+            if is_variable:
                 raise ModelError(f"{label} is a variable tensor with buffer. It's not supported now.")
             data = self._constant_data(raw, tensor_type, shape, sparsity is not None, label)
         return TensorDescription(
@@ -348,10 +396,10 @@ class _ModelReader:
             shape=shape,
             shape_signature=signature,
             data=data,
-            buffer_index=tensor.Buffer(),
+            buffer_index=buffer_index,
             quantization=quantization,
             sparsity=sparsity,
-            is_variable=bool(tensor.IsVariable()),
+            is_variable=is_variable,
         )
 
     def _constant_data(
@@ -362,39 +410,37 @@ class _ModelReader:
         dtype = storage_dtype(tensor_type)
         if sparse:  # the stored values of a sparse constant; DENSIFY expands them
             return raw[: raw.size - raw.size % dtype.itemsize].view(dtype)
-        needed = check_constant_size(label, tensor_type, shape, raw.size)
+        needed = _check_constant_size(label, tensor_type, shape, raw.size)
         return raw[:needed].view(dtype).reshape(stored_shape(tensor_type, shape))
 
-    def _quantization(self, params: Any, shape: tuple[int, ...], label: str, num_tensors: int):
-        if params is None:
-            return None
-        details_type = params.DetailsType()
+    def _quantization(self, params: Table, shape: tuple[int, ...], label: str, num_tensors: int):
+        details_type = params.scalar(_Quantization.details_type, UINT8)
         if details_type == _BLOCKWISE_QUANTIZATION:
-            details = params.Details()
+            details = params.table(_Quantization.details, f"{label} blockwise quantization")
             if details is None:
                 raise ModelError(f"{label} has blockwise quantization without its details table.")
-            check_table(self.buffer, details.Pos, self.size, f"{label} blockwise quantization")
-            scales, zero_points, block_size = _int32_fields(details, count=3)
+            scales, zero_points, block_size = (details.scalar(slot, INT32) for slot in _Blockwise)
             for tensor_index, what in ((scales, "scales"), (zero_points, "zero_points")):
                 if not (0 <= tensor_index < num_tensors or (what == "zero_points" and tensor_index == -1)):
                     raise ModelError(
                         f"{label} has blockwise quantization {what} tensor {tensor_index} out of range."
                     )
-            return BlockwiseQuantization(scales, zero_points, block_size, params.QuantizedDimension())
+            quantized_dimension = params.scalar(_Quantization.quantized_dimension, INT32)
+            return BlockwiseQuantization(scales, zero_points, block_size, quantized_dimension)
         if details_type == _MULTI_AXIS_QUANTIZATION:
             raise ModelError(f"{label} uses MultiAxisQuantization, which pytflite does not support yet.")
-        if params.ScaleIsNone() or params.ScaleLength() == 0:
+        scales = params.array(_Quantization.scale, _FLOAT32)
+        if scales is None or scales.size == 0:
             return None
-        scales = params.ScaleAsNumpy()
-        if params.ZeroPointIsNone():
+        zero_points = params.array(_Quantization.zero_point, _INT64)
+        if zero_points is None:
             raise ModelError(f"{label}: Quantization parameters has non-null scale but null zero_point.")
-        zero_points = params.ZeroPointAsNumpy()
         if zero_points.size != scales.size:
             raise ModelError(
                 f"{label}: QuantizationParam has {zero_points.size} zero_point values and {scales.size} scale "
                 "values. Must have same number."
             )
-        axis = params.QuantizedDimension()
+        axis = params.scalar(_Quantization.quantized_dimension, INT32)
         if axis < 0 or (shape and axis >= len(shape)):
             raise ModelError(f"{label}: quantized_dimension must be in range [0, {len(shape)}). Was {axis}.")
         if scales.size != 1 and shape and scales.size != shape[axis]:
@@ -404,72 +450,65 @@ class _ModelReader:
             )
         return AffineQuantization(scales, zero_points, axis)
 
-    def _sparsity(self, sparsity: Any, label: str) -> SparsityParameters:
-        if sparsity.TraversalOrderIsNone() or sparsity.DimMetadataIsNone():
+    def _sparsity(self, sparsity: Table, label: str) -> SparsityParameters:
+        traversal_order = sparsity.int32s(_Sparsity.traversal_order)
+        dim_metadata = sparsity.tables(_Sparsity.dim_metadata, f"{label} dim_metadata {{}}")
+        if traversal_order is None or dim_metadata is None:
             raise ModelError(f"{label} has invalid sparsity parameters.")
         dims = []
-        for i in range(self._count(sparsity.DimMetadataLength(), "dim_metadata")):
-            meta = self._table(sparsity.DimMetadata(i), f"{label} dim_metadata {i}")
+        for i, meta in enumerate(dim_metadata):
+            format_code = meta.scalar(_DimensionMetadata.format, INT8)
             try:
-                dim_format = DimensionType(meta.Format())
+                dim_format = DimensionType(format_code)
             except ValueError:
-                raise ModelError(f"{label}: the {i}th dimension has unknown type: {meta.Format()}.") from None
+                raise ModelError(f"{label}: the {i}th dimension has unknown type: {format_code}.") from None
             if dim_format == DimensionType.DENSE:
-                dims.append(DimensionMetadata(dim_format, dense_size=meta.DenseSize()))
-            else:
-                segments = self._sparse_index_vector(meta.ArraySegmentsType(), meta.ArraySegments(), label)
-                indices = self._sparse_index_vector(meta.ArrayIndicesType(), meta.ArrayIndices(), label)
-                if segments is None or indices is None:
-                    raise ModelError(f"{label}: the {i}th sparse dimension has invalid parameters.")
-                dims.append(DimensionMetadata(dim_format, array_segments=segments, array_indices=indices))
-        block_map = None if sparsity.BlockMapIsNone() else _int_tuple(sparsity, "BlockMap")
-        return SparsityParameters(_int_tuple(sparsity, "TraversalOrder"), block_map, tuple(dims))
+                dims.append(
+                    DimensionMetadata(
+                        dim_format, dense_size=meta.scalar(_DimensionMetadata.dense_size, INT32)
+                    )
+                )
+                continue
+            segments = self._sparse_index_vector(
+                meta, _DimensionMetadata.array_segments_type, _DimensionMetadata.array_segments, label
+            )
+            indices = self._sparse_index_vector(
+                meta, _DimensionMetadata.array_indices_type, _DimensionMetadata.array_indices, label
+            )
+            if segments is None or indices is None:
+                raise ModelError(f"{label}: the {i}th sparse dimension has invalid parameters.")
+            dims.append(DimensionMetadata(dim_format, array_segments=segments, array_indices=indices))
+        block_map = sparsity.int32s(_Sparsity.block_map)
+        return SparsityParameters(traversal_order, block_map, tuple(dims))
 
-    def _sparse_index_vector(self, vector_type: int, table: Any, label: str) -> np.ndarray | None:
-        """SparseIndexVector union: Int32Vector (1), Uint16Vector (2) or Uint8Vector (3) -> int32 array."""
-        dtypes = {1: np.int32, 2: np.uint16, 3: np.uint8}
-        if vector_type not in dtypes or table is None:
+    def _sparse_index_vector(
+        self, meta: Table, type_slot: enum.IntEnum, table_slot: enum.IntEnum, label: str
+    ) -> np.ndarray | None:
+        """A SparseIndexVector union (int32, uint16 or uint8 values) as an int32 array."""
+        dtype = _SPARSE_INDEX_DTYPES.get(meta.scalar(type_slot, UINT8))
+        table = None if dtype is None else meta.table(table_slot, f"{label} sparse index vector")
+        if table is None:
             return None
-        check_table(self.buffer, table.Pos, self.size, f"{label} sparse index vector")
-        values = flatbuffers.table.Table(table.Bytes, table.Pos)
-        offset = values.Offset(4)
-        if offset == 0:
-            return np.zeros(0, np.int32)
-        start, dtype = values.Vector(offset), np.dtype(dtypes[vector_type])
-        count = check_vector(
-            start, values.VectorLen(offset), dtype.itemsize, self.size, f"{label} sparse index"
-        )
-        return np.frombuffer(values.Bytes, dtype, count, start).astype(np.int32)
+        values = table.array(_IndexVector.values, dtype)
+        return np.zeros(0, np.int32) if values is None else values.astype(np.int32)
 
     # --- signatures ----------------------------------------------------------------------------
 
-    def _signature(self, index: int) -> SignatureDescription:
-        self.where = f"signature def {index}"
-        signature = self._table(self.model.SignatureDefs(index), f"signature def {index}")
-        if signature.SignatureKey() is None:
+    def _signature(self, signature: Table, index: int) -> SignatureDescription:
+        key = signature.string(_SignatureDef.signature_key)
+        if key is None:
             raise ModelError("Missing exported method name for SignatureDef")
-        key = _string(signature.SignatureKey())
 
-        def tensor_map(length: int, get) -> dict[str, int]:
-            result = {}
-            for i in range(self._count(length, "signature tensor map")):
-                entry = self._table(get(i), f"signature def {index} tensor map {i}")
-                result[_string(entry.Name())] = entry.TensorIndex()
-            return result
+        def tensor_map(slot: _SignatureDef) -> dict[str, int]:
+            entries = signature.tables(slot, f"signature def {index} tensor map {{}}") or ()
+            return {
+                entry.string(_TensorMap.name) or "": entry.scalar(_TensorMap.tensor_index, UINT32)
+                for entry in entries
+            }
 
         return SignatureDescription(
             key,
-            signature.SubgraphIndex(),
-            tensor_map(signature.InputsLength(), signature.Inputs),
-            tensor_map(signature.OutputsLength(), signature.Outputs),
+            signature.scalar(_SignatureDef.subgraph_index, UINT32),
+            tensor_map(_SignatureDef.inputs),
+            tensor_map(_SignatureDef.outputs),
         )
-
-
-def _int32_fields(table: Any, count: int) -> list[int]:
-    """The first `count` int32 fields of a table the generated `tflite` package does not describe."""
-    table = flatbuffers.table.Table(table.Bytes, table.Pos)
-    values = []
-    for slot in range(count):
-        offset = table.Offset(4 + 2 * slot)
-        values.append(table.Get(flatbuffers.number_types.Int32Flags, table.Pos + offset) if offset else 0)
-    return values
