@@ -28,3 +28,10 @@ def pytest_sessionstart(session):
         raise pytest.UsageError(
             "CI=true, but the suite would skip its comparisons: missing " + "; ".join(missing)
         )
+
+
+def pytest_configure(config):
+    # every builtin prepare the suite runs is checked against the kernel convention
+    from tests import kernel_conventions
+
+    kernel_conventions.install()

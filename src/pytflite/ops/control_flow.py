@@ -11,6 +11,7 @@ subgraph where it can; copying gives the same results.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -166,6 +167,13 @@ def _is_dynamic(tensor: Tensor) -> bool:
 # --- IF ----------------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class IfData:
+    then_call: Call
+    else_call: Call
+    dynamic: bool  # the node's outputs are resized at invoke to what the branch produced
+
+
 def if_prepare(context, node):
     options = node.builtin_data
     ensure(len(node.inputs) > 0, "IF needs a condition input")
@@ -184,17 +192,24 @@ def if_prepare(context, node):
         check_output_types(context, node, branch, role)
     then_shapes, else_shapes = (_output_shapes(b) for b in branches)
     dynamic = any(b.has_dynamic_tensors for b in branches) or then_shapes != else_shapes
-    node.user_data = (tuple(Call(b) for b in branches), dynamic)
+    node.user_data = IfData(Call(branches[0]), Call(branches[1]), dynamic)
     _resize_or_dynamic(context, node, None if dynamic else then_shapes)
 
 
 def if_invoke(context, node):
-    (then_call, else_call), dynamic = node.user_data
-    call = then_call if context.tensors[node.inputs[0]].data.reshape(-1)[0] else else_call
-    write_outputs(context, node, call.run(_values(context, node.inputs[1:]), copy=False), dynamic)
+    data = node.user_data
+    call = data.then_call if context.tensors[node.inputs[0]].data.reshape(-1)[0] else data.else_call
+    write_outputs(context, node, call.run(_values(context, node.inputs[1:]), copy=False), data.dynamic)
 
 
 # --- WHILE -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class WhileData:
+    condition: Call
+    body: Call
+    dynamic: bool  # the node's outputs are resized at invoke to what the loop produced
 
 
 def _check_condition(tensor: Tensor) -> None:
@@ -239,12 +254,13 @@ def while_prepare(context, node):
         # here it is dynamic and runs.)
         if before.shape != after.shape and {before.shape, after.shape} != {(), (1,)}:
             dynamic = True
-    node.user_data = (Call(condition), Call(body), dynamic)
+    node.user_data = WhileData(Call(condition), Call(body), dynamic)
     _resize_or_dynamic(context, node, None if dynamic else _output_shapes(body))
 
 
 def while_invoke(context, node):
-    condition, body, dynamic = node.user_data
+    data = node.user_data
+    condition, body = data.condition, data.body
     condition_output = condition.outputs[0]
     limits = context.subgraph.limits
     limit = None if limits is None else limits.max_while_iterations  # None: unbounded, as TFLite
@@ -261,7 +277,7 @@ def while_invoke(context, node):
         )
         iterations += 1
         values = body.run(values, copy=False)
-    write_outputs(context, node, values, dynamic)
+    write_outputs(context, node, values, data.dynamic)
 
 
 # --- CALL_ONCE ---------------------------------------------------------------------------------------
@@ -291,6 +307,15 @@ def call_once_invoke(context, node):
     done.add(index)
 
 
-register_builtin(BuiltinOperator.IF, (1, 1), types=ANY_TYPE, prepare=if_prepare, invoke=if_invoke)
-register_builtin(BuiltinOperator.WHILE, (1, 1), types=ANY_TYPE, prepare=while_prepare, invoke=while_invoke)
+register_builtin(
+    BuiltinOperator.IF, (1, 1), types=ANY_TYPE, op_data=IfData, prepare=if_prepare, invoke=if_invoke
+)
+register_builtin(
+    BuiltinOperator.WHILE,
+    (1, 1),
+    types=ANY_TYPE,
+    op_data=WhileData,
+    prepare=while_prepare,
+    invoke=while_invoke,
+)
 register_builtin(BuiltinOperator.CALL_ONCE, (1, 1), prepare=call_once_prepare, invoke=call_once_invoke)

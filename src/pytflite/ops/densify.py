@@ -1,7 +1,7 @@
 """DENSIFY: a sparse constant (the converter's sparsified weights) expanded to its dense form.
 
-The input is always a model constant, so the output is computed once, in prepare, into a tensor of its
-own that counts as a constant downstream; invoke has nothing left to do.
+The input is always a model constant, so the subgraph runs invoke once, right after prepare, into a
+persistent output that counts as a constant downstream, and never again.
 """
 
 from __future__ import annotations
@@ -22,13 +22,14 @@ def densify_prepare(context, node):
     ensure(source.is_constant_or_persistent, "DENSIFY input must be a constant tensor")
     ensure(source.sparsity is not None, "DENSIFY input has no sparsity parameters")
     output.type = source.type
-    context.set_tensor_to_persistent_ro(output)
     context.resize_tensor(output, source.shape)
-    output.data[...] = densify(source.data.reshape(-1), source.shape, source.sparsity)
 
 
 def densify_invoke(context, node):
-    """The output was written in prepare."""
+    source = context.tensors[node.inputs[0]]
+    context.tensors[node.outputs[0]].data[...] = densify(
+        source.data.reshape(-1), source.shape, source.sparsity
+    )
 
 
 register_builtin(

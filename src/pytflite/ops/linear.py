@@ -632,6 +632,7 @@ register_builtin(
     BuiltinOperator.FULLY_CONNECTED,
     (1, 14),
     types=_FC_TYPES,
+    op_data=FullyConnectedData,
     prepare=_fully_connected_prepare(True),
     builtin_ref={"prepare": _fully_connected_prepare(False)},
     invoke=fully_connected_invoke,
@@ -876,6 +877,7 @@ register_builtin(
     BuiltinOperator.BATCH_MATMUL,
     (1, 4),
     types=_MATMUL_TYPES,
+    op_data=BatchMatMulData,
     prepare=batch_matmul_prepare,
     invoke=batch_matmul_invoke,
 )

@@ -23,6 +23,7 @@ L2_POOL_2D is float32 only in TFLite too.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -49,8 +50,10 @@ _QUANTIZED = (TensorType.INT8, TensorType.UINT8, TensorType.INT16)
 _ALL = slice(None)
 
 
-@dataclass
+@dataclass(frozen=True)
 class PoolState:
+    """init makes it with the temporaries' indices; each prepare replaces it with the plan for its shapes."""
+
     stage: int  # temporary: the padded input (L2_POOL_2D: its squares; quantized average: as int32)
     rows: int  # temporary: the fold over window rows, [N, OH, W', C]
     sums: int  # temporary: the quantized average's window sums, [N, OH, OW, C]
@@ -110,13 +113,14 @@ def _valid_taps(size: int, kernel: int, stride: int, pad: int, out: int) -> np.n
     return np.minimum(starts + kernel, size) - np.maximum(starts, 0)
 
 
-def _plan_separable(context, state: PoolState, source, op_name: str, out, kernel, strides, pads) -> list:
-    """The separable fold's staging, taps and counts; returns the temporaries it needs."""
+def _plan_separable(
+    context, state: PoolState, source, op_name: str, out, kernel, strides, pads
+) -> tuple[PoolState, list]:
+    """`state` with the separable fold's staging, taps and counts, and the temporaries it needs."""
     n, h, w, channels = source.shape
     (oh, ow), (kh, kw), (sh, sw) = out, kernel, strides
     extents = ((oh - 1) * sh + kh, (ow - 1) * sw + kw)
     temporaries = []
-    state.staging = None
     # the quantized average sums in floats: its input is always staged, converted
     fold_type = source.type if state.sum_type is None else state.sum_type
     staging = any(pads) or extents[0] > h or extents[1] > w or state.sum_type is not None
@@ -124,12 +128,13 @@ def _plan_separable(context, state: PoolState, source, op_name: str, out, kernel
     if staging or op_name == "L2_POOL_2D":
         scratch_tensor(context, state.stage, fold_type, staged)  # held to the Limits before the mask
         temporaries.append(state.stage)
+    plan = None
     if staging:
         itemsize = storage_dtype(fold_type).itemsize
-        state.staging = make_staging(staged, padded_copies(source.shape, extents, pads), itemsize)
+        plan = make_staging(staged, padded_copies(source.shape, extents, pads), itemsize)
     columns = _ALL if kw > 1 else slice(0, (ow - 1) * sw + 1, sw)
-    state.row_taps = tuple((_ALL, slice(i, i + (oh - 1) * sh + 1, sh), columns, _ALL) for i in range(kh))
-    state.column_taps = tuple((_ALL, _ALL, slice(j, j + (ow - 1) * sw + 1, sw), _ALL) for j in range(kw))
+    row_taps = tuple((_ALL, slice(i, i + (oh - 1) * sh + 1, sh), columns, _ALL) for i in range(kh))
+    column_taps = tuple((_ALL, _ALL, slice(j, j + (ow - 1) * sw + 1, sw), _ALL) for j in range(kw))
     if kh > 1 and kw > 1:
         scratch_tensor(context, state.rows, fold_type, (n, oh, staged[2], channels))
         temporaries.append(state.rows)
@@ -137,19 +142,26 @@ def _plan_separable(context, state: PoolState, source, op_name: str, out, kernel
     cols = _valid_taps(w, kw, sw, pads[1], ow)
     if rows.min() == rows.max() and cols.min() == cols.max():
         area = int(rows[0] * cols[0])
-        state.count, state.half = float(area), float(area // 2)
+        count, half = float(area), float(area // 2)
     else:
         counts = np.repeat(rows[:, None] * cols[None, :], channels, axis=1)  # [OH, OW*C]
         dtype = np.float32 if state.sum_type is None else storage_dtype(state.sum_type)
-        state.count, state.half = counts.astype(dtype), (counts // 2).astype(dtype)
-    return temporaries
+        count, half = counts.astype(dtype), (counts // 2).astype(dtype)
+    planned = dataclasses.replace(
+        state,
+        staging=plan,
+        row_taps=row_taps,
+        column_taps=column_taps,
+        count=count,
+        half=half,
+    )
+    return planned, temporaries
 
 
 def pool_prepare_for(op_name: str, types: tuple[TensorType, ...]):
     def prepare(context, node):
         check_arity(node, 1)
         options = node.builtin_data
-        state = node.user_data
         source, output = input_tensor(context, node, 0), output_tensor(context, node)
         ensure_eq(len(source.shape), 4, f"{op_name} input rank")
         ensure_types_eq(source, output, f"{op_name} input/output types")
@@ -164,27 +176,40 @@ def pool_prepare_for(op_name: str, types: tuple[TensorType, ...]):
         )
         context.resize_tensor(output, (n, *out, channels))
         if source.type in _QUANTIZED:
-            state.clamp = _quantized_clamp(output, options.fused_activation_function)
+            clamp = _quantized_clamp(output, options.fused_activation_function)
         else:
-            state.clamp = activation_clamp(options.fused_activation_function)
+            clamp = activation_clamp(options.fused_activation_function)
         temporaries = []
         area = kernel[0] * kernel[1]
-        state.sum_type = None
+        sum_type = None
         if op_name == "AVERAGE_POOL_2D" and source.type in _QUANTIZED:
             info = np.iinfo(source.dtype)
             exact = max(-int(info.min), int(info.max)) * area + area // 2 < 2**24
-            state.sum_type = TensorType.FLOAT32 if exact else TensorType.FLOAT64
-        state.count, state.half = float(area), float(area // 2)
+            sum_type = TensorType.FLOAT32 if exact else TensorType.FLOAT64
         if min(out) == 0 or n * channels == 0:
-            state.mode = "empty"
+            mode = "empty"
         elif out == (1, 1) and kernel == (h, w) and not any(pads):
-            state.mode = "global"
-            if op_name == "L2_POOL_2D":
-                scratch_tensor(context, state.stage, source.type, source.shape)
-                temporaries.append(state.stage)
+            mode = "global"
         else:
-            state.mode = "separable"
-            temporaries = _plan_separable(context, state, source, op_name, out, kernel, strides, pads)
+            mode = "separable"
+        made = node.user_data  # by init: the temporaries' indices
+        state = PoolState(
+            made.stage,
+            made.rows,
+            made.sums,
+            made.signs,
+            mode=mode,
+            clamp=clamp,
+            sum_type=sum_type,
+            count=float(area),
+            half=float(area // 2),
+        )
+        if mode == "global" and op_name == "L2_POOL_2D":
+            scratch_tensor(context, state.stage, source.type, source.shape)
+            temporaries.append(state.stage)
+        elif mode == "separable":
+            state, temporaries = _plan_separable(context, state, source, op_name, out, kernel, strides, pads)
+        node.user_data = state
         if state.sum_type is not None and state.mode != "empty":
             scratch_tensor(context, state.sums, state.sum_type, output.shape)
             temporaries.append(state.sums)
@@ -318,6 +343,7 @@ for _op, _versions, _types, _invoke in (
         _op,
         _versions,
         types=_types,
+        op_data=PoolState,
         init=_pool_init,
         prepare=pool_prepare_for(_op.name, _types),
         invoke=_invoke,

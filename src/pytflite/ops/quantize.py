@@ -12,8 +12,9 @@ giving zeros, as in TFLite); per-channel inputs (more than one scale) take one p
 rejects per-channel int16 and float16). int16 needs a zero point of 0. float16 converts exactly and
 ignores quantization.
 
-When the input is a constant (e.g. the float16 weights of an fp16 model) the output is computed once in
-prepare into a PERSISTENT_RO tensor and invoke does nothing.
+When the input is a constant (e.g. the float16 weights of an fp16 model) the output is computed once,
+right after prepare, into a PERSISTENT_RO tensor (the subgraph folds a node of constant inputs), and
+never again at invoke.
 
 QUANTIZE of a float32 input computes zero_point + round(x / scale), clamped to the output type. The
 reference kernel (and, in both, per-channel and int4/uint4 outputs) divides in float32 and rounds halves
@@ -70,9 +71,10 @@ _EXACT_IN_FLOAT32 = 1 << 24
 Compute = Callable[[np.ndarray, np.ndarray], None]
 
 
-@dataclass(frozen=True)
-class DequantizeData:
-    constant: bool  # the output was computed in prepare
+@dataclass(frozen=True, slots=True)
+class ConversionData:
+    """The op data of DEQUANTIZE and QUANTIZE: the conversion prepare picked, compute(input, out)."""
+
     compute: Compute
 
 
@@ -157,31 +159,23 @@ def dequantize_prepare(optimized: bool):
         if output.type != TensorType.FLOAT32:
             raise KernelError(f"DEQUANTIZE output type: {type_name(output.type)} != FLOAT32")
         compute = _dequantize_compute(source, optimized)
-        constant = source.is_constant_or_persistent
-        if constant:
-            context.set_tensor_to_persistent_ro(output)  # memory of its own, outside the arena
         context.resize_tensor(output, source.shape)
-        node.user_data = DequantizeData(constant, compute)
-        if constant:
-            with np.errstate(all="ignore"):
-                compute(source.data, output.data)
+        node.user_data = ConversionData(compute)
 
     return prepare
 
 
 def dequantize_invoke(context, node):
-    data = node.user_data
-    if data.constant:
-        return
     tensors = context.tensors
     with np.errstate(all="ignore"):  # a huge scale overflows to inf, as in TFLite
-        data.compute(tensors[node.inputs[0]].data, tensors[node.outputs[0]].data)
+        node.user_data.compute(tensors[node.inputs[0]].data, tensors[node.outputs[0]].data)
 
 
 register_builtin(
     BuiltinOperator.DEQUANTIZE,
     (1, 9),
     types=_DEQUANTIZE_TYPES,
+    op_data=ConversionData,
     prepare=dequantize_prepare(True),
     builtin_ref={"prepare": dequantize_prepare(False)},
     invoke=dequantize_invoke,
@@ -312,20 +306,21 @@ def quantize_prepare(optimized: bool):
                 )
             blocked = optimized and output.type in _BLOCKED_TARGETS and output.quantization.scale.size == 1
             compute = _float_quantizer(output, blocked, context.host.x86)
-        node.user_data = compute
+        node.user_data = ConversionData(compute)
 
     return prepare
 
 
 def quantize_invoke(context, node):
     tensors = context.tensors
-    node.user_data(tensors[node.inputs[0]].data, tensors[node.outputs[0]].data)
+    node.user_data.compute(tensors[node.inputs[0]].data, tensors[node.outputs[0]].data)
 
 
 register_builtin(
     BuiltinOperator.QUANTIZE,
     (1, 6),
     types=_QUANTIZE_TYPES,
+    op_data=ConversionData,
     prepare=quantize_prepare(True),
     builtin_ref={"prepare": quantize_prepare(False)},
     invoke=quantize_invoke,

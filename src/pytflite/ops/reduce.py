@@ -23,6 +23,7 @@ lower index, NaNs last.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -330,7 +331,7 @@ def _leave(x, out):
     """The output keeps whatever it held."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class ReduceData:
     run: Callable[[np.ndarray, np.ndarray], None] | None  # None: the axis tensor is computed at run time
     kept: tuple[int, ...] = ()  # the output's shape with the reduced dimensions kept
@@ -366,8 +367,8 @@ def _quantization_rule(op_name: str, source, output) -> bool:
 def reducer(op_name: str, make: Reducer, types: tuple[TensorType, ...], optimized: bool = True):
     """Prepare and invoke functions for one reduction."""
 
-    def spec_for(node, source, output, axes) -> ReduceSpec:
-        quantized = node.user_data.quantized
+    def spec_for(data: ReduceData, node, source, output, axes) -> ReduceSpec:
+        quantized = data.quantized
         return ReduceSpec(
             tuple(source.shape),
             axes,
@@ -376,7 +377,7 @@ def reducer(op_name: str, make: Reducer, types: tuple[TensorType, ...], optimize
             (source.params.scale, source.params.zero_point) if quantized else None,
             (output.params.scale, output.params.zero_point) if quantized else None,
             optimized,
-            node.user_data.x86,
+            data.x86,
         )
 
     def prepare(context, node):
@@ -389,15 +390,15 @@ def reducer(op_name: str, make: Reducer, types: tuple[TensorType, ...], optimize
         ensure_type(source, types, "input", op_name)
         ensure_eq(output.type, source.type, f"{op_name} output type")
         ensure_type(axis, TensorType.INT32, "axis", op_name)
-        quantized = _quantization_rule(op_name, source, output)
+        data = ReduceData(None, quantized=_quantization_rule(op_name, source, output), x86=context.host.x86)
         if axis.allocation_type not in (AllocationType.MMAP_RO, AllocationType.PERSISTENT_RO):
-            node.user_data = ReduceData(None, quantized=quantized, x86=context.host.x86)
+            node.user_data = data
             context.set_tensor_to_dynamic(output)
             return
         shape = tuple(source.shape)
         axes = resolve_axes(axis.data, len(shape))
-        node.user_data = ReduceData(None, _kept(shape, axes), quantized, context.host.x86)
-        node.user_data.run = make(spec_for(node, source, output, axes))
+        run = make(spec_for(data, node, source, output, axes))
+        node.user_data = dataclasses.replace(data, run=run, kept=_kept(shape, axes))
         context.resize_tensor(output, reduced_shape(shape, axes, node.builtin_data.keep_dims))
 
     def invoke(context, node):
@@ -410,7 +411,7 @@ def reducer(op_name: str, make: Reducer, types: tuple[TensorType, ...], optimize
             axes = resolve_axes(tensors[node.inputs[1]].data, len(shape))
             output = tensors[node.outputs[0]]
             context.resize_tensor(output, reduced_shape(shape, axes, node.builtin_data.keep_dims))
-            run, kept = make(spec_for(node, source, output, axes)), _kept(shape, axes)
+            run, kept = make(spec_for(data, node, source, output, axes)), _kept(shape, axes)
         run(source.data, tensors[node.outputs[0]].data.reshape(kept))
 
     return prepare, invoke
@@ -436,7 +437,15 @@ for _op, (_compute, _types, _versions, _has_reference) in _REDUCERS.items():
     if _has_reference:
         _reference_prepare, _reference_invoke = reducer(_op.name, _compute, _types, optimized=False)
         _twin = {"prepare": _reference_prepare, "invoke": _reference_invoke}
-    register_builtin(_op, _versions, types=_types, prepare=_prepare, invoke=_invoke, builtin_ref=_twin)
+    register_builtin(
+        _op,
+        _versions,
+        types=_types,
+        op_data=ReduceData,
+        prepare=_prepare,
+        invoke=_invoke,
+        builtin_ref=_twin,
+    )
 
 
 # --- ARG_MAX / ARG_MIN ----------------------------------------------------------------------------
@@ -508,6 +517,11 @@ def _innermost_nan_arg(rows: np.ndarray, is_max: bool) -> np.ndarray:
     return np.where(np.isnan(value), 0, index)
 
 
+@dataclass(frozen=True, slots=True)
+class ArgData:
+    axis: int  # resolved in prepare from a constant axis tensor
+
+
 def arg_extreme(op_name: str, is_max: bool):
     """Prepare and invoke functions for ARG_MAX (is_max) or ARG_MIN."""
     pick = np.ndarray.argmax if is_max else np.ndarray.argmin  # the methods skip np.argmax's dispatch
@@ -534,16 +548,18 @@ def arg_extreme(op_name: str, is_max: bool):
             context.set_tensor_to_dynamic(output)
             return
         value = read_axis(axis.data, len(source.shape))
-        node.user_data = value
+        node.user_data = ArgData(value)
         context.resize_tensor(output, _arg_shape(source.shape, value))
 
     def invoke(context, node):
         tensors = context.tensors
         source, output = tensors[node.inputs[0]], tensors[node.outputs[0]]
-        axis = node.user_data
-        if axis is None:
+        data = node.user_data
+        if data is None:
             axis = read_axis(tensors[node.inputs[1]].data, len(source.shape))
             context.resize_tensor(output, _arg_shape(source.shape, axis))
+        else:
+            axis = data.axis
         out = output.data
         if out.size == 0:
             return
@@ -562,7 +578,7 @@ def arg_extreme(op_name: str, is_max: bool):
 
 for _op, _is_max in ((BuiltinOperator.ARG_MAX, True), (BuiltinOperator.ARG_MIN, False)):
     _prepare, _invoke = arg_extreme(_op.name, _is_max)
-    register_builtin(_op, (1, 3), types=_ARG_TYPES, prepare=_prepare, invoke=_invoke)
+    register_builtin(_op, (1, 3), types=_ARG_TYPES, op_data=ArgData, prepare=_prepare, invoke=_invoke)
 
 
 # --- CUMSUM ---------------------------------------------------------------------------------------
@@ -626,7 +642,14 @@ def cumsum_invoke(context, node):
     np.add.accumulate(x[plan.source], axis=plan.axis, dtype=out.dtype, out=out[plan.target])
 
 
-register_builtin(BuiltinOperator.CUMSUM, (1, 1), types=_NUMBERS, prepare=cumsum_prepare, invoke=cumsum_invoke)
+register_builtin(
+    BuiltinOperator.CUMSUM,
+    (1, 1),
+    types=_NUMBERS,
+    op_data=CumsumPlan,
+    prepare=cumsum_prepare,
+    invoke=cumsum_invoke,
+)
 
 
 # --- TOPK_V2 --------------------------------------------------------------------------------------
@@ -711,4 +734,11 @@ def topk_invoke(context, node):
     x.reshape(-1).take(order + plan.starts, out=values.data)
 
 
-register_builtin(BuiltinOperator.TOPK_V2, (1, 3), types=_TOPK_TYPES, prepare=topk_prepare, invoke=topk_invoke)
+register_builtin(
+    BuiltinOperator.TOPK_V2,
+    (1, 3),
+    types=_TOPK_TYPES,
+    op_data=TopkPlan,
+    prepare=topk_prepare,
+    invoke=topk_invoke,
+)

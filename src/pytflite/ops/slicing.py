@@ -9,7 +9,7 @@ invoke and the output resized first.
 STRIDED_SLICE follows TFLite's index arithmetic exactly: the ellipsis and new-axis masks are expanded
 into an "effective" input shape, begin/end are normalised and clamped per axis (to [0, n] going forward,
 [-1, n-1] going backward), masks override them, and shrunk axes are dropped from the output. With
-constant input, begin, end and strides the result is computed once in prepare and the output becomes a
+constant input, begin, end and strides the subgraph computes the result once after prepare, into a
 persistent constant, as TFLite does.
 """
 
@@ -86,6 +86,11 @@ def plan_slice(shape: tuple[int, ...], begin: list[int], size: list[int]) -> tup
     return tuple(out_shape), tuple(index)
 
 
+@dataclass(frozen=True, slots=True)
+class SliceData:
+    index: tuple  # the slice tuple that reads the output from the input
+
+
 def slice_prepare(context, node):
     check_arity(node, 3)
     source, begin, size = (input_tensor(context, node, i) for i in range(3))
@@ -103,23 +108,32 @@ def slice_prepare(context, node):
         context.set_tensor_to_dynamic(output)
         return
     out_shape, index = plan_slice(source.shape, _ints(begin), _ints(size))
-    node.user_data = index
+    node.user_data = SliceData(index)
     context.resize_tensor(output, out_shape)
 
 
 def slice_invoke(context, node):
     tensors = context.tensors
     source, output = tensors[node.inputs[0]], tensors[node.outputs[0]]
-    index = node.user_data
-    if index is None:
+    data = node.user_data
+    if data is None:
         out_shape, index = plan_slice(
             source.shape, _ints(tensors[node.inputs[1]]), _ints(tensors[node.inputs[2]])
         )
         context.resize_tensor(output, out_shape)
+    else:
+        index = data.index
     output.data[...] = source.data[index]
 
 
-register_builtin(BuiltinOperator.SLICE, (1, 8), types=SLICE_TYPES, prepare=slice_prepare, invoke=slice_invoke)
+register_builtin(
+    BuiltinOperator.SLICE,
+    (1, 8),
+    types=SLICE_TYPES,
+    op_data=SliceData,
+    prepare=slice_prepare,
+    invoke=slice_invoke,
+)
 
 
 # --- STRIDED_SLICE --------------------------------------------------------------------------------
@@ -301,12 +315,6 @@ def plan_strided_slice(shape, begin, end, strides, options, out_shape) -> Stride
     return StridedPlan(tuple(a.size for a in axes), tuple(index))
 
 
-@dataclass
-class StridedSliceData:
-    plan: StridedPlan | None  # None: begin/end known only at invoke
-    noop: bool = False  # the output was computed in prepare
-
-
 def _strided_inputs(context, node):
     return [_ints(context.tensors[node.inputs[i]]) for i in (1, 2, 3)]
 
@@ -334,7 +342,7 @@ def strided_slice_prepare(context, node):
         and (options.offset or begin.is_constant_or_persistent)
     )
     if not shape_known:
-        node.user_data = StridedSliceData(None)
+        node.user_data = None
         context.set_tensor_to_dynamic(output)
         return
     values = _strided_inputs(context, node)
@@ -344,15 +352,8 @@ def strided_slice_prepare(context, node):
         values[0] = [0] * num_elements(begin.shape)
     out_shape = strided_slice_shape(source.shape, *values, options)
     indices_known = begin.is_constant_or_persistent and end.is_constant_or_persistent
-    plan = plan_strided_slice(source.shape, *values, options, out_shape) if indices_known else None
-    node.user_data = StridedSliceData(plan)
-    if indices_known and source.is_constant_or_persistent:
-        # A constant result: computed now, read-only afterwards (TFLite's SetTensorToPersistentRo).
-        context.set_tensor_to_persistent_ro(output)
-        context.resize_tensor(output, out_shape)
-        _strided_copy(source.data, plan, output.data)
-        node.user_data.noop = True
-        return
+    # None: begin known only at invoke
+    node.user_data = plan_strided_slice(source.shape, *values, options, out_shape) if indices_known else None
     context.resize_tensor(output, out_shape)
 
 
@@ -364,12 +365,9 @@ def _strided_copy(x: np.ndarray, plan: StridedPlan, out: np.ndarray) -> None:
 
 
 def strided_slice_invoke(context, node):
-    data = node.user_data
-    if data.noop:
-        return
     tensors = context.tensors
     source, output = tensors[node.inputs[0]], tensors[node.outputs[0]]
-    plan = data.plan
+    plan = node.user_data
     if plan is None:
         values = _strided_inputs(context, node)
         options = node.builtin_data
@@ -383,6 +381,7 @@ register_builtin(
     BuiltinOperator.STRIDED_SLICE,
     (1, 8),
     types=SLICE_TYPES,
+    op_data=StridedPlan,
     prepare=strided_slice_prepare,
     invoke=strided_slice_invoke,
 )
@@ -427,7 +426,7 @@ def plan_pad(shape: tuple[int, ...], pairs: list[tuple[int, int]]) -> PadPlan:
     return PadPlan(tuple(out_shape), tuple(center), tuple(borders))
 
 
-@dataclass
+@dataclass(frozen=True)
 class PadData:
     plan: PadPlan | None  # None: paddings known only at invoke
     value: object  # the fill value, or None to read the constant_values input at invoke
@@ -504,7 +503,7 @@ def pad_invoke(context, node):
 
 
 for _op in (BuiltinOperator.PAD, BuiltinOperator.PADV2):
-    register_builtin(_op, (1, 6), types=PAD_TYPES, prepare=pad_prepare, invoke=pad_invoke)
+    register_builtin(_op, (1, 6), types=PAD_TYPES, op_data=PadData, prepare=pad_prepare, invoke=pad_invoke)
 
 
 # --- MIRROR_PAD -----------------------------------------------------------------------------------
@@ -602,6 +601,7 @@ register_builtin(
     BuiltinOperator.MIRROR_PAD,
     (1, 3),
     types=MIRROR_PAD_TYPES,
+    op_data=MirrorPlan,
     prepare=mirror_pad_prepare,
     invoke=mirror_pad_invoke,
 )
@@ -617,6 +617,11 @@ def plan_update(shape: tuple[int, ...], update_shape: tuple[int, ...], starts: l
         start = min(max(0, start), dim - extent)
         index.append(slice(start, start + extent))
     return tuple(index)
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateSliceData:
+    index: tuple  # where the update lands in the output
 
 
 def dynamic_update_slice_prepare(context, node):
@@ -642,7 +647,9 @@ def dynamic_update_slice_prepare(context, node):
         f"DYNAMIC_UPDATE_SLICE update shape {list(update.shape)} exceeds operand shape {list(operand.shape)}",
     )
     node.user_data = (
-        plan_update(operand.shape, update.shape, _ints(starts)) if starts.is_constant_or_persistent else None
+        UpdateSliceData(plan_update(operand.shape, update.shape, _ints(starts)))
+        if starts.is_constant_or_persistent
+        else None
     )
     context.resize_tensor(output, operand.shape)
 
@@ -651,9 +658,11 @@ def dynamic_update_slice_invoke(context, node):
     tensors = context.tensors
     operand, update = tensors[node.inputs[0]], tensors[node.inputs[1]]
     out = tensors[node.outputs[0]].data
-    index = node.user_data
-    if index is None:
+    data = node.user_data
+    if data is None:
         index = plan_update(operand.shape, update.shape, _ints(tensors[node.inputs[2]]))
+    else:
+        index = data.index
     out[...] = operand.data
     out[index] = update.data
 
@@ -662,6 +671,7 @@ register_builtin(
     BuiltinOperator.DYNAMIC_UPDATE_SLICE,
     (1, 6),
     types=UPDATE_TYPES,
+    op_data=UpdateSliceData,
     prepare=dynamic_update_slice_prepare,
     invoke=dynamic_update_slice_invoke,
 )
@@ -682,6 +692,11 @@ def plan_reverse_sequence(shape, lengths: np.ndarray, seq_dim: int) -> tuple[np.
     steps = np.arange(shape[seq_dim])
     positions = np.where(steps < lengths[:, None], lengths[:, None] - 1 - steps, steps)
     return np.arange(len(lengths))[:, None], positions
+
+
+@dataclass(frozen=True, slots=True)
+class ReverseSequenceData:
+    index: tuple[np.ndarray, np.ndarray]  # plan_reverse_sequence's (batch, position) indices
 
 
 def reverse_sequence_prepare(context, node):
@@ -708,7 +723,7 @@ def reverse_sequence_prepare(context, node):
     ensure(seq_dim != batch_dim, "ReverseSequence: seq_dim and batch_dim must differ")
     ensure_eq(lengths.shape[0], source.shape[batch_dim], "REVERSE_SEQUENCE seq_lengths size vs batch size")
     node.user_data = (
-        plan_reverse_sequence(source.shape, lengths.data, seq_dim)
+        ReverseSequenceData(plan_reverse_sequence(source.shape, lengths.data, seq_dim))
         if lengths.is_constant_or_persistent
         else None
     )
@@ -719,9 +734,11 @@ def reverse_sequence_invoke(context, node):
     tensors = context.tensors
     source, output = tensors[node.inputs[0]], tensors[node.outputs[0]]
     options = node.builtin_data
-    plan = node.user_data
-    if plan is None:
+    data = node.user_data
+    if data is None:
         plan = plan_reverse_sequence(source.shape, tensors[node.inputs[1]].data, options.seq_dim)
+    else:
+        plan = data.index
     front = (options.batch_dim, options.seq_dim), (0, 1)
     np.moveaxis(output.data, *front)[...] = np.moveaxis(source.data, *front)[plan]
 
@@ -730,6 +747,7 @@ register_builtin(
     BuiltinOperator.REVERSE_SEQUENCE,
     (1, 1),
     types=REVERSE_SEQUENCE_TYPES,
+    op_data=ReverseSequenceData,
     prepare=reverse_sequence_prepare,
     invoke=reverse_sequence_invoke,
 )

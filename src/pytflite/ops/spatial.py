@@ -81,12 +81,23 @@ def _resize_common_prepare(context, node, op_name: str, types: tuple[TensorType,
     return source, size, output
 
 
-@dataclass
+class RunTimePlan:
+    """The plan invoke made for the values in `key`, when prepare could not make one (a computed size,
+    block_shape, crops or paddings tensor): mutable state kept between invokes, so that unchanged values
+    reuse it."""
+
+    __slots__ = ("key", "plan")
+
+    def __init__(self):
+        self.key: tuple | None = None
+        self.plan: tuple | None = None
+
+
+@dataclass(frozen=True)
 class ResizeData:
     reference: bool
     plan: tuple | None = None  # None: the size tensor is computed at run time
-    key: tuple | None = None  # (input shape, size) the run-time plan `cached` was made for
-    cached: tuple | None = None
+    run_time: RunTimePlan = field(default_factory=RunTimePlan)  # keyed by (input shape, size)
     scratch: dict = field(default_factory=dict)
 
     def work(self, shape: tuple[int, ...], dtype, slot: int) -> np.ndarray:
@@ -247,11 +258,12 @@ def _resize_bilinear_invoke(context, node):
     if plan is None:
         size = _requested_size(tensors[node.inputs[1]])
         key = (source.shape, size)
-        if data.key != key:
+        run_time = data.run_time
+        if run_time.key != key:
             ensure(size[0] > 0 and size[1] > 0, "RESIZE_BILINEAR size must be positive")
-            data.cached = _bilinear_plan(source.shape, size, node.builtin_data, source.type, data.reference)
-            data.key = key
-        plan = data.cached
+            run_time.plan = _bilinear_plan(source.shape, size, node.builtin_data, source.type, data.reference)
+            run_time.key = key
+        plan = run_time.plan
         context.resize_tensor(output, (source.shape[0], *plan[0], source.shape[3]))
     out_hw, compute = plan
     out = output.data
@@ -333,11 +345,12 @@ def _resize_nearest_invoke(context, node):
     if plan is None:
         size = _requested_size(tensors[node.inputs[1]])
         key = (source.shape, size)
-        if data.key != key:
+        run_time = data.run_time
+        if run_time.key != key:
             ensure(size[0] >= 0 and size[1] >= 0, "RESIZE_NEAREST_NEIGHBOR size must not be negative")
-            data.cached = _nearest_plan(source.shape, size, node.builtin_data, source.type, data.reference)
-            data.key = key
-        plan = data.cached
+            run_time.plan = _nearest_plan(source.shape, size, node.builtin_data, source.type, data.reference)
+            run_time.key = key
+        plan = run_time.plan
         context.resize_tensor(output, (source.shape[0], *plan[0], source.shape[3]))
     out = output.data
     if out.size == 0:
@@ -349,8 +362,8 @@ def _resize_nearest_invoke(context, node):
 def _resize_prepare(op_name: str, types, make_plan, reference: bool):
     def prepare(context, node):
         source, size, output = _resize_common_prepare(context, node, op_name, types)
-        node.user_data = data = ResizeData(reference)
         if not size.is_constant_or_persistent:
+            node.user_data = ResizeData(reference)
             context.set_tensor_to_dynamic(output)
             return
         options = node.builtin_data
@@ -363,7 +376,9 @@ def _resize_prepare(op_name: str, types, make_plan, reference: bool):
             ensure(min(requested) >= 0, "RESIZE_NEAREST_NEIGHBOR size must not be negative")
         # resize first: the runtime's size limit then refuses a huge output before its plan is built
         context.resize_tensor(output, (source.shape[0], *requested, source.shape[3]))
-        data.plan = make_plan(source.shape, requested, options, source.type, reference)
+        node.user_data = ResizeData(
+            reference, make_plan(source.shape, requested, options, source.type, reference)
+        )
 
     return prepare
 
@@ -372,6 +387,7 @@ register_builtin(
     BuiltinOperator.RESIZE_BILINEAR,
     (1, 4),
     types=_BILINEAR_TYPES,
+    op_data=ResizeData,
     prepare=_resize_prepare("RESIZE_BILINEAR", _BILINEAR_TYPES, _bilinear_plan, False),
     invoke=_resize_bilinear_invoke,
     builtin_ref={"prepare": _resize_prepare("RESIZE_BILINEAR", _BILINEAR_TYPES, _bilinear_plan, True)},
@@ -380,6 +396,7 @@ register_builtin(
     BuiltinOperator.RESIZE_NEAREST_NEIGHBOR,
     (1, 4),
     types=_NEAREST_TYPES,
+    op_data=ResizeData,
     prepare=_resize_prepare("RESIZE_NEAREST_NEIGHBOR", _NEAREST_TYPES, _nearest_plan, False),
     invoke=_resize_nearest_invoke,
     builtin_ref={"prepare": _resize_prepare("RESIZE_NEAREST_NEIGHBOR", _NEAREST_TYPES, _nearest_plan, True)},
@@ -451,15 +468,14 @@ register_builtin(
 # BATCH_TO_SPACE_ND / SPACE_TO_BATCH_ND
 
 
-@dataclass
+@dataclass(frozen=True)
 class BatchSpaceData:
     """`plan` is (output shape, input and output shapes as NHWC, slice copies, pad byte or None), or
-    None when block_shape/crops/paddings are known only at run time: then `cached` holds the plan
-    made for the values in `key`."""
+    None when block_shape/crops/paddings are known only at run time: then `run_time` holds the plan
+    made at invoke, keyed by the input shape and those values."""
 
     plan: tuple | None
-    key: tuple | None = None
-    cached: tuple | None = None
+    run_time: RunTimePlan = field(default_factory=RunTimePlan)
 
 
 def _strided(start: int, count: int, step: int) -> slice:
@@ -596,9 +612,10 @@ def _batch_space_invoke(make_plan):
                 tensors[node.inputs[1]].data.tobytes(),
                 tensors[node.inputs[2]].data.tobytes(),
             )
-            if data.key != key:
-                data.cached, data.key = make_plan(context, node), key
-            plan = data.cached
+            run_time = data.run_time
+            if run_time.key != key:
+                run_time.plan, run_time.key = make_plan(context, node), key
+            plan = run_time.plan
             context.resize_tensor(output, plan[0])
         _, in4, out4, copies, fill = plan
         out = output.data.reshape(out4)
@@ -615,6 +632,7 @@ register_builtin(
     BuiltinOperator.BATCH_TO_SPACE_ND,
     (1, 4),
     types=_BATCH_TYPES,
+    op_data=BatchSpaceData,
     prepare=_batch_space_prepare("BATCH_TO_SPACE_ND", _batch_to_space_plan),
     invoke=_batch_space_invoke(_batch_to_space_plan),
 )
@@ -622,6 +640,7 @@ register_builtin(
     BuiltinOperator.SPACE_TO_BATCH_ND,
     (1, 4),
     types=_BATCH_TYPES,
+    op_data=BatchSpaceData,
     prepare=_batch_space_prepare("SPACE_TO_BATCH_ND", _space_to_batch_plan),
     invoke=_batch_space_invoke(_space_to_batch_plan),
 )

@@ -29,7 +29,7 @@ def _is_power_of_two(value: int) -> bool:
     return value > 0 and value & (value - 1) == 0
 
 
-@dataclass
+@dataclass(frozen=True)
 class Rfft2dData:
     fft_length: tuple[int, int] | None  # None: the fft_length tensor is computed at run time
 
@@ -122,6 +122,7 @@ register_builtin(
     BuiltinOperator.RFFT2D,
     (1, 1),
     types=(TensorType.FLOAT32,),
+    op_data=Rfft2dData,
     prepare=rfft2d_prepare,
     invoke=rfft2d_invoke,
 )

@@ -2,13 +2,13 @@
 CAST and ZEROS_LIKE.
 
 Prepare checks the input type against the op's table and picks the compute function, mostly one NumPy
-ufunc; invoke runs it into the preallocated output. Floats are computed in their own type (float16 SIN
-and COS in float32, rounded once to half, as TFLite's half kernels do); ufuncs that overflow or meet
-inputs outside their domain give IEEE results (LOG(0) = -inf, LOG(-1) = SQRT(-1) = NaN), with no
-RuntimeWarnings as the interpreter runs kernels with NumPy's floating-point warnings off. ROUND is
-half-to-even computed from the floor, so a negative input that rounds to zero gives +0 as in TFLite.
-bfloat16 (held as raw uint16 bits) is widened to float32 and rounded back to nearest-even; NEG only flips
-its sign bit. Integer NEG and ABS wrap (-(-128) == -128).
+ufunc, kept in a UnaryData; invoke runs it into the preallocated output. Floats are computed in their
+own type (float16 SIN and COS in float32, rounded once to half, as TFLite's half kernels do); ufuncs
+that overflow or meet inputs outside their domain give IEEE results (LOG(0) = -inf, LOG(-1) =
+SQRT(-1) = NaN), with no RuntimeWarnings as the interpreter runs kernels with NumPy's floating-point
+warnings off. ROUND is half-to-even computed from the floor, so a negative input that rounds to zero
+gives +0 as in TFLite. bfloat16 (held as raw uint16 bits) is widened to float32 and rounded back to
+nearest-even; NEG only flips its sign bit. Integer NEG and ABS wrap (-(-128) == -128).
 
 Quantized int8 and int16 ABS, EXP, LOG, SQRT and RSQRT (int16 with zero points 0) are a lookup table over
 every input value, made in prepare by TFLite's own per-value arithmetic, so invoke is one np.take:
@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -318,22 +319,30 @@ def unary_prepare(op: BuiltinOperator, computes: dict[TensorType, Compute], type
         ensure_type(source, types, "input", op_name)
         ensure_types_eq(source, output, f"{op_name} input/output types")
         if _takes_quantized(op, source):
-            node.user_data = _QUANTIZED_BUILDERS[op](source, output, context.host.x86)
+            compute = _QUANTIZED_BUILDERS[op](source, output, context.host.x86)
         else:
             # LOG, SQRT and RSQRT of int16 without quantization read a table TFLite never built
             ensure(
                 source.type in computes,
                 f"{op_name} of a {type_name(source.type)} input needs quantization parameters",
             )
-            node.user_data = computes[source.type]
+            compute = computes[source.type]
         context.resize_tensor(output, source.shape)
+        node.user_data = UnaryData(compute)
 
     return prepare
 
 
+@dataclass(frozen=True, slots=True)
+class UnaryData:
+    """The op data of the unary math ops and CAST: what prepare picked for the input's type."""
+
+    compute: Compute  # compute(x, out)
+
+
 def unary_invoke(context, node):
     tensors = context.tensors
-    node.user_data(tensors[node.inputs[0]].data, tensors[node.outputs[0]].data)
+    node.user_data.compute(tensors[node.inputs[0]].data, tensors[node.outputs[0]].data)
 
 
 _UNARY = (
@@ -378,6 +387,7 @@ for _op, _versions, _computes in _UNARY:
         _op,
         _versions,
         types=_types,
+        op_data=UnaryData,
         prepare=unary_prepare(_op, _computes, _types),
         invoke=unary_invoke,
     )
@@ -478,7 +488,14 @@ def cast_prepare(context, node):
             "INT4, UINT4 and INT2 convert only to and from FLOAT32."
         )
     context.resize_tensor(output, source.shape)
-    node.user_data = _cast_function(source.type, output.type, source.shape)
+    node.user_data = UnaryData(_cast_function(source.type, output.type, source.shape))
 
 
-register_builtin(BuiltinOperator.CAST, (1, 9), types=_CAST_TYPES, prepare=cast_prepare, invoke=unary_invoke)
+register_builtin(
+    BuiltinOperator.CAST,
+    (1, 9),
+    types=_CAST_TYPES,
+    op_data=UnaryData,
+    prepare=cast_prepare,
+    invoke=unary_invoke,
+)

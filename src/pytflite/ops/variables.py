@@ -8,6 +8,8 @@ shape and value; reading one never assigned fails.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..core.types import BuiltinOperator, TensorType
@@ -18,9 +20,13 @@ from .registry import register_builtin
 _HANDLE_TYPES = (TensorType.RESOURCE, TensorType.INT32)
 
 
+@dataclass(frozen=True, slots=True)
+class VarHandleData:
+    resource_id: int  # one per (container, shared_name), numbered as the model is built
+
+
 def var_handle_init(context, options, length):
-    """The variable's id: one per (container, shared_name), numbered as the model is built."""
-    return context.resources.variable_id(options.container or "", options.shared_name or "")
+    return VarHandleData(context.resources.variable_id(options.container or "", options.shared_name or ""))
 
 
 def var_handle_prepare(context, node):
@@ -33,7 +39,7 @@ def var_handle_prepare(context, node):
 
 
 def var_handle_invoke(context, node):
-    context.tensors[node.outputs[0]].data.reshape(-1)[0] = node.user_data
+    context.tensors[node.outputs[0]].data.reshape(-1)[0] = node.user_data.resource_id
 
 
 def _check_handle(context, node) -> None:
@@ -87,6 +93,7 @@ def assign_variable_invoke(context, node):
 register_builtin(
     BuiltinOperator.VAR_HANDLE,
     (1, 1),
+    op_data=VarHandleData,
     init=var_handle_init,
     prepare=var_handle_prepare,
     invoke=var_handle_invoke,

@@ -42,7 +42,8 @@ Modules: relu.py (RELU, RELU6, RELU_N1_TO_1, RELU_0_TO_1), hard_swish.py, elu.py
 LOGISTIC), leaky_relu.py, prelu.py, gelu.py, softmax.py, log_softmax.py, l2_normalization.py and
 local_response_norm.py register the kernels; alpha.py holds what LEAKY_RELU and PRELU share,
 softmax_common.py what the 8-bit SOFTMAX and LOG_SOFTMAX share; common.py the element types, constants,
-one-input checks and invokes; quantized.py the quantization parameters and fixed-point helpers.
+one-input checks, the op data (ActivationData) and invokes; quantized.py the quantization parameters and
+fixed-point helpers.
 """
 
 # BUILTIN_REF differs from the default kernels for int16 TANH/LOGISTIC of power-of-two scales and for the

@@ -1,9 +1,11 @@
 """What the activation kernels share: the element types, float32 constants, the one-input checks and
-registration, blockwise evaluation, and the invokes of the ops whose prepare leaves `compute(x, out)`."""
+registration, blockwise evaluation, and the op data and invokes of the ops computed by one
+`compute(x, out)`."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -57,10 +59,18 @@ def _check_unary(context, node, op_name: str, types: tuple[TensorType, ...]):
     return source, output
 
 
+@dataclass(frozen=True, slots=True)
+class ActivationData:
+    """The op data of the activations computed by one function, picked in prepare for the input's type
+    and parameters (LEAKY_RELU, PRELU and LOCAL_RESPONSE_NORMALIZATION have their own)."""
+
+    compute: Callable[[np.ndarray, np.ndarray], None]  # compute(x, out)
+
+
 def compute_invoke(context, node):
-    """Invoke of the ops whose prepare leaves `compute(x, out)` in node.user_data."""
+    """Invoke of the ops whose prepare leaves an ActivationData."""
     tensors = context.tensors
-    node.user_data(tensors[node.inputs[0]].data, tensors[node.outputs[0]].data)
+    node.user_data.compute(tensors[node.inputs[0]].data, tensors[node.outputs[0]].data)
 
 
 def _unary_kernel(
@@ -79,9 +89,9 @@ def _unary_kernel(
         def prepare(context, node):
             source, output = _check_unary(context, node, op.name, types)
             if source.type == TensorType.FLOAT32:
-                node.user_data = compute
+                node.user_data = ActivationData(compute)
             else:
-                node.user_data = quantized_for_types(source, output, context.host.x86)
+                node.user_data = ActivationData(quantized_for_types(source, output, context.host.x86))
 
         return prepare
 
@@ -89,6 +99,7 @@ def _unary_kernel(
         op,
         versions,
         types=types,
+        op_data=ActivationData,
         prepare=prepare_with(quantized),
         invoke=compute_invoke,
         builtin_ref=None if quantized_ref is None else {"prepare": prepare_with(quantized_ref)},
@@ -96,11 +107,11 @@ def _unary_kernel(
 
 
 def nonempty_invoke(context, node):
-    """SOFTMAX, LOG_SOFTMAX, L2_NORMALIZATION: `compute(x, out)` from node.user_data, unless empty."""
+    """SOFTMAX, LOG_SOFTMAX, L2_NORMALIZATION: the ActivationData's compute, unless the output is empty."""
     tensors = context.tensors
     out = tensors[node.outputs[0]].data
     if out.size:
-        node.user_data(tensors[node.inputs[0]].data, out)
+        node.user_data.compute(tensors[node.inputs[0]].data, out)
 
 
 def _rows(x: np.ndarray) -> np.ndarray:

@@ -22,6 +22,7 @@ from .common import (
     _ONE,
     _QUANTIZED,
     _ZERO,
+    ActivationData,
     _blockwise,
     _check_unary,
     _f32,
@@ -149,9 +150,9 @@ def gelu_prepare(context, node):
     source, output = _check_unary(context, node, "GELU", _FLOAT + _QUANTIZED)
     approximate = bool(node.builtin_data.approximate)
     if source.type == TensorType.FLOAT32:
-        node.user_data = _gelu(approximate, math.prod(source.shape))
+        node.user_data = ActivationData(_gelu(approximate, math.prod(source.shape)))
     else:
-        node.user_data = _gelu_quantized(source, output, approximate)
+        node.user_data = ActivationData(_gelu_quantized(source, output, approximate))
 
 
 # TFLite's constants: float(-M_SQRT1_2), and sqrt(2/pi) as float(M_2_SQRTPI * M_SQRT1_2) in double
@@ -175,4 +176,11 @@ def _gelu_quantized(source, output, approximate: bool) -> Callable:
     return table_kernel(int16_table(transform, in_scale, in_zero, out_scale, out_zero), dtype)
 
 
-register_builtin(BuiltinOperator.GELU, (1, 3), types=_ALL, prepare=gelu_prepare, invoke=compute_invoke)
+register_builtin(
+    BuiltinOperator.GELU,
+    (1, 3),
+    types=_ALL,
+    op_data=ActivationData,
+    prepare=gelu_prepare,
+    invoke=compute_invoke,
+)

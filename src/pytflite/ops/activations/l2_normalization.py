@@ -14,7 +14,7 @@ from ..common import check_arity, clip, input_tensor, output_tensor
 from ..quant.fixed_point import multiply_by_quantized_multiplier, wrap
 from ..quant.gemmlowp import inv_sqrt_multiplier
 from ..registry import register_builtin
-from .common import _BYTES, _DTYPES, _FLOAT, _U8, _f32, _rows, nonempty_invoke
+from .common import _BYTES, _DTYPES, _FLOAT, _U8, ActivationData, _f32, _rows, nonempty_invoke
 from .quantized import _quantization
 
 _L2_EPSILON = _f32(1e-6)
@@ -33,9 +33,9 @@ def l2_normalization_prepare(context, node):
     )
     context.resize_tensor(output, source.shape)
     if source.type == TensorType.FLOAT32:
-        node.user_data = _l2_normalization
+        node.user_data = ActivationData(_l2_normalization)
     else:
-        node.user_data = _l2_normalization_quantized(source, output)
+        node.user_data = ActivationData(_l2_normalization_quantized(source, output))
 
 
 def _l2_normalization(x, out):
@@ -73,6 +73,7 @@ register_builtin(
     BuiltinOperator.L2_NORMALIZATION,
     (1, 2),
     types=_FLOAT + _BYTES,
+    op_data=ActivationData,
     prepare=l2_normalization_prepare,
     invoke=nonempty_invoke,
 )

@@ -46,5 +46,10 @@ def _leaky_relu_table(source, output, alpha: float) -> np.ndarray:
 
 
 register_builtin(
-    BuiltinOperator.LEAKY_RELU, (1, 2), types=_ALL, prepare=leaky_relu_prepare, invoke=alpha_invoke
+    BuiltinOperator.LEAKY_RELU,
+    (1, 2),
+    types=_ALL,
+    op_data=AlphaData,
+    prepare=leaky_relu_prepare,
+    invoke=alpha_invoke,
 )

@@ -111,6 +111,7 @@ register_builtin(
     BuiltinOperator.LOCAL_RESPONSE_NORMALIZATION,
     (1, 1),
     types=_FLOAT,
+    op_data=LocalResponseNormData,
     prepare=local_response_norm_prepare,
     invoke=local_response_norm_invoke,
 )

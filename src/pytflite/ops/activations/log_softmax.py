@@ -21,7 +21,7 @@ from ..quant.fixed_point import (
 from ..quant.gemmlowp import log_x_for_x_greater_than_or_equal_to_1
 from ..quant.lut import logf
 from ..registry import register_builtin
-from .common import _BYTES, _DTYPES, _FLOAT, _U8, _check_unary, _rows, nonempty_invoke
+from .common import _BYTES, _DTYPES, _FLOAT, _U8, ActivationData, _check_unary, _rows, nonempty_invoke
 from .quantized import _quantization
 from .softmax_common import (
     _distances,
@@ -46,9 +46,11 @@ def _log_softmax_prepare(reference: bool) -> Callable:
     def prepare(context, node):
         source, output = _check_unary(context, node, "LOG_SOFTMAX", _FLOAT + _BYTES)
         if source.type == TensorType.FLOAT32:
-            node.user_data = _log_softmax
+            node.user_data = ActivationData(_log_softmax)
         else:
-            node.user_data = _log_softmax_quantized(source, output, reference, context.host.x86)
+            node.user_data = ActivationData(
+                _log_softmax_quantized(source, output, reference, context.host.x86)
+            )
 
     return prepare
 
@@ -123,6 +125,7 @@ register_builtin(
     BuiltinOperator.LOG_SOFTMAX,
     (1, 2),
     types=_FLOAT + _BYTES,
+    op_data=ActivationData,
     prepare=_log_softmax_prepare(False),
     invoke=nonempty_invoke,
     builtin_ref={"prepare": _log_softmax_prepare(True)},

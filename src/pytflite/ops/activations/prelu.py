@@ -120,4 +120,6 @@ def _prelu_quantized(source, alpha, output, shape) -> AlphaData:
     return AlphaData(alpha_index, _prelu_bytes(table))
 
 
-register_builtin(BuiltinOperator.PRELU, (1, 1), types=_ALL, prepare=prelu_prepare, invoke=alpha_invoke)
+register_builtin(
+    BuiltinOperator.PRELU, (1, 1), types=_ALL, op_data=AlphaData, prepare=prelu_prepare, invoke=alpha_invoke
+)

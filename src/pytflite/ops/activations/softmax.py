@@ -15,7 +15,7 @@ from ..quant.fixed_point import float_to_int32, multiply_by_quantized_multiplier
 from ..quant.gemmlowp import count_leading_zeros32, get_reciprocal
 from ..quant.lut import c_double_function, lookup_16bit, populate_16bit
 from ..registry import register_builtin
-from .common import _ALL, _DTYPES, _I8, _I16, _U8, _f32, _rows, nonempty_invoke
+from .common import _ALL, _DTYPES, _I8, _I16, _U8, ActivationData, _f32, _rows, nonempty_invoke
 from .quantized import _Q31, _ensure_zero_points, _multiplier, _quantization
 from .softmax_common import (
     _distances,
@@ -42,9 +42,11 @@ def _softmax_prepare(reference: bool) -> Callable:
         beta = node.builtin_data.beta
         if source.type == TensorType.FLOAT32:
             beta32 = None if np.float32(beta) == 1 else _f32(beta)
-            node.user_data = lambda x, out: _softmax(x, out, beta32)
+            node.user_data = ActivationData(lambda x, out: _softmax(x, out, beta32))
         else:
-            node.user_data = _softmax_quantized(source, output, beta, reference, context.host.x86)
+            node.user_data = ActivationData(
+                _softmax_quantized(source, output, beta, reference, context.host.x86)
+            )
 
     return prepare
 
@@ -177,6 +179,7 @@ register_builtin(
     BuiltinOperator.SOFTMAX,
     (1, 4),
     types=_ALL,
+    op_data=ActivationData,
     prepare=_softmax_prepare(False),
     invoke=nonempty_invoke,
     builtin_ref={"prepare": _softmax_prepare(True)},

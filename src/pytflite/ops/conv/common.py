@@ -3,7 +3,9 @@ the quantization parameters of the integer kernels (TFLite's Prepare checks and 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -25,6 +27,14 @@ _RANGES = {TensorType.UINT8: (0, 255), TensorType.INT8: (-128, 127), TensorType.
 _FLOAT_TYPES = {np.dtype(np.float32): TensorType.FLOAT32, np.dtype(np.float64): TensorType.FLOAT64}
 _EXACT_FLOAT32 = 1 << 24  # every integer of smaller magnitude is a float32, and so every sum of them
 _ALL = slice(None)
+
+
+def _draft(init_value, *owned: str) -> SimpleNamespace:
+    """What a convolution's prepare plans into, step by step: the fields of a fresh value of the op-data
+    class of `init_value` (its defaults, and the temporaries init made, the `owned` fields). Prepare ends
+    with `node.user_data = Class(**vars(draft))`, the frozen op data."""
+    fresh = type(init_value)(**{name: getattr(init_value, name) for name in owned})
+    return SimpleNamespace(**{f.name: getattr(fresh, f.name) for f in dataclasses.fields(fresh)})
 
 
 def _check_float(tensors, roles, op: str) -> None:

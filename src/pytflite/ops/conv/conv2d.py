@@ -43,7 +43,16 @@ from .common import (
     _quantize_input,
     _quantized_bias_type,
 )
-from .im2col import ConvState, _conv_compute, _conv_init, _conv_product, _owned, _plan_conv, _plan_float_bias
+from .im2col import (
+    ConvState,
+    _conv_compute,
+    _conv_draft,
+    _conv_init,
+    _conv_product,
+    _owned,
+    _plan_conv,
+    _plan_float_bias,
+)
 from .requant import Requant
 
 
@@ -144,48 +153,59 @@ def _conv2d_common(context, node):
     def layout(filt: np.ndarray) -> np.ndarray:  # [O, KH, KW, Cg] -> [G, KH*KW*Cg, O/G]
         return filt.reshape(groups, per_group, -1).transpose(0, 2, 1)
 
-    return options, source, weights, bias, output, window, groups, layout
+    return options, source, weights, bias, output, window, layout
 
 
 def conv2d_prepare(optimized: bool):
     def prepare(context, node):
-        options, source, weights, bias, output, window, groups, layout = _conv2d_common(context, node)
-        state = node.user_data
-        state.layout, state.integer, state.hybrid, state.pad_value = layout, None, None, 0
-        n, out_channels = source.shape[0], weights.shape[0]
-        context.resize_tensor(output, (n, *window.out, out_channels))
+        options, source, weights, bias, output, window, layout = _conv2d_common(context, node)
+        state = _conv_draft(node)
+        state.layout = layout
+        context.resize_tensor(output, (source.shape[0], *window.out, weights.shape[0]))
         if source.type in _INTEGER:
             _conv2d_integer(context, node, state, options, source, weights, bias, output, window, optimized)
-            return
-        if weights.type in (TensorType.INT8, TensorType.UINT8, TensorType.INT4):
+        elif weights.type in (TensorType.INT8, TensorType.UINT8, TensorType.INT4):
             _conv2d_hybrid(context, node, state, options, source, weights, bias, output, window, optimized)
-            return
-        for tensor, role in ((weights, "filter"), (output, "output"), (bias, "bias")):
-            ensure_type(tensor, _FLOAT, role, "CONV_2D")
-        constant = _constant_data(weights)
-        matrix = layout(constant) if constant is not None else None
-        temporaries = _plan_conv(
-            context,
-            state,
-            tuple(source.shape),
-            out_channels,
-            window.out,
-            window.kernel,
-            window.strides,
-            window.dilation,
-            (window.pads[0][0], window.pads[1][0]),
-            groups,
-            matrix,
-            _constant_data(bias) if matrix is not None else None,
-            exact=context.exact_float_summation,
-        )
-        # LiteRT runs its reference kernel for groups; Eigen's blocking depends on the host's caches
-        state.eigen = context.host.caches_for_eigen if optimized and groups == 1 else None
-        _plan_float_bias(state, bias, window.out)
-        set_temporaries(context, node, _owned(state), temporaries)
-        state.clamp = activation_clamp(options.fused_activation_function)
+        else:
+            _conv2d_float(context, node, state, options, source, weights, bias, output, window, optimized)
+        node.user_data = ConvState(**vars(state))
 
     return prepare
+
+
+def _plan_conv2d(context, state, source, out_channels: int, window, groups: int, matrix, *args, **kwargs):
+    """_plan_conv (im2col.py) for a 2-D window: its geometry from the WindowGeometry."""
+    pads = (window.pads[0][0], window.pads[1][0])
+    geometry = (window.out, window.kernel, window.strides, window.dilation, pads)
+    return _plan_conv(
+        context, state, tuple(source.shape), out_channels, *geometry, groups, matrix, *args, **kwargs
+    )
+
+
+def _conv2d_float(context, node, state, options, source, weights, bias, output, window, optimized):
+    """The float32 CONV_2D: im2col and one matrix product per group (or LiteRT's order, im2col.py)."""
+    out_channels = weights.shape[0]
+    groups = source.shape[3] // weights.shape[3]
+    for tensor, role in ((weights, "filter"), (output, "output"), (bias, "bias")):
+        ensure_type(tensor, _FLOAT, role, "CONV_2D")
+    constant = _constant_data(weights)
+    matrix = state.layout(constant) if constant is not None else None
+    temporaries = _plan_conv2d(
+        context,
+        state,
+        source,
+        out_channels,
+        window,
+        groups,
+        matrix,
+        _constant_data(bias) if matrix is not None else None,
+        exact=context.exact_float_summation,
+    )
+    # LiteRT runs its reference kernel for groups; Eigen's blocking depends on the host's caches
+    state.eigen = context.host.caches_for_eigen if optimized and groups == 1 else None
+    _plan_float_bias(state, bias, window.out)
+    set_temporaries(context, node, _owned(state), temporaries)
+    state.clamp = activation_clamp(options.fused_activation_function)
 
 
 def _conv2d_integer(context, node, state, options, source, weights, bias, output, window, optimized):
@@ -257,16 +277,12 @@ def _conv2d_integer(context, node, state, options, source, weights, bias, output
                 fold, integer.scaled = fast[1], True
     state.integer = integer
     state.pad_value = zero_point
-    temporaries = _plan_conv(
+    temporaries = _plan_conv2d(
         context,
         state,
-        tuple(source.shape),
+        source,
         out_channels,
-        window.out,
-        window.kernel,
-        window.strides,
-        window.dilation,
-        (window.pads[0][0], window.pads[1][0]),
+        window,
         groups,
         matrix,
         fold,  # otherwise the bias terms are added to the exact accumulators
@@ -335,16 +351,12 @@ def _conv2d_hybrid(context, node, state, options, source, weights, bias, output,
         matrix, hybrid.flipped = hybrid.split(constant, state.layout, dtype)
         if hybrid.row_sums:
             hybrid.stale = hybrid.stale_sums(constant)
-    temporaries = _plan_conv(
+    temporaries = _plan_conv2d(
         context,
         state,
-        tuple(source.shape),
+        source,
         out_channels,
-        window.out,
-        window.kernel,
-        window.strides,
-        window.dilation,
-        (window.pads[0][0], window.pads[1][0]),
+        window,
         groups,
         matrix,
         None,
@@ -454,6 +466,7 @@ register_builtin(
     (1, 8),
     types=_CONV_TYPES,
     init=_conv_init,
+    op_data=ConvState,
     prepare=conv2d_prepare(True),
     builtin_ref={"prepare": conv2d_prepare(False)},
     invoke=conv2d_invoke,

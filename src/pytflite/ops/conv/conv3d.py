@@ -17,8 +17,14 @@ from ..common import (
 from ..registry import register_builtin
 from ..windows import output_size, padding_before_after
 from .common import _FLOAT, _check_bias, _check_float, _constant_data, _positive
-from .im2col import _conv_compute, _conv_init, _owned, _plan_conv, _plan_float_bias
-from .transpose import _transpose_init, _transpose_invoke, _transpose_prepare
+from .im2col import ConvState, _conv_compute, _conv_draft, _conv_init, _owned, _plan_conv, _plan_float_bias
+from .transpose import (
+    TransposeState,
+    _transpose_draft,
+    _transpose_init,
+    _transpose_invoke,
+    _transpose_prepare,
+)
 
 
 def conv3d_prepare(context, node):
@@ -49,7 +55,7 @@ def conv3d_prepare(context, node):
         for i in range(3)
     )
     context.resize_tensor(output, (source.shape[0], *out_spatial, out_channels))
-    state = node.user_data
+    state = _conv_draft(node)
 
     def layout(filt: np.ndarray) -> np.ndarray:  # [KD, KH, KW, I, O] -> [1, KD*KH*KW*I, O]
         return filt.reshape(1, -1, filt.shape[-1])
@@ -74,6 +80,7 @@ def conv3d_prepare(context, node):
     _plan_float_bias(state, bias, out_spatial)
     set_temporaries(context, node, _owned(state), temporaries)
     state.clamp = activation_clamp(options.fused_activation_function)
+    node.user_data = ConvState(**vars(state))
 
 
 def conv3d_invoke(context, node):
@@ -82,7 +89,7 @@ def conv3d_invoke(context, node):
 
 def conv3d_transpose_prepare(context, node):
     options = node.builtin_data
-    state = node.user_data
+    state = _transpose_draft(node)
     state.strides = (options.stride_d, options.stride_h, options.stride_w)
     state.dilation = (options.dilation_d_factor, options.dilation_h_factor, options.dilation_w_factor)
 
@@ -90,7 +97,8 @@ def conv3d_transpose_prepare(context, node):
         return filt.reshape(-1, filt.shape[-1]).T
 
     state.layout = layout
-    _transpose_prepare(context, node, "CONV_3D_TRANSPOSE", 3, options, (3, 4))
+    _transpose_prepare(context, node, state, "CONV_3D_TRANSPOSE", 3, options, (3, 4))
+    node.user_data = TransposeState(**vars(state))
 
 
 register_builtin(
@@ -98,6 +106,7 @@ register_builtin(
     (1, 1),
     types=_FLOAT,
     init=_conv_init,
+    op_data=ConvState,
     prepare=conv3d_prepare,
     invoke=conv3d_invoke,
 )
@@ -106,6 +115,7 @@ register_builtin(
     (1, 1),
     types=_FLOAT,
     init=_transpose_init,
+    op_data=TransposeState,
     prepare=conv3d_transpose_prepare,
     invoke=_transpose_invoke,
 )

@@ -52,6 +52,7 @@ from .common import (
     _bias_row,
     _check_uint8_bias_scale,
     _constant_data,
+    _draft,
     _filter_offset,
     _float_dtype,
     _float_range,
@@ -102,8 +103,10 @@ class HybridDepthwise:
     bias_row: np.ndarray | None = None  # a constant bias tiled over an output row
 
 
-@dataclass
+@dataclass(frozen=True)
 class DepthwiseState:
+    """DEPTHWISE_CONV_2D's op data: the temporaries made in init, and what prepare derived."""
+
     scratch: int  # the staged input
     acc: int = -1  # quantized and hybrid: the sums [N, OH, OW*C] (float32 or float64)
     wide: int = -1  # quantized: int64 accumulators [N, OH, OW, C]
@@ -132,11 +135,10 @@ def _tile_weights(w: np.ndarray, width: int) -> np.ndarray:
     return np.tile(w.reshape(kh, kw, channels), (1, 1, width))
 
 
-def _plan_depthwise(
-    context, state: DepthwiseState, shape, window: Window, channels: int, stage: bool = False
-) -> bool:
+def _plan_depthwise(context, state, shape, window: Window, channels: int, stage: bool = False) -> bool:
     """The staging and taps view of `window` over an input of `shape` (elements of `state.dtype`, the
-    staged copy's too; `stage`: always copy); sizes the scratch and returns whether there is one."""
+    staged copy's too; `stage`: always copy), into prepare's draft of a DepthwiseState; sizes the scratch
+    and returns whether there is one."""
     n, h, w, _ = shape
     item = state.dtype.itemsize
     (oh, ow), (kh, kw), (sh, sw), (dh, dw) = window.out, window.kernel, window.strides, window.dilation
@@ -172,14 +174,19 @@ def _plan_depthwise(
     return state.staging is not None
 
 
+_OWNED = ("scratch", "acc", "wide")  # the temporaries init makes
+
+
 def depthwise_prepare(optimized: bool):
     def prepare(context, node):
-        _depthwise_prepare(context, node, optimized)
+        state = _draft(node.user_data, *_OWNED)
+        _depthwise_prepare(context, node, state, optimized)
+        node.user_data = DepthwiseState(**vars(state))
 
     return prepare
 
 
-def _depthwise_prepare(context, node, optimized: bool) -> None:
+def _depthwise_prepare(context, node, state, optimized: bool) -> None:
     op = "DEPTHWISE_CONV_2D"
     check_arity(node, (2, 3))
     options = node.builtin_data
@@ -208,9 +215,6 @@ def _depthwise_prepare(context, node, optimized: bool) -> None:
         ensure_eq(bias.shape[0], out_channels, f"{op} bias size")
     window = plan_window(options, (h, w), (kh, kw), dilation, checked=True)
     context.resize_tensor(output, (n, *window.out, out_channels))
-    state = node.user_data
-    state.staging, state.integer, state.hybrid, state.pad_value = None, None, None, 0
-    state.weights = state.bias = state.clamp = None
     if source.type in _INTEGER:
         _depthwise_integer(context, node, state, options, source, weights, bias, output, window, optimized)
         return
@@ -486,6 +490,7 @@ register_builtin(
     (1, 7),
     types=_CONV_TYPES,
     init=_depthwise_init,
+    op_data=DepthwiseState,
     prepare=depthwise_prepare(True),
     builtin_ref={"prepare": depthwise_prepare(False)},
     invoke=depthwise_invoke,

@@ -1,7 +1,8 @@
 """CONV_2D and CONV_3D: im2col and one matrix product per group.
 
-ConvState holds a CONV_2D's or CONV_3D's plan; _plan_conv makes it and _conv_compute runs it (the float
-kernels); the quantized and hybrid CONV_2D run _conv_product on their own values (conv2d.py).
+ConvState holds a CONV_2D's or CONV_3D's plan; _plan_conv makes it (into prepare's draft of it) and
+_conv_compute runs it (the float kernels); the quantized and hybrid CONV_2D run _conv_product on their own
+values (conv2d.py).
 """
 
 from __future__ import annotations
@@ -15,15 +16,15 @@ import numpy as np
 from ...fidelity.eigen_order import eigen_product, sequential_products
 from ..common import scratch_tensor
 from ..windows import Staging, byte_strides, make_staging, padded_copies, staged_input
-from .common import _FLOAT_TYPES, _bias_row, _constant_data
+from .common import _FLOAT_TYPES, _bias_row, _constant_data, _draft
 
 if TYPE_CHECKING:
     from .conv2d import HybridConv, IntegerConv
 
 
-@dataclass
+@dataclass(frozen=True)
 class ConvState:
-    """Per-node state: the temporaries made in init, and what prepare derived."""
+    """CONV_2D's and CONV_3D's op data: the temporaries made in init, and what prepare derived."""
 
     scratch: int  # im2col
     stage: int  # the padded input
@@ -65,13 +66,21 @@ def _conv_init(context, buffer, length):
     return ConvState(scratch=scratch, stage=stage, acc=acc, wide=wide)
 
 
-def _owned(state: ConvState) -> tuple[int, ...]:
-    return (state.stage, state.scratch, state.acc, state.wide)
+_OWNED = ("stage", "scratch", "acc", "wide")  # the temporaries init makes
+
+
+def _conv_draft(node):
+    """A fresh draft of the node's ConvState for prepare (common._draft)."""
+    return _draft(node.user_data, *_OWNED)
+
+
+def _owned(state) -> tuple[int, ...]:
+    return tuple(getattr(state, name) for name in _OWNED)
 
 
 def _plan_conv(
     context,
-    state: ConvState,
+    state,
     source_shape: tuple[int, ...],
     out_channels: int,
     out_spatial: tuple[int, ...],
@@ -87,8 +96,8 @@ def _plan_conv(
     direct: bool = True,
     exact: bool = False,
 ) -> list[int]:
-    """The im2col plan of an N-d convolution and its constant weight matrix; returns the temporaries
-    it uses.
+    """The im2col plan of an N-d convolution and its constant weight matrix, into prepare's draft of a
+    ConvState; returns the temporaries it uses.
 
     The input is copied into a bordered scratch (of `dtype`) when the windows reach padding; then one
     copy moves every window, a strided view of it, into the im2col scratch. A constant bias with a
@@ -156,7 +165,7 @@ def _plan_conv(
     return temporaries
 
 
-def _plan_float_bias(state: ConvState, bias, out_spatial: tuple[int, ...]) -> None:
+def _plan_float_bias(state, bias, out_spatial: tuple[int, ...]) -> None:
     """A bias not folded into the product is added after it, tiled over an output row when constant."""
     state.bias, state.bias_row = -1, None
     if bias is not None and not state.folded:

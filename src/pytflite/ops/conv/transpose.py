@@ -47,6 +47,7 @@ from .common import (
     _check_float,
     _check_uint8_bias_scale,
     _constant_data,
+    _draft,
     _filter_offset,
     _float_dtype,
     _integer_checks,
@@ -58,7 +59,7 @@ from .common import (
 from .requant import Requant
 
 
-@dataclass
+@dataclass(frozen=True)
 class IntegerTranspose:
     requant: Requant
     input_zero_point: int
@@ -68,8 +69,22 @@ class IntegerTranspose:
     bias_terms: np.ndarray | None = None  # int64 [O]: a constant bias
 
 
-@dataclass
+@dataclass(frozen=True)
+class TransposePlan:
+    """How the products are summed into an output of one shape."""
+
+    shape: tuple[int, ...]  # the output shape the plan was made for
+    mode: str  # "gather" or "scatter"
+    steps: tuple[tuple[tuple, tuple], ...] = ()  # scatter: (output slice, rows)
+    rows: np.ndarray | None = None  # gather: [R, output pixels], indices of product rows
+    bias_row: np.ndarray | None = None  # scatter: the constant bias tiled over an output row
+
+
+@dataclass(frozen=True)
 class TransposeState:
+    """TRANSPOSE_CONV's and CONV_3D_TRANSPOSE's op data: the temporaries made in init, and what prepare
+    derived."""
+
     scratch: int  # the matrix product: [pixels, taps*O], then (gather) a zero row and a bias row
     gathered: int  # gather: the rows of every output pixel, [R, output pixels, O]
     acc: int = -1  # quantized: the float sums, [output shape]
@@ -85,14 +100,12 @@ class TransposeState:
     dtype: Any = np.float32
     weights: np.ndarray | None = None  # [I, taps*O] for a constant filter
     layout: Callable[[np.ndarray], np.ndarray] | None = None
-    shape: tuple[int, ...] | None = None  # the output shape the plan was made for
-    mode: str = "scatter"
-    steps: list[tuple[tuple, tuple]] = field(default_factory=list)  # scatter: (output slice, rows)
-    rows: np.ndarray | None = None  # gather: [R, output pixels], indices of product rows
+    plan: TransposePlan | None = None  # for a constant output shape
+    # a computed output shape: the plan of the last one ("plan"), made at invoke
+    runtime: dict = field(default_factory=dict)
     clamp: Callable[[np.ndarray], None] | None = None
     bias: int = -1
     bias_data: np.ndarray | None = None  # a constant bias
-    bias_row: np.ndarray | None = None  # the constant bias tiled over an output row
     integer: IntegerTranspose | None = None
 
 
@@ -106,10 +119,10 @@ def _transpose_init(context, buffer, length):
 
 
 def _transpose_plan(
-    state: TransposeState, source_shape: tuple[int, ...], requested: np.ndarray, gather: bool = False
-) -> tuple:
+    state, source_shape: tuple[int, ...], requested: np.ndarray, gather: bool = False
+) -> TransposePlan:
     """Validate the requested output shape against the input; plan the sums (gathered if `gather` and
-    small enough); return the shape."""
+    small enough). `state`: the TransposeState, or prepare's draft of it."""
     op, dims = state.op, state.spatial + 2
     shape = tuple(int(d) for d in np.asarray(requested).reshape(-1))
     ensure_eq(len(shape), dims, f"{op} output shape size")
@@ -142,7 +155,6 @@ def _transpose_plan(
         )
         if not tap.empty
     ]
-    state.shape, state.mode, state.steps, state.rows = shape, "scatter", [], None
     if gather and math.prod(shape[:-1]) * max(state.out_channels, 1) <= _GATHER_ELEMENTS:  # cheap to plan
         pixels = np.arange(int(np.prod(shape[:-1], dtype=np.int64))).reshape(shape[:-1])
         sources = np.arange(int(np.prod(source_shape[:-1], dtype=np.int64))).reshape(source_shape[:-1])
@@ -160,20 +172,18 @@ def _transpose_plan(
                 targets = pixels[(_ALL, *tap.source)].reshape(-1)
                 rows[filled[targets], targets] = sources[(_ALL, *tap.out)].reshape(-1) * state.taps + t
                 filled[targets] += 1
-            state.mode, state.rows = "gather", rows
-    if state.mode == "scatter":
-        state.steps = [((_ALL, *tap.source, _ALL), (_ALL, *tap.out, t, _ALL)) for t, tap in taps]
-        if state.bias_data is not None:
-            state.bias_row = _bias_row(state.bias_data, shape[-2])
-    return shape
+            return TransposePlan(shape, "gather", rows=rows)
+    steps = tuple(((_ALL, *tap.source, _ALL), (_ALL, *tap.out, t, _ALL)) for t, tap in taps)
+    bias_row = None if state.bias_data is None else _bias_row(state.bias_data, shape[-2])
+    return TransposePlan(shape, "scatter", steps, bias_row=bias_row)
 
 
 def _transpose_prepare(
-    context, node, op: str, spatial: int, options, weight_dims: tuple[int, int], optimized: bool = True
+    context, node, state, op: str, spatial: int, options, weight_dims: tuple[int, int], optimized: bool = True
 ) -> None:
-    """Shared prepare; `weight_dims` names the filter's (output channels, input channels) axes."""
+    """Shared prepare, into `state`, a draft of the TransposeState (_transpose_draft); `weight_dims`
+    names the filter's (output channels, input channels) axes."""
     check_arity(node, (3, 4))
-    state = node.user_data
     shape_tensor, weights, source = (input_tensor(context, node, i) for i in range(3))
     bias = optional_input_tensor(context, node, 3) if len(node.inputs) == 4 else None
     output = output_tensor(context, node)
@@ -201,27 +211,26 @@ def _transpose_prepare(
         else:
             _check_bias(bias, state.out_channels, op)
     state.bias = node.inputs[3] if bias is not None and not quantized else -1
-    state.bias_row = state.bias_data = None
     if state.bias >= 0 and _constant_data(bias) is not None:
         state.bias_data = np.array(bias.data, np.float32).reshape(-1)
     _positive(state.strides, f"{op} strides")
     _positive(state.dilation, f"{op} dilation")
     state.padding = options.padding
     state.taps = int(np.prod(state.kernel, dtype=np.int64))
-    state.weights, state.integer, state.dtype = None, None, np.dtype(np.float32)
+    state.dtype = np.dtype(np.float32)
     constant = _constant_data(weights)
     if quantized:
         _transpose_integer(state, options, source, weights, bias, output, optimized)
     elif constant is not None:
         state.weights = np.ascontiguousarray(state.layout(constant))
     state.clamp = activation_clamp(options.fused_activation_function) if not quantized else None
-    state.shape = None
     pixels = int(np.prod(source.shape[:-1], dtype=np.int64))
     rows = pixels * state.taps
     temporaries = [state.scratch]
     float_type = _FLOAT_TYPES[state.dtype]
     if shape_tensor.is_constant_or_persistent and shape_tensor.data is not None:
-        shape = _transpose_plan(state, source.shape, shape_tensor.data, gather=True)
+        state.plan = _transpose_plan(state, source.shape, shape_tensor.data, gather=True)
+        shape = state.plan.shape
         context.resize_tensor(output, shape)
         if quantized:
             scratch_tensor(context, state.acc, float_type, shape)
@@ -229,17 +238,15 @@ def _transpose_prepare(
             temporaries += [state.acc, state.wide]
     else:
         context.set_tensor_to_dynamic(output)
-    if state.mode == "gather":
+    if state.plan is not None and state.plan.mode == "gather":
         rows += 2
-        scratch_tensor(context, state.gathered, float_type, (*state.rows.shape, state.out_channels))
+        scratch_tensor(context, state.gathered, float_type, (*state.plan.rows.shape, state.out_channels))
         temporaries.append(state.gathered)
     scratch_tensor(context, state.scratch, float_type, (rows, state.out_channels))
     set_temporaries(context, node, (state.scratch, state.gathered, state.acc, state.wide), temporaries)
 
 
-def _transpose_integer(
-    state: TransposeState, options, source, weights, bias, output, optimized: bool
-) -> None:
+def _transpose_integer(state, options, source, weights, bias, output, optimized: bool) -> None:
     """TRANSPOSE_CONV with uint8, int8 or int16 activations. LiteRT's optimized kernel requantizes the
     int8 and int16 (int32 bias) outputs 8 channels at a time in NEON code and the last C % 8 in scalar
     code, and uint8 outputs in flat blocks of 16 values and a scalar tail; int16 with an int64 bias runs
@@ -290,38 +297,43 @@ def _transpose_integer(
     )
     requant.product_bound = magnitude * weight_sum  # the input is offset: |x - zp| <= magnitude
     state.integer = IntegerTranspose(
-        requant, zero_point, offset, dtype, bias.index if bias is not None else -1
+        requant,
+        zero_point,
+        offset,
+        dtype,
+        bias.index if bias is not None else -1,
+        None if constant_bias is None else constant_bias.reshape(-1).astype(np.int64),
     )
-    if constant_bias is not None:
-        state.integer.bias_terms = constant_bias.reshape(-1).astype(np.int64)
     state.dtype = np.dtype(dtype)
     if constant is not None:
         state.weights = np.ascontiguousarray(state.layout((constant.astype(np.int64) - offset).astype(dtype)))
 
 
-def _transpose_sums(tensors, state: TransposeState, x: np.ndarray, w: np.ndarray, out: np.ndarray) -> None:
+def _transpose_sums(
+    tensors, state: TransposeState, plan: TransposePlan, x: np.ndarray, w: np.ndarray, out: np.ndarray
+) -> None:
     """out = the products of every input pixel with the filter, summed where they land (+ the bias)."""
     col = tensors[state.scratch].data
     pixels = x.size // x.shape[-1]
     if pixels:
         np.matmul(x.reshape(pixels, -1), w, out=col[: pixels * state.taps].reshape(pixels, -1))
-    if state.mode == "gather":
+    if plan.mode == "gather":
         col[-2] = 0
         if state.bias >= 0:
             col[-1] = tensors[state.bias].data
         gathered = tensors[state.gathered].data
-        np.take(col, state.rows, axis=0, out=gathered, mode="clip")
+        np.take(col, plan.rows, axis=0, out=gathered, mode="clip")
         np.add.reduce(gathered, axis=0, out=out.reshape(-1, state.out_channels))
     else:
         cols = col.reshape(*x.shape[:-1], state.taps, state.out_channels)
         if state.bias >= 0:
-            bias_row = state.bias_row
+            bias_row = plan.bias_row
             if bias_row is None or bias_row.shape[0] != out.shape[-2] * out.shape[-1]:
                 bias_row = _bias_row(tensors[state.bias].data, out.shape[-2])
             np.copyto(out.reshape(-1, bias_row.shape[0]), bias_row)
         else:
             out.fill(0)
-        for dst, src in state.steps:
+        for dst, src in plan.steps:
             region = out[dst]
             np.add(region, cols[src], out=region)
 
@@ -332,17 +344,19 @@ def _transpose_invoke(context, node):
     source = tensors[node.inputs[2]]
     output = tensors[node.outputs[0]]
     dynamic = output.allocation_type == AllocationType.DYNAMIC
+    plan = state.plan
     if dynamic:
         requested = tensors[node.inputs[0]].data
         shape = tuple(int(d) for d in np.asarray(requested).reshape(-1))
-        if shape != state.shape:
-            shape = _transpose_plan(state, source.shape, requested)
-        context.resize_tensor(output, shape)
+        plan = state.runtime.get("plan")
+        if plan is None or shape != plan.shape:
+            plan = state.runtime["plan"] = _transpose_plan(state, source.shape, requested)
+        context.resize_tensor(output, plan.shape)
     out = output.data
     integer = state.integer
     if integer is None:
         w = state.weights if state.weights is not None else state.layout(tensors[node.inputs[1]].data)
-        _transpose_sums(tensors, state, source.data, w, out)
+        _transpose_sums(tensors, state, plan, source.data, w, out)
         if state.clamp is not None:
             state.clamp(out)
         return
@@ -355,7 +369,7 @@ def _transpose_invoke(context, node):
         acc, wide = np.empty(out.shape, state.dtype), np.empty(out.shape, np.int64)
     else:
         acc, wide = tensors[state.acc].data, tensors[state.wide].data
-    _transpose_sums(tensors, state, x, w, acc)
+    _transpose_sums(tensors, state, plan, x, w, acc)
     terms = integer.bias_terms
     if terms is None and integer.bias >= 0:
         terms = tensors[integer.bias].data.reshape(-1).astype(np.int64)
@@ -365,10 +379,18 @@ def _transpose_invoke(context, node):
     requant.requantize(acc, terms, wide, out)
 
 
+_OWNED = ("scratch", "gathered", "acc", "wide")  # the temporaries init makes
+
+
+def _transpose_draft(node):
+    """A fresh draft of the node's TransposeState for prepare (common._draft)."""
+    return _draft(node.user_data, *_OWNED)
+
+
 def transpose_conv_prepare(optimized: bool):
     def prepare(context, node):
         options = node.builtin_data
-        state = node.user_data
+        state = _transpose_draft(node)
         state.strides, state.dilation = (options.stride_h, options.stride_w), (1, 1)
 
         def layout(filt: np.ndarray) -> np.ndarray:  # [O, KH, KW, I] -> [I, KH*KW*O]
@@ -377,7 +399,8 @@ def transpose_conv_prepare(optimized: bool):
             )
 
         state.layout = layout
-        _transpose_prepare(context, node, "TRANSPOSE_CONV", 2, options, (0, 3), optimized)
+        _transpose_prepare(context, node, state, "TRANSPOSE_CONV", 2, options, (0, 3), optimized)
+        node.user_data = TransposeState(**vars(state))
 
     return prepare
 
@@ -388,6 +411,7 @@ register_builtin(
     (1, 5),
     types=_CONV_TYPES,
     init=_transpose_init,
+    op_data=TransposeState,
     prepare=transpose_conv_prepare(True),
     builtin_ref={"prepare": transpose_conv_prepare(False)},
     invoke=_transpose_invoke,

@@ -20,10 +20,11 @@ quantized.py); BUILTIN_REF gets their scalar reference kernels.
 Modules: arithmetic.py (ADD, SUB, MUL, DIV), minmax.py (MAXIMUM, MINIMUM), power.py (POW),
 squared_difference.py, floor_division.py (FLOOR_DIV, FLOOR_MOD), atan2.py, add_n.py, bitwise.py
 (BITWISE_XOR, RIGHT_SHIFT), compare.py (the six comparisons) and logical.py register the kernels.
-binary.py holds BinaryOpData and the runner invoke calls; common.py the shared prepare checks, output shape
-and activation bounds; widened.py the faster per-channel broadcast. The quantized arithmetic: quantized.py
-(prepare and the lookup runner), quant_params.py (TFLite's ArithmeticParams), formulas.py (the output per
-code path), simd_paths.py (which code path computes each element) and requantize.py (the integer rounding).
+binary.py holds BinaryOp (the op as a prepare describes it), the runner built from it and BinaryData, the
+op data holding the runner invoke calls; common.py the shared prepare checks, output shape and activation
+bounds; widened.py the faster per-channel broadcast. The quantized arithmetic: quantized.py (prepare and
+the lookup runner), quant_params.py (TFLite's ArithmeticParams), formulas.py (the output per code path),
+simd_paths.py (which code path computes each element) and requantize.py (the integer rounding).
 """
 
 from . import (  # noqa: F401  (importing them registers their kernels)

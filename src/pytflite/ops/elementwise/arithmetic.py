@@ -1,4 +1,4 @@
-"""ADD, SUB, MUL and DIV: float and integer through BinaryOpData, quantized through quantized.py. BUILTIN_REF
+"""ADD, SUB, MUL and DIV: float and integer through BinaryOp, quantized through quantized.py. BUILTIN_REF
 gets its own ADD and MUL (scalar quantized kernels)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from ...errors import ensure, ensure_type, ensure_types_eq
 from ...model.options import ActivationFunctionType
 from ..common import clip
 from ..registry import register_builtin
-from .binary import BinaryOpData, _finish_prepare, _fold_constants, binary_invoke
+from .binary import BinaryData, BinaryOp, _finish_prepare, binary_invoke
 from .common import (
     _QUANTIZED,
     T,
@@ -47,14 +47,10 @@ def _arithmetic_prepare(op_name: str, ufunc: np.ufunc, types: tuple[TensorType, 
         capped = not (kind == T.FLOAT32 and op_name in ("ADD", "SUB", "MUL"))
         shape = _output_shape(first, second, op_name, capped)
         low, high = _activation_bounds(activation, first.dtype)
-        data = BinaryOpData(_widened(ufunc, first, second, shape), low, high)
+        context.resize_tensor(output, shape)
         if op_name == "DIV" and kind == T.INT32:
-            data = BinaryOpData(_int_divide(second, low, high, shape))
-        if op_name == "MUL" and first.is_constant_or_persistent and second.is_constant_or_persistent:
-            data = _fold_constants(context, node, output, shape, data)
-        else:
-            context.resize_tensor(output, shape)
-        node.user_data = data
+            return BinaryOp(_int_divide(second, low, high, shape))
+        return BinaryOp(_widened(ufunc, first, second, shape), low, high)
 
     return prepare
 
@@ -100,6 +96,7 @@ for _op, _ufunc, _versions, _types in _ARITHMETIC:
         _op,
         _versions,
         types=_types,
+        op_data=BinaryData,
         prepare=_finish_prepare(_arithmetic_prepare(_op.name, _ufunc, _types)),
         invoke=binary_invoke,
         builtin_ref={

@@ -10,7 +10,7 @@ from ...core.types import BuiltinOperator
 from ...errors import ensure, ensure_type, ensure_types_eq
 from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
-from .binary import BinaryOpData, _finish_prepare, binary_invoke
+from .binary import BinaryData, BinaryOp, _finish_prepare, binary_invoke
 from .common import T
 
 
@@ -27,8 +27,7 @@ def _atan2_prepare(context, node):
     ensure_type(y, (T.FLOAT32, T.FLOAT64, T.FLOAT16), "input", "ATAN2")
     context.resize_tensor(output, y.shape)
     if x.shape == y.shape:
-        node.user_data = BinaryOpData(np.arctan2)
-        return
+        return BinaryOp(np.arctan2)
     # TFLite checks only the ranks and pairs the elements in memory order, over y's element count.
     count = math.prod(y.shape)
     ensure(
@@ -40,13 +39,14 @@ def _atan2_prepare(context, node):
     def atan2(a, b, out):
         np.arctan2(a, b.reshape(-1)[:count].reshape(shape), out=out)
 
-    node.user_data = BinaryOpData(atan2)
+    return BinaryOp(atan2)
 
 
 register_builtin(
     BuiltinOperator.ATAN2,
     (1, 1),
     types=(T.FLOAT32, T.FLOAT64, T.FLOAT16),
+    op_data=BinaryData,
     prepare=_finish_prepare(_atan2_prepare),
     invoke=binary_invoke,
 )

@@ -1,5 +1,6 @@
-"""BinaryOpData, which a binary op's prepare leaves, and the runner built from it that invoke calls: one
-call into the preallocated output (after expanding inputs that broadcast, on small outputs), then the clamp."""
+"""BinaryOp, which a binary op's prepare describes the op with, the runner built from it (one call into
+the preallocated output, after expanding inputs that broadcast on small outputs, then the clamp), and
+BinaryData, the op data holding the runner that invoke calls."""
 
 from __future__ import annotations
 
@@ -12,12 +13,14 @@ import numpy as np
 
 from ..common import clip
 
+Runner = Callable[[list, tuple, np.ndarray], None]  # run(tensors, node.inputs, output array)
+
 
 @dataclass(frozen=True)
-class BinaryOpData:
+class BinaryOp:
     """What invoke computes: ufunc(first, second, out=output), then the clamp to [low, high] if low is set.
 
-    Prepare describes the op with this; _finish_prepare then turns it into the runner invoke calls."""
+    An op's prepare returns this; _finish_prepare then turns it into the runner invoke calls."""
 
     ufunc: Callable[..., Any]
     low: Any = None
@@ -26,17 +29,16 @@ class BinaryOpData:
     elementwise: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class BinaryData:
+    """The op data of the binary ops: the runner prepare built for the node's shapes and types."""
+
+    run: Runner
+
+
 def binary_invoke(context, node):
     tensors = context.tensors
-    node.user_data(tensors, node.inputs, tensors[node.outputs[0]].data)
-
-
-def _noop(first, second, out):
-    """Invoke of a node whose output was computed once in prepare."""
-
-
-def _run_nothing(tensors, inputs, out):
-    """The runner of a node whose output was computed once in prepare."""
+    node.user_data.run(tensors, node.inputs, tensors[node.outputs[0]].data)
 
 
 # Up to this many output elements, an input that broadcasts is first expanded to the output's shape: a
@@ -45,15 +47,13 @@ def _run_nothing(tensors, inputs, out):
 _EXPANDED_LIMIT = 16384
 
 
-def _runner(context, node, data: BinaryOpData) -> Callable[[list, tuple, np.ndarray], None]:
-    """The function invoke calls with (tensors, node.inputs, output array) for this BinaryOpData.
+def _runner(context, node, data: BinaryOp) -> Runner:
+    """The function invoke calls with (tensors, node.inputs, output array) for this BinaryOp.
 
     A plain ufunc on a small output gets its broadcasting inputs expanded (see _EXPANDED_LIMIT). A
     one-element output with a clamp is computed into a scratch element and clamped into the output:
     NumPy's in-place operations on one-element arrays take a slow path (about 0.5 us more)."""
     compute, low, high = data.ufunc, data.low, data.high
-    if compute is _noop:
-        return _run_nothing
     tensors = context.tensors
     output = tensors[node.outputs[0]]
     shape = tuple(output.shape)
@@ -116,22 +116,12 @@ def _expanding_runner(compute, low, high, constants, buffers) -> Callable:
 
 
 def _finish_prepare(prepare: Callable) -> Callable:
-    """`prepare`, which leaves a BinaryOpData in node.user_data, followed by building its runner."""
+    """`prepare`, which returns the BinaryOp it describes the op with, followed by leaving the BinaryData
+    of its runner. (Quantized arithmetic leaves its own BinaryData and returns None.)"""
 
     def run_prepare(context, node):
-        status = prepare(context, node)
-        data = node.user_data
-        if isinstance(data, BinaryOpData):
-            node.user_data = _runner(context, node, data)
-        return status
+        op = prepare(context, node)
+        if op is not None:
+            node.user_data = BinaryData(_runner(context, node, op))
 
     return run_prepare
-
-
-def _fold_constants(context, node, output, shape, data: BinaryOpData) -> BinaryOpData:
-    """Both inputs constant: compute once now into a persistent read-only output (TFLite's MUL does)."""
-    context.set_tensor_to_persistent_ro(output)
-    context.resize_tensor(output, shape)
-    tensors = context.tensors
-    _runner(context, node, data)(tensors, node.inputs, output.data)
-    return BinaryOpData(_noop)

@@ -8,7 +8,7 @@ from ...core.types import BuiltinOperator, type_name
 from ...errors import ensure
 from ..common import clip
 from ..registry import register_builtin
-from .binary import BinaryOpData, _finish_prepare, binary_invoke
+from .binary import BinaryData, BinaryOp, _finish_prepare, binary_invoke
 from .common import T, _binary_tensors, _output_shape
 from .widened import _widened
 
@@ -23,7 +23,7 @@ def _bitwise_xor_prepare(context, node):
         f"got {type_name(first.type)}",
     )
     context.resize_tensor(output, _output_shape(first, second, "BITWISE_XOR"))
-    node.user_data = BinaryOpData(_widened(np.bitwise_xor, first, second, output.shape))
+    return BinaryOp(_widened(np.bitwise_xor, first, second, output.shape))
 
 
 def _right_shift_prepare(context, node):
@@ -48,13 +48,14 @@ def _right_shift_prepare(context, node):
         def shift(a, b, out):
             np.right_shift(a, clip(b, low, high), out=out)
 
-    node.user_data = BinaryOpData(shift)
+    return BinaryOp(shift)
 
 
 register_builtin(
     BuiltinOperator.BITWISE_XOR,
     (1, 1),
     types=_BITWISE,
+    op_data=BinaryData,
     prepare=_finish_prepare(_bitwise_xor_prepare),
     invoke=binary_invoke,
 )
@@ -62,6 +63,7 @@ register_builtin(
     BuiltinOperator.RIGHT_SHIFT,
     (1, 1),
     types=_BITWISE,
+    op_data=BinaryData,
     prepare=_finish_prepare(_right_shift_prepare),
     invoke=binary_invoke,
 )

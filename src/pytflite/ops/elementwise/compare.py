@@ -12,7 +12,7 @@ from ...core.types import BuiltinOperator, TensorType, type_name
 from ...errors import KernelError, ensure, ensure_type
 from ..quant.fixed_point import quantize_multiplier
 from ..registry import register_builtin
-from .binary import BinaryOpData, _finish_prepare, binary_invoke
+from .binary import BinaryData, BinaryOp, _finish_prepare, binary_invoke
 from .common import T, _binary_tensors, _output_shape
 from .requantize import _mbqm_smaller_than_one
 from .widened import _widened
@@ -36,7 +36,7 @@ def _comparison_prepare(op_name: str, ufunc: np.ufunc, types: tuple[TensorType, 
         compute = _rescaled(op_name, ufunc, first, second) if rescaled else ufunc
         if isinstance(compute, np.ufunc):
             compute = _widened(compute, first, second, output.shape)
-        node.user_data = BinaryOpData(compute, elementwise=True)
+        return BinaryOp(compute, elementwise=True)
 
     return prepare
 
@@ -87,6 +87,7 @@ for _op, _ufunc, _versions, _types in (
         _op,
         _versions,
         types=_types,
+        op_data=BinaryData,
         prepare=_finish_prepare(_comparison_prepare(_op.name, _ufunc, _types)),
         invoke=binary_invoke,
     )

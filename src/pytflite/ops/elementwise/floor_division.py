@@ -7,7 +7,7 @@ import numpy as np
 from ...core.types import BuiltinOperator, type_name
 from ...errors import ensure
 from ..registry import register_builtin
-from .binary import BinaryOpData, _finish_prepare, binary_invoke
+from .binary import BinaryData, BinaryOp, _finish_prepare, binary_invoke
 from .common import T, _binary_tensors, _float64_operands, _output_shape, _zero_check
 from .widened import _widened
 
@@ -31,14 +31,13 @@ def _floor_div_prepare(context, node):
             np.floor(quotient, out=quotient)
             out[...] = quotient
 
-        node.user_data = BinaryOpData(floor_divide)
-        return
+        return BinaryOp(floor_divide)
 
     def floor_divide(a, b, out):  # INT_MIN // -1 wraps, as in TFLite
         checked(b)
         np.floor_divide(a, b, out=out)
 
-    node.user_data = BinaryOpData(floor_divide, elementwise=True)
+    return BinaryOp(floor_divide, elementwise=True)
 
 
 def _floor_mod_prepare(context, node):
@@ -46,15 +45,14 @@ def _floor_mod_prepare(context, node):
     ensure(first.type in _FLOOR_MOD_TYPES, f"Type '{type_name(first.type)}' is not supported by floor_mod.")
     context.resize_tensor(output, _output_shape(first, second, "FLOOR_MOD"))
     if first.type == T.FLOAT32:  # fmod, then the divisor's sign; x mod 0 is NaN
-        node.user_data = BinaryOpData(_widened(np.remainder, first, second, output.shape))
-        return
+        return BinaryOp(_widened(np.remainder, first, second, output.shape))
     checked = _zero_check(second, "Division by 0")
 
     def floor_mod(a, b, out):
         checked(b)
         np.remainder(a, b, out=out)
 
-    node.user_data = BinaryOpData(floor_mod, elementwise=True)
+    return BinaryOp(floor_mod, elementwise=True)
 
 
 # --- ATAN2, ADD_N ------------------------------------------------------------------------------------------
@@ -64,6 +62,7 @@ register_builtin(
     BuiltinOperator.FLOOR_DIV,
     (1, 3),
     types=_FLOOR_DIV_TYPES,
+    op_data=BinaryData,
     prepare=_finish_prepare(_floor_div_prepare),
     invoke=binary_invoke,
 )
@@ -71,6 +70,7 @@ register_builtin(
     BuiltinOperator.FLOOR_MOD,
     (1, 2),
     types=_FLOOR_MOD_TYPES,
+    op_data=BinaryData,
     prepare=_finish_prepare(_floor_mod_prepare),
     invoke=binary_invoke,
 )

@@ -8,7 +8,7 @@ from ...core.types import BuiltinOperator
 from ...errors import ensure, ensure_type, ensure_types_eq
 from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
-from .binary import BinaryOpData, _finish_prepare, binary_invoke
+from .binary import BinaryData, BinaryOp, _finish_prepare, binary_invoke
 from .common import T, _binary_tensors, _output_shape
 from .widened import _widened
 
@@ -18,7 +18,7 @@ def _logical_prepare(op_name: str, ufunc: np.ufunc):
         first, second, output = _binary_tensors(context, node, op_name)
         ensure(first.type == T.BOOL, "Logical ops only support bool type.")
         context.resize_tensor(output, _output_shape(first, second, op_name))
-        node.user_data = BinaryOpData(_widened(ufunc, first, second, output.shape))
+        return BinaryOp(_widened(ufunc, first, second, output.shape))
 
     return prepare
 
@@ -40,6 +40,7 @@ register_builtin(
     BuiltinOperator.LOGICAL_AND,
     (1, 1),
     types=(T.BOOL,),
+    op_data=BinaryData,
     prepare=_finish_prepare(_logical_prepare("LOGICAL_AND", np.logical_and)),
     invoke=binary_invoke,
 )
@@ -47,6 +48,7 @@ register_builtin(
     BuiltinOperator.LOGICAL_OR,
     (1, 1),
     types=(T.BOOL,),
+    op_data=BinaryData,
     prepare=_finish_prepare(_logical_prepare("LOGICAL_OR", np.logical_or)),
     invoke=binary_invoke,
 )

@@ -7,7 +7,7 @@ import numpy as np
 from ...core.types import BuiltinOperator
 from ...errors import ensure_type
 from ..registry import register_builtin
-from .binary import BinaryOpData, _finish_prepare, binary_invoke
+from .binary import BinaryData, BinaryOp, _finish_prepare, binary_invoke
 from .common import T, _binary_tensors, _output_shape
 from .widened import _widened
 
@@ -35,7 +35,7 @@ def _min_max_prepare(op_name: str, propagating: np.ufunc, ignoring: np.ufunc):
                 ignoring(a, b, out=out)
                 propagating(out, b, out=out)
 
-        node.user_data = BinaryOpData(
+        return BinaryOp(
             _widened(ufunc, first, second, output.shape) if isinstance(ufunc, np.ufunc) else ufunc,
             elementwise=True,
         )
@@ -47,6 +47,7 @@ register_builtin(
     BuiltinOperator.MAXIMUM,
     (1, 4),
     types=_MIN_MAX_TYPES,
+    op_data=BinaryData,
     prepare=_finish_prepare(_min_max_prepare("MAXIMUM", np.maximum, np.fmax)),
     invoke=binary_invoke,
 )
@@ -54,6 +55,7 @@ register_builtin(
     BuiltinOperator.MINIMUM,
     (1, 4),
     types=_MIN_MAX_TYPES,
+    op_data=BinaryData,
     prepare=_finish_prepare(_min_max_prepare("MINIMUM", np.minimum, np.fmin)),
     invoke=binary_invoke,
 )

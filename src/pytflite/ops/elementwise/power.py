@@ -12,7 +12,7 @@ from ...errors import KernelError, ensure
 from ..common import clip
 from ..quant.fixed_point import float_to_int32
 from ..registry import register_builtin
-from .binary import BinaryOpData, _finish_prepare, binary_invoke
+from .binary import BinaryData, BinaryOp, _finish_prepare, binary_invoke
 from .common import T, _binary_tensors, _output_shape
 
 
@@ -32,8 +32,7 @@ def _pow_prepare(context, node):
         if exponent is None:
             scalar_exponent = False
         else:
-            node.user_data = BinaryOpData(lambda a, b, out: _integer_power(a, exponent, out, is_int))
-            return
+            return BinaryOp(lambda a, b, out: _integer_power(a, exponent, out, is_int))
 
     def power(a, b, out):
         if checked is not None:
@@ -45,7 +44,7 @@ def _pow_prepare(context, node):
                 return
         elementwise(a, b, out=out)
 
-    node.user_data = BinaryOpData(power)
+    return BinaryOp(power)
 
 
 def _integer_exponent(exponent: np.ndarray) -> int | None:
@@ -109,6 +108,7 @@ register_builtin(
     BuiltinOperator.POW,
     (1, 1),
     types=(T.FLOAT32, T.INT32),
+    op_data=BinaryData,
     prepare=_finish_prepare(_pow_prepare),
     invoke=binary_invoke,
 )

@@ -11,7 +11,7 @@ import numpy as np
 from ...core.types import type_name
 from ...errors import ensure
 from ..common import broadcast_shape
-from .binary import _run_nothing
+from .binary import BinaryData, Runner
 from .common import _QUANTIZED, T, _output_shape, _zero_check
 from .formulas import (
     _add_sub_formulas,
@@ -57,7 +57,11 @@ from .simd_paths import _BLOCK, _broadcast_walk, _path_groups
 _INDEX_BUFFER_LIMIT = 16384
 
 
-def _quantized_runner(context, node, formulas: dict[str, Callable], groups, check=None) -> Callable:
+def _run_nothing(tensors, inputs, out):
+    """The runner of an empty output."""
+
+
+def _quantized_runner(context, node, formulas: dict[str, Callable], groups, check=None) -> Runner:
     """The function invoke calls: a lookup in per-path tables of all 256 x 256 results for 8-bit inputs,
     direct int64 arithmetic for int16 ones. `check(b)` validates the second input first (DIV)."""
     tensors = context.tensors
@@ -138,7 +142,8 @@ def _int16_table_runner(formulas: dict[str, _Separable], groups, shape, check) -
 
 
 def _quantized_prepare(context, node, op_name: str, first, second, output, optimized: bool) -> None:
-    """Prepare of ADD/SUB/MUL/DIV/SQUARED_DIFFERENCE on quantized int8/uint8/int16 inputs."""
+    """Prepare of ADD/SUB/MUL/DIV/SQUARED_DIFFERENCE on quantized int8/uint8/int16 inputs: leaves the
+    BinaryData of the lookup runner."""
     kind = first.type
     shape = broadcast_shape(first.shape, second.shape)
     walk = _broadcast_walk(first.shape, second.shape)
@@ -207,15 +212,8 @@ def _quantized_prepare(context, node, op_name: str, first, second, output, optim
     if walk[0] != "elementwise" and not (walk[0] == "fivefold" and (block or broadcast_block)):
         _output_shape(first, second, op_name)  # TFLite's broadcast loop: its rank limit
     groups = _path_groups(walk, size, block, broadcast_block)
-    fold = op_name == "MUL" and first.is_constant_or_persistent and second.is_constant_or_persistent
-    if fold:
-        context.set_tensor_to_persistent_ro(output)
     context.resize_tensor(output, shape)
-    runner = _quantized_runner(context, node, formulas, groups, check)
-    if fold:
-        runner(context.tensors, node.inputs, output.data)
-        runner = _run_nothing
-    node.user_data = runner
+    node.user_data = BinaryData(_quantized_runner(context, node, formulas, groups, check))
 
 
 def _quantized_arithmetic(op_name: str, first, output) -> bool:

@@ -1,4 +1,4 @@
-"""SQUARED_DIFFERENCE: float and int32 through BinaryOpData, int8 through quantized.py."""
+"""SQUARED_DIFFERENCE: float and int32 through BinaryOp, int8 through quantized.py."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import numpy as np
 from ...core.types import BuiltinOperator
 from ...errors import ensure_type
 from ..registry import register_builtin
-from .binary import BinaryOpData, _finish_prepare, binary_invoke
+from .binary import BinaryData, BinaryOp, _finish_prepare, binary_invoke
 from .common import T, _binary_tensors, _output_shape
 from .quantized import _quantized_arithmetic, _quantized_prepare
 
@@ -19,7 +19,7 @@ def _squared_difference_prepare(context, node):
         _quantized_prepare(context, node, "SQUARED_DIFFERENCE", first, second, output, True)
         return
     context.resize_tensor(output, _output_shape(first, second, "SQUARED_DIFFERENCE"))
-    node.user_data = BinaryOpData(_squared_difference, elementwise=True)
+    return BinaryOp(_squared_difference, elementwise=True)
 
 
 def _squared_difference(a, b, out):
@@ -34,6 +34,7 @@ register_builtin(
     BuiltinOperator.SQUARED_DIFFERENCE,
     (1, 2),
     types=_SQUARED_DIFFERENCE_TYPES,
+    op_data=BinaryData,
     prepare=_finish_prepare(_squared_difference_prepare),
     invoke=binary_invoke,
 )

@@ -12,8 +12,9 @@ Prepare validates like TFLite (same conditions and messages), computes the outpu
 every index computation to a flat row index into a 2-D view of the data, so invoke is a bounds check
 plus one NumPy call. Indices are checked before any copy: out-of-range indices fail at invoke with
 TFLite's message. Where TFLite resolves a value-dependent shape in prepare (constant inputs), so do we;
-otherwise the output is dynamic and resized at invoke. GATHER of two constants is computed once in
-prepare into a persistent read-only output, as TFLite does.
+otherwise the output is dynamic and resized at invoke. A node whose inputs are all constants (GATHER
+of two constants, WHERE of a constant condition) is computed once by the subgraph, right after prepare,
+into a persistent read-only output, as TFLite does in its prepare.
 
 Modules: gather.py, gather_nd.py, scatter_nd.py, embedding_lookup.py, select.py (SELECT, SELECT_V2),
 where.py, one_hot.py, unique.py, segments.py (SEGMENT_SUM, UNSORTED_SEGMENT_*), matrix_diag.py

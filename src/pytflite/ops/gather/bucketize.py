@@ -51,5 +51,10 @@ def bucketize_invoke(context, node):
 
 
 register_builtin(
-    Op.BUCKETIZE, (1, 1), types=_BUCKETIZE_TYPES, prepare=bucketize_prepare, invoke=bucketize_invoke
+    Op.BUCKETIZE,
+    (1, 1),
+    types=_BUCKETIZE_TYPES,
+    op_data=BucketizeData,
+    prepare=bucketize_prepare,
+    invoke=bucketize_invoke,
 )

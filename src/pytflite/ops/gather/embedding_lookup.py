@@ -141,6 +141,7 @@ register_builtin(
     Op.EMBEDDING_LOOKUP,
     (1, 5),
     types=_EMBEDDING_TYPES,
+    op_data=HybridLookupData,
     prepare=embedding_lookup_prepare,
     invoke=embedding_lookup_invoke,
 )

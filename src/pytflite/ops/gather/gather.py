@@ -1,5 +1,5 @@
 """GATHER: rows of params picked along an axis by a positions tensor (np.take on a 3-D view), with
-batch_dims; both inputs constant, the output is computed once in prepare."""
+batch_dims; both inputs constant, the subgraph computes the output once, right after prepare."""
 
 from __future__ import annotations
 
@@ -28,9 +28,8 @@ _GATHER_TYPES = (
 )
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class GatherData:
-    noop: bool  # both inputs constant: the output was written in prepare
     params_shape: tuple[int, ...]  # params as (outer, axis, inner) or (batch*outer*axis, inner)
     indices_shape: tuple[int, ...]
     output_shape: tuple[int, ...]
@@ -72,14 +71,13 @@ def gather_prepare(context, node):
         inner //= 2
     if batch_dims == 0:
         data = GatherData(
-            False, (outer, axis_size, inner), (coords,), (outer, coords, inner), axis_size, outer > 0, None
+            (outer, axis_size, inner), (coords,), (outer, coords, inner), axis_size, outer > 0, None
         )
     else:
         base = (
             np.arange(batch, dtype=np.int64)[:, None] * outer + np.arange(outer, dtype=np.int64)
         ) * axis_size
         data = GatherData(
-            False,
             (batch * outer * axis_size, inner),
             (batch, 1, coords),
             (batch, outer, coords, inner),
@@ -88,16 +86,11 @@ def gather_prepare(context, node):
             base[:, :, None],
         )
     node.user_data = data
-    if params.is_constant_or_persistent and positions.is_constant_or_persistent:
-        context.set_tensor_to_persistent_ro(output)
-        context.resize_tensor(output, shape)
-        _gather(context, node, data)
-        data.noop = True
-    else:
-        context.resize_tensor(output, shape)
+    context.resize_tensor(output, shape)
 
 
-def _gather(context, node, data: GatherData) -> None:
+def gather_invoke(context, node):
+    data = node.user_data
     tensors = context.tensors
     params = tensors[node.inputs[0]]
     indices = tensors[node.inputs[1]].data
@@ -126,10 +119,6 @@ def _gather(context, node, data: GatherData) -> None:
         np.take(source, rows, axis=0, out=out.reshape(data.output_shape), mode="clip")
 
 
-def gather_invoke(context, node):
-    data = node.user_data
-    if not data.noop:
-        _gather(context, node, data)
-
-
-register_builtin(Op.GATHER, (1, 8), types=_GATHER_TYPES, prepare=gather_prepare, invoke=gather_invoke)
+register_builtin(
+    Op.GATHER, (1, 8), types=_GATHER_TYPES, op_data=GatherData, prepare=gather_prepare, invoke=gather_invoke
+)

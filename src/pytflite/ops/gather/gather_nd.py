@@ -85,5 +85,10 @@ def gather_nd_invoke(context, node):
 
 
 register_builtin(
-    Op.GATHER_ND, (1, 6), types=_GATHER_ND_TYPES, prepare=gather_nd_prepare, invoke=gather_nd_invoke
+    Op.GATHER_ND,
+    (1, 6),
+    types=_GATHER_ND_TYPES,
+    op_data=GatherNdData,
+    prepare=gather_nd_prepare,
+    invoke=gather_nd_invoke,
 )

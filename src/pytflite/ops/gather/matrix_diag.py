@@ -84,6 +84,7 @@ register_builtin(
     Op.MATRIX_SET_DIAG,
     (1, 1),
     types=_DIAG_TYPES,
+    op_data=SetDiagData,
     prepare=matrix_set_diag_prepare,
     invoke=matrix_set_diag_invoke,
 )

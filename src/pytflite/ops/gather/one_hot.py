@@ -80,4 +80,11 @@ def one_hot_invoke(context, node):
     np.copyto(out3, tensors[node.inputs[2]].data.reshape(()), where=hot)
 
 
-register_builtin(Op.ONE_HOT, (1, 1), types=_ONE_HOT_TYPES, prepare=one_hot_prepare, invoke=one_hot_invoke)
+register_builtin(
+    Op.ONE_HOT,
+    (1, 1),
+    types=_ONE_HOT_TYPES,
+    op_data=OneHotData,
+    prepare=one_hot_prepare,
+    invoke=one_hot_invoke,
+)

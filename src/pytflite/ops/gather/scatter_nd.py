@@ -106,5 +106,10 @@ def scatter_nd_invoke(context, node):
 
 
 register_builtin(
-    Op.SCATTER_ND, (1, 1), types=_SCATTER_TYPES, prepare=scatter_nd_prepare, invoke=scatter_nd_invoke
+    Op.SCATTER_ND,
+    (1, 1),
+    types=_SCATTER_TYPES,
+    op_data=ScatterNdData,
+    prepare=scatter_nd_prepare,
+    invoke=scatter_nd_invoke,
 )

@@ -4,6 +4,7 @@ element order)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -80,6 +81,12 @@ def _unsorted_segment_shape(data_shape, ids_shape, ids: np.ndarray, num_segments
     return (count, *data_shape[len(ids_shape) :])
 
 
+@dataclass(frozen=True, slots=True)
+class SegmentData:
+    ufunc: np.ufunc  # combines a row into its segment's output row
+    identity: object  # what a segment without rows gets
+
+
 def _unsorted_segment(op_name: str, combine: Callable[[np.dtype], tuple[np.ufunc, object]]):
     def prepare(context, node):
         check_arity(node, 3)
@@ -92,7 +99,7 @@ def _unsorted_segment(op_name: str, combine: Callable[[np.dtype], tuple[np.ufunc
         _ensure_type(ids, T.INT32, "segment_ids->type != kTfLiteInt32")
         _ensure_type(num_segments, T.INT32, "num_segments->type != kTfLiteInt32")
         ensure_types_eq(output, data, f"{op_name} output type")
-        node.user_data = combine(output.dtype)  # the ufunc and the value empty segments get
+        node.user_data = SegmentData(*combine(output.dtype))
         if data.allocation_type == AllocationType.DYNAMIC or not (
             ids.is_constant_or_persistent and num_segments.is_constant_or_persistent
         ):
@@ -111,14 +118,14 @@ def _unsorted_segment(op_name: str, combine: Callable[[np.dtype], tuple[np.ufunc
         out = output.data
         if out.size == 0:
             return
-        ufunc, identity = node.user_data
-        out.fill(identity)
+        segments = node.user_data
+        out.fill(segments.identity)
         ids = ids.reshape(-1)
         rows = data.reshape(ids.size, -1) if ids.size else data.reshape(0, out.size // out.shape[0])
         if ids.size and ids.min() < 0:  # negative ids are dropped
             keep = ids >= 0
             ids, rows = ids[keep], rows[keep]
-        ufunc.at(out.reshape(out.shape[0], -1), ids, rows)
+        segments.ufunc.at(out.reshape(out.shape[0], -1), ids, rows)
 
     return prepare, invoke
 
@@ -146,4 +153,4 @@ register_builtin(
 )
 for _op, _combine in _UNSORTED_SEGMENTS.items():
     _prepare, _invoke = _unsorted_segment(_op.name, _combine)
-    register_builtin(_op, (1, 1), types=_SEGMENT_TYPES, prepare=_prepare, invoke=_invoke)
+    register_builtin(_op, (1, 1), types=_SEGMENT_TYPES, op_data=SegmentData, prepare=_prepare, invoke=_invoke)

@@ -95,12 +95,18 @@ def select_invoke(context, node):
 
 
 register_builtin(
-    Op.SELECT, (1, 4), types=_SELECT_TYPES, prepare=_select_prepare("SELECT", False), invoke=select_invoke
+    Op.SELECT,
+    (1, 4),
+    types=_SELECT_TYPES,
+    op_data=SelectData,
+    prepare=_select_prepare("SELECT", False),
+    invoke=select_invoke,
 )
 register_builtin(
     Op.SELECT_V2,
     (1, 2),
     types=_SELECT_TYPES,
+    op_data=SelectData,
     prepare=_select_prepare("SELECT_V2", True),
     invoke=select_invoke,
 )

@@ -4,13 +4,16 @@ lstm_integer.py's (int8 input); LSTM's basic kernel is lstm_basic.py."""
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
+
 from ...core.types import BuiltinOperator, type_name
 from ...errors import KernelError, ensure, ensure_eq
 from ...model.options import LSTMKernelType
 from ..common import output_tensor
 from ..registry import register_builtin
 from .common import T, _time_major_view
-from .lstm_basic import _BasicLstm, basic_lstm_invoke, basic_lstm_prepare
+from .lstm_basic import BasicLstmData, LstmKernelData, basic_lstm_invoke, basic_lstm_prepare
 from .lstm_common import (
     _BIDI_BW_SLOTS,
     _BIDI_FW_SLOTS,
@@ -20,12 +23,33 @@ from .lstm_common import (
     _lstm_direction,
     _lstm_layer_norm_inputs,
     _lstm_options_run,
-    _LstmOpData,
+    _LstmDirection,
+    _LstmRun,
     _slot,
     _state_tensor,
 )
 from .lstm_float import _run_lstm
 from .lstm_integer import _integer_lstm_prepare, _run_integer_lstm
+
+
+@dataclass(frozen=True)
+class LstmData(LstmKernelData):
+    """The full LSTM kernel's and UNIDIRECTIONAL_SEQUENCE_LSTM's op data."""
+
+    direction: _LstmDirection
+    run: _LstmRun
+    time_major: bool
+    sequence: bool  # UNIDIRECTIONAL_SEQUENCE_LSTM (LSTM runs a sequence of one step)
+
+
+@dataclass(frozen=True)
+class BidirectionalLstmData:
+    directions: tuple[_LstmDirection, _LstmDirection]  # forward, backward
+    run: _LstmRun
+    time_major: bool
+    merged: bool
+    use_aux: bool
+    has_aux_input: bool
 
 
 def _lstm_prepare(context, node, sequence: bool):
@@ -46,12 +70,11 @@ def _lstm_prepare(context, node, sequence: bool):
     _state_tensor(context, node, _FULL_SLOTS, "cell_state", n_batch * direction.n_cell)
     context.resize_tensor(output_tensor(context, node), (*source.shape[:-1], direction.n_output))
     if direction.integer:
-        direction.packed = _integer_lstm_prepare(context, node, direction, t, source, op)
+        packed = _integer_lstm_prepare(context, node, direction, t, source, op)
+        direction = dataclasses.replace(direction, packed=packed)
     else:
-        _finish_direction(direction, t)
-    data = _LstmOpData([direction], _lstm_options_run(options, not time_major), time_major)
-    data.extra = {"sequence": sequence}
-    node.user_data = data
+        direction = _finish_direction(direction, t)
+    node.user_data = LstmData(direction, _lstm_options_run(options, not time_major), time_major, sequence)
 
 
 def lstm_prepare(context, node):
@@ -66,12 +89,12 @@ def unidirectional_lstm_prepare(context, node):
 
 def lstm_invoke(context, node):
     data = node.user_data
-    if isinstance(data, _BasicLstm):
+    if isinstance(data, BasicLstmData):
         return basic_lstm_invoke(context, node)
-    direction = data.directions[0]
+    direction = data.direction
     tensors = context.tensors
     source, out = tensors[node.inputs[0]].data, tensors[node.outputs[0]].data
-    if data.extra["sequence"]:
+    if data.sequence:
         source, out = _time_major_view(source, data.time_major), _time_major_view(out, data.time_major)
     else:
         source, out = source[None], out[None]
@@ -155,11 +178,14 @@ def bidirectional_lstm_prepare(context, node):
     for direction, slots in ((fw, fw_slots), (bw, bw_slots)):
         _state_tensor(context, node, slots, "output_state", n_batch * direction.n_output)
         _state_tensor(context, node, slots, "cell_state", n_batch * direction.n_cell)
-    _finish_direction(fw, fw_t)
-    _finish_direction(bw, bw_t)
-    data = _LstmOpData([fw, bw], _lstm_options_run(options, not time_major), time_major)
-    data.extra = {"merged": merged, "use_aux": use_aux, "has_aux_input": aux is not None}
-    node.user_data = data
+    node.user_data = BidirectionalLstmData(
+        (_finish_direction(fw, fw_t), _finish_direction(bw, bw_t)),
+        _lstm_options_run(options, not time_major),
+        time_major,
+        merged,
+        use_aux,
+        aux is not None,
+    )
 
 
 def bidirectional_lstm_invoke(context, node):
@@ -168,14 +194,14 @@ def bidirectional_lstm_invoke(context, node):
     tensors = context.tensors
     tm = data.time_major
     source = _time_major_view(tensors[node.inputs[0]].data, tm)
-    aux = _time_major_view(tensors[node.inputs[39]].data, tm) if data.extra["has_aux_input"] else None
+    aux = _time_major_view(tensors[node.inputs[39]].data, tm) if data.has_aux_input else None
     # Stacking without cross links: the aux input is the backward cell's input, and no aux input is used.
-    non_stacking = not data.extra["use_aux"] and aux is not None
+    non_stacking = not data.use_aux and aux is not None
     bw_source = aux if non_stacking else source
     real_aux = None if non_stacking else aux
     batch = source.shape[1]
     fw_out = _time_major_view(tensors[node.outputs[0]].data, tm)
-    if data.extra["merged"]:
+    if data.merged:
         bw_out = fw_out[..., fw.n_output :]
         fw_out = fw_out[..., : fw.n_output]
     else:
@@ -194,12 +220,18 @@ def bidirectional_lstm_invoke(context, node):
 # kernel also takes uint8
 _LSTM_TYPES = (T.FLOAT32, T.INT8)
 register_builtin(
-    BuiltinOperator.LSTM, (1, 4), types=(*_LSTM_TYPES, T.UINT8), prepare=lstm_prepare, invoke=lstm_invoke
+    BuiltinOperator.LSTM,
+    (1, 4),
+    types=(*_LSTM_TYPES, T.UINT8),
+    op_data=LstmKernelData,
+    prepare=lstm_prepare,
+    invoke=lstm_invoke,
 )
 register_builtin(
     BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_LSTM,
     (1, 4),
     types=_LSTM_TYPES,
+    op_data=LstmData,
     prepare=unidirectional_lstm_prepare,
     invoke=lstm_invoke,
 )
@@ -207,6 +239,7 @@ register_builtin(
     BuiltinOperator.BIDIRECTIONAL_SEQUENCE_LSTM,
     (1, 3),
     types=(T.FLOAT32,),
+    op_data=BidirectionalLstmData,
     prepare=bidirectional_lstm_prepare,
     invoke=bidirectional_lstm_invoke,
 )

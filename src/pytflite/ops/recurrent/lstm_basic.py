@@ -38,7 +38,7 @@ def basic_lstm_prepare(context, node):
     outputs = [context.tensors[i] for i in node.outputs]
     types = tuple(tensor.type for tensor in (source, activation, weights, bias, state, *outputs))
     if types == (T.FLOAT32,) * 9:
-        data = _BasicLstm(units)
+        data = BasicLstmData(units)
     elif types == _BASIC_QUANTIZED_TYPES:
         data = _basic_quantized_prepare(context.host, batches, units, weights, bias, outputs[1])
     else:
@@ -54,15 +54,20 @@ def basic_lstm_prepare(context, node):
 _BASIC_QUANTIZED_TYPES = (T.UINT8, T.UINT8, T.UINT8, T.INT32, T.INT16, T.UINT8, T.INT16, T.UINT8, T.INT16)
 
 
-@dataclass
-class _BasicLstm:
+@dataclass(frozen=True)
+class LstmKernelData:
+    """What LSTM's prepare leaves: BasicLstmData for its basic kernel, lstm.py's LstmData for its full one."""
+
+
+@dataclass(frozen=True)
+class BasicLstmData(LstmKernelData):
     units: int
     quantized: bool = False
     weights: np.ndarray | None = None  # uint8 kernel: [depth + units, 4 * units] float64 of w - zero point
     requantize: Any = None  # the int32 accumulators to the int16 gates (Q3.12)
 
 
-def _basic_quantized_prepare(host, batches, units, weights, bias, state_out) -> _BasicLstm:
+def _basic_quantized_prepare(host, batches, units, weights, bias, state_out) -> BasicLstmData:
     """TFLite's 8-bit LstmCell<4>: uint8 input and activation (zero point 128), int16 state in Q4.11."""
 
     log2 = None if state_out.params is None else _checked_log2(state_out.params.scale)
@@ -78,7 +83,7 @@ def _basic_quantized_prepare(host, batches, units, weights, bias, state_out) -> 
     rows, depth = weights.shape
     rounding = gemm_rounding(host, int16=False, uint8=True, one_column=batches == 1, rows=rows, depth=depth)
     requantize = gemm_requantizer(rounding, multiplier, shift)
-    return _BasicLstm(units, True, np.ascontiguousarray(values.T), requantize)
+    return BasicLstmData(units, True, np.ascontiguousarray(values.T), requantize)
 
 
 def basic_lstm_invoke(context, node):

@@ -4,6 +4,7 @@ and hybrid weights packed for the gate products."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,7 +69,7 @@ def _slot(context, node, slots: dict, name: str):
     return context.tensors[node.inputs[position]]
 
 
-@dataclass
+@dataclass(frozen=True)
 class _LstmDirection:
     """One LSTM direction: what prepare learned and, once the weights are known, their packed forms."""
 
@@ -86,9 +87,11 @@ class _LstmDirection:
     x86: bool  # the host runs LiteRT's x86 build (HostProfile.x86): its SSE hybrid kernels' quirks apply
     integer: bool = False  # int8 input, the 8x8->16 integer kernel
     order: tuple[str, ...] = ()  # the gates of the stacked buffers, left to right
-    packed: Any = None  # _LstmFloatWeights / _LstmHybridWeights; None: packed at each invoke
+    # _LstmFloatWeights / _LstmHybridWeights / lstm_integer's _IntegerLstm; None: packed at each invoke
+    packed: Any = None
     row_sums: dict = field(default_factory=dict)  # hybrid weight row sums, computed once (as TFLite)
-    scalar_mask: Any = None  # ((batch, batch_major), mask) of _sigmoid_scalar_elements, made once
+    # the mask of _sigmoid_scalar_elements by (batch, batch_major), made at the first invoke (one entry)
+    scalar_mask: dict = field(default_factory=dict)
 
     def gate_slice(self, gate: str) -> slice:
         k = self.order.index(gate)
@@ -210,7 +213,7 @@ def _lstm_weights_constant(direction: _LstmDirection, t: dict) -> bool:
     )
 
 
-@dataclass
+@dataclass(frozen=True)
 class _LstmRun:
     """Per-invoke settings shared by the directions of an LSTM node."""
 
@@ -400,11 +403,10 @@ def _lstm_direction(
             raise KernelError(f"{op} with INT8 input needs INT8 weights, got {type_name(to_output.type)}")
         if any_diag:
             raise KernelError(f"{op} with INT8 input and diagonal recurrent weights is not supported")
-        direction.integer = True
     else:
         raise KernelError(f"{op} input of type {type_name(source_type)} is not supported")
-    direction.order = _lstm_gate_order(direction.cifg, direction.peephole)
-    return direction, t
+    order = _lstm_gate_order(direction.cifg, direction.peephole)
+    return dataclasses.replace(direction, integer=is_integer, order=order), t
 
 
 def _state_tensor(context, node, slots: dict, name: str, elements: int):
@@ -434,17 +436,11 @@ def _lstm_layer_norm_inputs(context, node) -> bool:
     raise KernelError(f"The LSTM Full kernel expects 20 or 24 inputs. Got {count} inputs")
 
 
-@dataclass
-class _LstmOpData:
-    directions: list
-    run: _LstmRun
-    time_major: bool
-    extra: dict = field(default_factory=dict)
-
-
-def _finish_direction(direction: _LstmDirection, t: dict) -> None:
+def _finish_direction(direction: _LstmDirection, t: dict) -> _LstmDirection:
+    """The direction with its weights packed when they are constant."""
     if _lstm_weights_constant(direction, t):
-        direction.packed = _pack_lstm(direction, t)
+        return dataclasses.replace(direction, packed=_pack_lstm(direction, t))
+    return direction
 
 
 def _direction_weights(context, node, direction: _LstmDirection):

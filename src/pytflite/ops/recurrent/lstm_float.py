@@ -89,10 +89,11 @@ def _run_lstm(
     sigmoid, tanh = (_sigmoid, _tanh) if hybrid else (_fast_sigmoid, _fast_tanh)
     scalar_early = scalar_output = None
     if hybrid:
-        key = (batch, run.batch_major)
-        if direction.scalar_mask is None or direction.scalar_mask[0] != key:
-            direction.scalar_mask = (key, _sigmoid_scalar_elements(direction, batch, run.batch_major))
-        scalar = direction.scalar_mask[1]
+        key, masks = (batch, run.batch_major), direction.scalar_mask
+        scalar = masks.get(key)
+        if scalar is None:
+            masks.clear()
+            scalar = masks[key] = _sigmoid_scalar_elements(direction, batch, run.batch_major)
         scalar_early, scalar_output = scalar[:, sigmoid_early], scalar[:, direction.gate_slice("output")]
 
     activate = _activation_function(run.activation, tanh)

@@ -3,7 +3,7 @@ kernels (TFLite's RnnBatchStep)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -17,7 +17,7 @@ from .common import _WEIGHT_INT, F32, T, _sequence_matmul, _time_major_view
 from .hybrid import _hybrid_matrix, _hybrid_product
 
 
-@dataclass
+@dataclass(frozen=True)
 class _RnnCell:
     """One RNN direction's weights: transposed float32, or hybrid int8 matrices."""
 
@@ -35,22 +35,22 @@ def _rnn_cell(
     """`row_sums`: the op data's cache of hybrid weight row sums (TFLite computes them once); `x86`: the
     op data's HostProfile.x86."""
     hybrid = input_weights.type in _WEIGHT_INT
-    cell = _RnnCell(units=input_weights.shape[0], hybrid=hybrid, bias=bias.data.astype(F32))
-    if hybrid:
-        for name, tensor in (
-            ("input", input_weights),
-            ("recurrent", recurrent_weights),
-            ("aux", aux_weights),
-        ):
-            if tensor is not None:
-                matrix = _hybrid_matrix([(tensor.data, tensor.params.scale)], x86, row_sums, name)
-                setattr(cell, f"{name}_weights", matrix)
-    else:
-        cell.input_weights = np.ascontiguousarray(input_weights.data.T.astype(F32))
-        cell.recurrent_weights = np.ascontiguousarray(recurrent_weights.data.T.astype(F32))
-        if aux_weights is not None:
-            cell.aux_weights = np.ascontiguousarray(aux_weights.data.T.astype(F32))
-    return cell
+
+    def packed(tensor, name: str):
+        if tensor is None:
+            return None
+        if hybrid:
+            return _hybrid_matrix([(tensor.data, tensor.params.scale)], x86, row_sums, name)
+        return np.ascontiguousarray(tensor.data.T.astype(F32))
+
+    return _RnnCell(
+        units=input_weights.shape[0],
+        hybrid=hybrid,
+        input_weights=packed(input_weights, "input"),
+        aux_weights=packed(aux_weights, "aux"),
+        recurrent_weights=packed(recurrent_weights, "recurrent"),
+        bias=bias.data.astype(F32),
+    )
 
 
 def _rnn_inputs(x, weights, asymmetric: bool, hybrid: bool) -> np.ndarray:
@@ -93,14 +93,27 @@ def _run_rnn(cell: _RnnCell, x, aux, h, out, activation, asymmetric: bool, forwa
     h[...] = hidden
 
 
-@dataclass
-class _RnnOpData:
-    cells: list
-    constant: bool
+@dataclass(frozen=True)
+class RnnData:
+    """RNN's and UNIDIRECTIONAL_SEQUENCE_RNN's op data."""
+
+    cell: _RnnCell | None  # the packed weights when constant; None: packed at each invoke
     x86: bool  # HostProfile.x86, read in prepare
-    time_major: bool = True
-    extra: dict = field(default_factory=dict)
-    row_sums: dict = field(default_factory=dict)  # hybrid weight row sums, computed once (as TFLite)
+    time_major: bool
+    sequence: bool  # UNIDIRECTIONAL_SEQUENCE_RNN (RNN runs a sequence of one step)
+    row_sums: dict  # hybrid weight row sums, computed once (as TFLite), by weight name
+
+
+@dataclass(frozen=True)
+class BidirectionalRnnData:
+    cells: tuple[_RnnCell, _RnnCell] | None  # forward, backward when constant; None: packed at each invoke
+    x86: bool
+    time_major: bool
+    merged: bool
+    aux_weights: bool
+    aux_input: bool
+    hybrid: bool
+    row_sums: tuple[dict, dict]  # each direction's hybrid weight row sums, computed once (as TFLite)
 
 
 def _rnn_check(context, input_weights, recurrent_weights, bias, op: str) -> None:
@@ -157,11 +170,9 @@ def _rnn_prepare(context, node, sequence: bool):
     ensure_eq(state.shape[1], units, "hidden_state->dims->data[1]")
     context.resize_tensor(output_tensor(context, node), (*lead, units))
     constant = all(tensor.is_constant_or_persistent for tensor in (input_weights, recurrent_weights, bias))
-    data = _RnnOpData([], constant, context.host.x86, time_major)
-    data.extra = {"sequence": sequence}
-    if constant:
-        data.cells = [_rnn_cell(input_weights, recurrent_weights, bias, row_sums=data.row_sums, x86=data.x86)]
-    node.user_data = data
+    x86, row_sums = context.host.x86, {}
+    cell = _rnn_cell(input_weights, recurrent_weights, bias, row_sums=row_sums, x86=x86) if constant else None
+    node.user_data = RnnData(cell, x86, time_major, sequence, row_sums)
 
 
 def rnn_prepare(context, node):
@@ -177,13 +188,12 @@ def rnn_invoke(context, node):
     tensors = context.tensors
     source, input_weights, recurrent_weights, bias = (tensors[i] for i in node.inputs[:4])
     state = _variable_state(context, node, 4)
-    if data.constant:
-        cell = data.cells[0]
-    else:
+    cell = data.cell
+    if cell is None:
         cell = _rnn_cell(input_weights, recurrent_weights, bias, row_sums=data.row_sums, x86=data.x86)
     options = node.builtin_data
     out = tensors[node.outputs[0]].data
-    if data.extra["sequence"]:
+    if data.sequence:
         x, out = _time_major_view(source.data, data.time_major), _time_major_view(out, data.time_major)
     else:
         x, out = source.data[None], out[None]
@@ -191,11 +201,14 @@ def rnn_invoke(context, node):
     _run_rnn(cell, x, None, state.data, out, activation, bool(options.asymmetric_quantize_inputs))
 
 
-register_builtin(BuiltinOperator.RNN, (1, 3), types=(T.FLOAT32,), prepare=rnn_prepare, invoke=rnn_invoke)
+register_builtin(
+    BuiltinOperator.RNN, (1, 3), types=(T.FLOAT32,), op_data=RnnData, prepare=rnn_prepare, invoke=rnn_invoke
+)
 register_builtin(
     BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_RNN,
     (1, 3),
     types=(T.FLOAT32,),
+    op_data=RnnData,
     prepare=unidirectional_rnn_prepare,
     invoke=rnn_invoke,
 )
@@ -292,51 +305,44 @@ def bidirectional_rnn_prepare(context, node):
         context.resize_tensor(output_tensor(context, node, 1), (*lead, bw_units))
     weights = (fw_w, fw_r, fw_b, bw_w, bw_r, bw_b, fw_aux_w, bw_aux_w)
     constant = all(tensor is None or tensor.is_constant_or_persistent for tensor in weights)
-    data = _RnnOpData([], constant, context.host.x86, time_major)
-    data.extra = {
-        "merged": merged,
-        "aux_weights": has_aux_weights,
-        "aux_input": aux is not None,
-        "hybrid": hybrid,
-        "row_sums": [{}, {}],  # each direction's hybrid weight row sums, computed once (as TFLite)
-    }
-    if constant:
-        data.cells = _bidi_rnn_cells(weights, data.extra["row_sums"], data.x86)
-    node.user_data = data
+    x86, row_sums = context.host.x86, ({}, {})
+    cells = _bidi_rnn_cells(weights, row_sums, x86) if constant else None
+    node.user_data = BidirectionalRnnData(
+        cells, x86, time_major, merged, has_aux_weights, aux is not None, hybrid, row_sums
+    )
 
 
-def _bidi_rnn_cells(weights, row_sums: list, x86: bool) -> list:
+def _bidi_rnn_cells(weights, row_sums: tuple[dict, dict], x86: bool) -> tuple[_RnnCell, _RnnCell]:
     fw_w, fw_r, fw_b, bw_w, bw_r, bw_b, fw_aux_w, bw_aux_w = weights
-    return [
+    return (
         _rnn_cell(fw_w, fw_r, fw_b, fw_aux_w, row_sums=row_sums[0], x86=x86),
         _rnn_cell(bw_w, bw_r, bw_b, bw_aux_w, row_sums=row_sums[1], x86=x86),
-    ]
+    )
 
 
 def bidirectional_rnn_invoke(context, node):
     data = node.user_data
-    extra = data.extra
     tensors = context.tensors
     inputs = [None if i < 0 else tensors[i] for i in node.inputs]
-    if data.constant:
-        fw, bw = data.cells
-    else:
-        fw, bw = _bidi_rnn_cells([inputs[i] for i in (1, 2, 3, 5, 6, 7, 10, 11)], extra["row_sums"], data.x86)
+    cells = data.cells
+    if cells is None:
+        cells = _bidi_rnn_cells([inputs[i] for i in (1, 2, 3, 5, 6, 7, 10, 11)], data.row_sums, data.x86)
+    fw, bw = cells
     fw_h = _variable_state(context, node, 4).data
     bw_h = _variable_state(context, node, 8).data
     options = node.builtin_data
     tm = data.time_major
-    hybrid = extra["hybrid"]
+    hybrid = data.hybrid
     source = inputs[0].data
     x = _time_major_view(source, tm)
     steps, batch, depth = x.shape
     aux_tensor = inputs[9]
-    non_stacking = not extra["aux_weights"] and extra["aux_input"]
+    non_stacking = not data.aux_weights and data.aux_input
     # The backward cell reads the aux input instead of the input when stacking without cross links, but
     # only in TFLite's time-major loops: its batch-major loops read the input.
     bw_x = _time_major_view(aux_tensor.data, tm) if non_stacking and tm else x
     aux = None
-    if extra["aux_weights"]:
+    if data.aux_weights:
         aux_depth = aux_tensor.shape[2]
         flat = aux_tensor.data.reshape(-1)
         if tm:
@@ -346,7 +352,7 @@ def bidirectional_rnn_invoke(context, node):
         else:
             aux = _time_major_view(aux_tensor.data, tm)
     fw_out = _time_major_view(tensors[node.outputs[0]].data, tm)
-    if extra["merged"]:
+    if data.merged:
         bw_out = fw_out[..., fw.units :]
         fw_out = fw_out[..., : fw.units]
     else:
@@ -364,6 +370,7 @@ register_builtin(
     BuiltinOperator.BIDIRECTIONAL_SEQUENCE_RNN,
     (1, 3),
     types=(T.FLOAT32,),
+    op_data=BidirectionalRnnData,
     prepare=bidirectional_rnn_prepare,
     invoke=bidirectional_rnn_invoke,
 )

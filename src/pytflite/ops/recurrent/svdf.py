@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -15,23 +15,24 @@ from ..quant.fixed_point import multiply_by_quantized_multiplier, quantize_multi
 from ..registry import register_builtin
 from .activations import _activation_function
 from .common import _WEIGHT_INT, F32, T
-from .hybrid import _hybrid_matrix, _hybrid_product
+from .hybrid import _hybrid_matrix, _hybrid_product, _HybridMatrix
 
 
-@dataclass
-class _SvdfData:
+@dataclass(frozen=True)
+class SvdfData:
     rank: int
     units: int
     filters: int
     memory: int
     kind: str  # "float", "hybrid" or "integer"
     x86: bool  # HostProfile.x86, read in prepare
-    feature: Any = None  # float: [input, filters]; hybrid: _HybridMatrix; integer: int64 [filters, input]
-    time: np.ndarray | None = None  # [filters, memory]
-    bias: np.ndarray | None = None
-    scales: tuple = ()
-    zero_points: tuple = ()
-    row_sums: dict = field(default_factory=dict)  # hybrid weight row sums, computed once (as TFLite)
+    feature: _HybridMatrix | None = None  # hybrid: constant weights (None: packed at each invoke)
+    time: np.ndarray | None = None  # hybrid: constant time weights [filters, memory] in float32
+    scales: tuple = ()  # integer: the two (multiplier, shift) pairs
+    zero_points: tuple = ()  # integer: input and output zero points
+    # what TFLite computes once, at the first invoke: the hybrid weight row sums ("feature") and runtime
+    # time weights dequantized ("time")
+    once: dict = field(default_factory=dict)
 
 
 def svdf_prepare(context, node):
@@ -74,9 +75,9 @@ def svdf_prepare(context, node):
         raise KernelError(f"Type {type_name(feature.type)} not currently supported.")
     if feature.sparsity is not None or time.sparsity is not None:
         raise KernelError("SVDF with sparse weights is not supported")
-    data = _SvdfData(rank, units, filters, memory, kind, context.host.x86)
+    data = SvdfData(rank, units, filters, memory, kind, context.host.x86)
     if kind == "integer":
-        _svdf_integer_prepare(data, options, source, feature, time, bias, state, output)
+        data = _svdf_integer_prepare(data, options, source, feature, time, bias, state, output)
     elif kind == "float":
         ensure(
             time.type == T.FLOAT32 and (bias is None or bias.type == T.FLOAT32) and state.type == T.FLOAT32,
@@ -88,11 +89,12 @@ def svdf_prepare(context, node):
             (bias is None or bias.type == T.FLOAT32) and state.type == T.FLOAT32,
             "SVDF hybrid needs FLOAT32 bias and state",
         )
+        matrix = None
         if feature.is_constant_or_persistent:
             blocks = [(feature.data, feature.params.scale)]
-            data.feature = _hybrid_matrix(blocks, data.x86, data.row_sums, "feature")
-        if time.is_constant_or_persistent:
-            data.time = _svdf_hybrid_time(time)
+            matrix = _hybrid_matrix(blocks, data.x86, data.once, "feature")
+        time_weights = _svdf_hybrid_time(time) if time.is_constant_or_persistent else None
+        data = dataclasses.replace(data, feature=matrix, time=time_weights)
     node.user_data = data
 
 
@@ -101,7 +103,7 @@ def _svdf_hybrid_time(time) -> np.ndarray:
     return time.data.view(np.int8).astype(F32) * F32(time.params.scale)
 
 
-def _svdf_integer_prepare(data, options, source, feature, time, bias, state, output) -> None:
+def _svdf_integer_prepare(data, options, source, feature, time, bias, state, output) -> SvdfData:
 
     if options.fused_activation_function != ActivationFunctionType.RELU:  # TFLite checks it at Eval
         raise KernelError(
@@ -130,8 +132,11 @@ def _svdf_integer_prepare(data, options, source, feature, time, bias, state, out
     # float arithmetic, as TFLite computes them before widening to double
     first = float(scale(source) * scale(feature) / scale(state))
     second = float(scale(state) * scale(time) / scale(output))
-    data.scales = (quantize_multiplier(first), quantize_multiplier(second))
-    data.zero_points = (int(source.quantization.zero_point[0]), int(output.quantization.zero_point[0]))
+    return dataclasses.replace(
+        data,
+        scales=(quantize_multiplier(first), quantize_multiplier(second)),
+        zero_points=(int(source.quantization.zero_point[0]), int(output.quantization.zero_point[0])),
+    )
 
 
 def svdf_invoke(context, node):
@@ -158,14 +163,16 @@ def svdf_invoke(context, node):
         matrix = data.feature
         if matrix is None:  # runtime weights
             blocks = [(feature.data, feature.params.scale)]
-            matrix = _hybrid_matrix(blocks, data.x86, data.row_sums, "feature")
-        if data.time is None:  # runtime time weights: TFLite dequantizes them once, at the first invoke
-            data.time = _svdf_hybrid_time(time)
+            matrix = _hybrid_matrix(blocks, data.x86, data.once, "feature")
+        weights_time = data.time
+        if weights_time is None:  # runtime time weights: TFLite dequantizes them once, at the first invoke
+            weights_time = data.once.get("time")
+            if weights_time is None:
+                weights_time = data.once["time"] = _svdf_hybrid_time(time)
         if x.any():
             state[:, :, -1] = _hybrid_product(matrix, x, bool(options.asymmetric_quantize_inputs))
         else:
             state[:, :, -1] = 0
-        weights_time = data.time
     products = np.einsum("bfm,fm->bf", state, weights_time, dtype=F32)
     np.sum(products.reshape(batch, data.units, data.rank), axis=2, out=out)
     if bias is not None:
@@ -196,6 +203,7 @@ register_builtin(
     BuiltinOperator.SVDF,
     (1, 4),
     types=(T.FLOAT32, T.INT8),
+    op_data=SvdfData,
     prepare=svdf_prepare,
     invoke=svdf_invoke,
 )

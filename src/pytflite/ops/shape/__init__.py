@@ -13,10 +13,10 @@ value is resolved in prepare and a computed one makes the output dynamic: it is 
 the copy. RESHAPE instead reports OUTPUT_SHAPE_NOT_KNOWN and the runtime prepares the downstream nodes
 after it ran (TFLite's lazy prepare).
 
-As in TFLite, some outputs are known entirely in prepare and are written there, as persistent read-only
-tensors that downstream kernels treat as constants: SHAPE and RANK always (shapes are known in prepare,
-even those of dynamic tensors), RANGE, TILE, CONCATENATION and BROADCAST_ARGS when their inputs are all
-constant. Their invoke does nothing.
+SHAPE and RANK outputs are known in prepare even when their input is not constant (shapes are known in
+prepare, even those of dynamic tensors): prepare marks them persistent read-only, and the runtime's one
+folding mechanism computes them right after prepare, as it does for any node whose inputs are all constant
+(core/subgraph.py); downstream kernels then read them as constants. No kernel writes values in prepare.
 
 Modules: reshape.py, squeeze.py, expand_dims.py, shape_rank.py (SHAPE, RANK), fill.py, range_op.py
 (RANGE), broadcast.py (BROADCAST_TO, BROADCAST_ARGS), transpose.py, concatenation.py, split.py (SPLIT,

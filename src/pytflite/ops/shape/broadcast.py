@@ -9,7 +9,7 @@ from ...core.types import BuiltinOperator
 from ...errors import KernelError, ensure, ensure_eq, ensure_type, ensure_types_eq
 from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
-from .common import _INDEX, _SIZED, DynamicShapeData, T, _set_persistent_ro, _values
+from .common import _INDEX, _SIZED, DynamicShapeData, T, _values
 
 _BROADCAST_TO_TYPES = (*_SIZED, T.COMPLEX128)
 
@@ -51,7 +51,22 @@ def broadcast_to_invoke(context, node):
     np.copyto(output.data, source.data)
 
 
-def _broadcast_args(context, node) -> None:
+def broadcast_args_prepare(context, node):
+    check_arity(node, 2)
+    first, second, output = (
+        input_tensor(context, node, 0),
+        input_tensor(context, node, 1),
+        output_tensor(context, node),
+    )
+    ensure_type(first, _INDEX, "shape1", "BROADCAST_ARGS")
+    ensure_types_eq(first, second, "BROADCAST_ARGS shape1/shape2 types")
+    ensure_types_eq(first, output, "BROADCAST_ARGS shape1/output types")
+    ensure_eq(len(first.shape), 1, "BROADCAST_ARGS shape1 rank")
+    ensure_eq(len(second.shape), 1, "BROADCAST_ARGS shape2 rank")
+    context.resize_tensor(output, (max(first.shape[0], second.shape[0]),))
+
+
+def broadcast_args_invoke(context, node):
     tensors = context.tensors
     first, second = (tensors[i].data for i in node.inputs)
     out = tensors[node.outputs[0]].data
@@ -65,37 +80,11 @@ def _broadcast_args(context, node) -> None:
     np.copyto(out, np.where(a == 1, b, a))
 
 
-def broadcast_args_prepare(context, node):
-    check_arity(node, 2)
-    first, second, output = (
-        input_tensor(context, node, 0),
-        input_tensor(context, node, 1),
-        output_tensor(context, node),
-    )
-    ensure_type(first, _INDEX, "shape1", "BROADCAST_ARGS")
-    ensure_types_eq(first, second, "BROADCAST_ARGS shape1/shape2 types")
-    ensure_types_eq(first, output, "BROADCAST_ARGS shape1/output types")
-    ensure_eq(len(first.shape), 1, "BROADCAST_ARGS shape1 rank")
-    ensure_eq(len(second.shape), 1, "BROADCAST_ARGS shape2 rank")
-    shape = (max(first.shape[0], second.shape[0]),)
-    if first.is_constant_or_persistent and second.is_constant_or_persistent:
-        _set_persistent_ro(context, output, shape)
-        node.user_data = DynamicShapeData(False)
-        _broadcast_args(context, node)
-    else:
-        node.user_data = DynamicShapeData(True)
-        context.resize_tensor(output, shape)
-
-
-def broadcast_args_invoke(context, node):
-    if node.user_data.dynamic:
-        _broadcast_args(context, node)
-
-
 register_builtin(
     BuiltinOperator.BROADCAST_TO,
     (2, 4),
     types=_BROADCAST_TO_TYPES,
+    op_data=DynamicShapeData,
     prepare=broadcast_to_prepare,
     invoke=broadcast_to_invoke,
 )

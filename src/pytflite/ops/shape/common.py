@@ -65,8 +65,8 @@ _C_TYPE_NUMBER = {
 
 
 def _set_persistent_ro(context, tensor, shape: Sequence[int]) -> None:
-    """An output written in prepare and constant afterwards, so that downstream kernels can read it
-    in their prepare (SetTensorToPersistentRo)."""
+    """An output known in prepare whatever the inputs' values (SHAPE, RANK): the runtime computes it
+    right after prepare and downstream kernels read it as a constant (SetTensorToPersistentRo)."""
     context.set_tensor_to_persistent_ro(tensor)
     context.resize_tensor(tensor, shape)
 

@@ -1,5 +1,5 @@
 """CONCATENATION: inputs joined along an axis; uint8 inputs quantized unlike the output are requantized
-through a 256-entry table each (ConcatenationWithScaling)."""
+through a 256-entry table each (ConcatenationWithScaling), and constant scalars make a vector."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from ...errors import ensure, ensure_eq, ensure_type, ensure_types_eq
 from ...model.options import ActivationFunctionType
 from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
-from .common import T, _prod64, _set_persistent_ro
+from .common import T, _prod64
 
 _CONCATENATION_TYPES = (
     T.FLOAT32,
@@ -32,26 +32,10 @@ _CONCATENATION_TYPES = (
 class ConcatenationData:
     axis: int
     inputs: tuple[int, ...]  # the inputs with elements: empty ones add nothing
-    folded: bool  # the output was written in prepare
-    # uint8 inputs whose quantization differs from the output's: (input, output region, 256-entry
-    # requantization table) for every nonempty input, in order; None when every input is copied as is
-    rescaled: tuple[tuple[int, tuple, np.ndarray | None], ...] | None = None
-
-
-def _concatenate(context, node) -> None:
-    tensors = context.tensors
-    data = node.user_data
-    if data.rescaled is not None:
-        out = tensors[node.outputs[0]].data
-        for index, region, table in data.rescaled:
-            if table is None:
-                out[region] = tensors[index].data
-            else:
-                out[region] = table[tensors[index].data]
-    elif data.inputs:
-        np.concatenate(
-            [tensors[i].data for i in data.inputs], axis=data.axis, out=tensors[node.outputs[0]].data
-        )
+    # one copy per nonempty input, in order: (input, output region, 256-entry requantization table or
+    # None), when some uint8 input is quantized unlike the output or constant scalars are stacked; None:
+    # one np.concatenate of `inputs`
+    pieces: tuple[tuple[int, tuple, np.ndarray | None], ...] | None = None
 
 
 def _uint8_rescale_table(source, output) -> np.ndarray:
@@ -104,15 +88,15 @@ def concatenation_prepare(context, node):
         "CONCATENATION fused activation",
     )
     ensure_type(first, _CONCATENATION_TYPES, "input", "CONCATENATION")
-    all_constant = all(t.is_constant_or_persistent for t in inputs)
-    if all_constant and rank == 0:  # constant scalars make a vector, copied without requantizing
+    if rank == 0 and all(t.is_constant_or_persistent for t in inputs):
+        # constant scalars make a vector, copied without requantizing
         for t in inputs[1:]:
             ensure_eq(len(t.shape), 0, "CONCATENATION input rank")
             ensure_types_eq(t, first, "CONCATENATION input types")
         ensure_types_eq(output, first, "CONCATENATION output/input types")
-        _set_persistent_ro(context, output, (len(inputs),))
-        node.user_data = ConcatenationData(0, (), folded=True)
-        np.copyto(output.data, [t.data.reshape(()) for t in inputs])
+        context.resize_tensor(output, (len(inputs),))
+        stacked = tuple((index, (slice(i, i + 1),), None) for i, index in enumerate(node.inputs))
+        node.user_data = ConcatenationData(0, (), stacked)
         return
     ensure(rank > 0, "t0->dims->size > 0 was not true.")
     total = first.shape[axis]
@@ -143,25 +127,32 @@ def concatenation_prepare(context, node):
     node.user_data = ConcatenationData(
         axis,
         () if empty else nonempty,
-        all_constant,
         None if empty else _concatenation_rescaling(inputs, node.inputs, output, axis),
     )
-    if all_constant:
-        _set_persistent_ro(context, output, shape)
-        _concatenate(context, node)
-    else:
-        context.resize_tensor(output, shape)
+    context.resize_tensor(output, shape)
 
 
 def concatenation_invoke(context, node):
-    if not node.user_data.folded:
-        _concatenate(context, node)
+    tensors = context.tensors
+    data = node.user_data
+    if data.pieces is not None:
+        out = tensors[node.outputs[0]].data
+        for index, region, table in data.pieces:
+            if table is None:
+                out[region] = tensors[index].data
+            else:
+                out[region] = table[tensors[index].data]
+    elif data.inputs:
+        np.concatenate(
+            [tensors[i].data for i in data.inputs], axis=data.axis, out=tensors[node.outputs[0]].data
+        )
 
 
 register_builtin(
     BuiltinOperator.CONCATENATION,
     (1, 7),
     types=_CONCATENATION_TYPES,
+    op_data=ConcatenationData,
     prepare=concatenation_prepare,
     invoke=concatenation_invoke,
 )

@@ -65,6 +65,7 @@ register_builtin(
     BuiltinOperator.EXPAND_DIMS,
     (1, 1),
     types=ANY_TYPE,
+    op_data=DynamicShapeData,
     prepare=expand_dims_prepare,
     invoke=expand_dims_invoke,
 )

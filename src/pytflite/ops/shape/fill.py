@@ -60,4 +60,11 @@ def fill_invoke(context, node):
     np.copyto(output.data, tensors[node.inputs[1]].data)
 
 
-register_builtin(BuiltinOperator.FILL, (1, 5), types=_FILL_TYPES, prepare=fill_prepare, invoke=fill_invoke)
+register_builtin(
+    BuiltinOperator.FILL,
+    (1, 5),
+    types=_FILL_TYPES,
+    op_data=DynamicShapeData,
+    prepare=fill_prepare,
+    invoke=fill_invoke,
+)

@@ -49,4 +49,11 @@ def pack_invoke(context, node):
     )
 
 
-register_builtin(BuiltinOperator.PACK, (1, 5), types=_PACK_TYPES, prepare=pack_prepare, invoke=pack_invoke)
+register_builtin(
+    BuiltinOperator.PACK,
+    (1, 5),
+    types=_PACK_TYPES,
+    op_data=AxisData,
+    prepare=pack_prepare,
+    invoke=pack_invoke,
+)

@@ -29,16 +29,10 @@ def _range_size(start, limit, delta) -> int:
     return (abs(limit - start) + abs(delta) - 1) // abs(delta)
 
 
-def _range_fill(context, node) -> None:
-    tensors = context.tensors
-    start, limit, delta = (tensors[i].data.reshape(()) for i in node.inputs)
-    output = tensors[node.outputs[0]]
-    context.resize_tensor(output, (_range_size(start[()], limit[()], delta[()]),))
-    out = output.data
-    if out.size:
-        out[0] = start
-        out[1:] = delta
-        np.add.accumulate(out, out=out)  # TFLite adds delta step by step: the same float rounding
+def _range_shape(start, limit, delta) -> tuple[int]:
+    """The output shape, from the values of the three scalar input tensors."""
+    start, limit, delta = (t.data.reshape(())[()] for t in (start, limit, delta))
+    return (_range_size(start, limit, delta),)
 
 
 def range_prepare(context, node):
@@ -58,19 +52,31 @@ def range_prepare(context, node):
         and limit.is_constant_or_persistent
         and delta.is_constant_or_persistent
     ):
-        context.set_tensor_to_persistent_ro(output)
         node.user_data = DynamicShapeData(False)
-        _range_fill(context, node)
+        context.resize_tensor(output, _range_shape(start, limit, delta))
     else:
         node.user_data = DynamicShapeData(True)
         context.set_tensor_to_dynamic(output)
 
 
 def range_invoke(context, node):
+    tensors = context.tensors
+    start, limit, delta = (tensors[i] for i in node.inputs)
+    output = tensors[node.outputs[0]]
     if node.user_data.dynamic:
-        _range_fill(context, node)
+        context.resize_tensor(output, _range_shape(start, limit, delta))
+    out = output.data
+    if out.size:
+        out[0] = start.data.reshape(())
+        out[1:] = delta.data.reshape(())
+        np.add.accumulate(out, out=out)  # TFLite adds delta step by step: the same float rounding
 
 
 register_builtin(
-    BuiltinOperator.RANGE, (1, 2), types=_RANGE_TYPES, prepare=range_prepare, invoke=range_invoke
+    BuiltinOperator.RANGE,
+    (1, 2),
+    types=_RANGE_TYPES,
+    op_data=DynamicShapeData,
+    prepare=range_prepare,
+    invoke=range_invoke,
 )

@@ -73,5 +73,10 @@ def reshape_invoke(context, node):
 
 
 register_builtin(
-    BuiltinOperator.RESHAPE, (1, 1), types=ANY_TYPE, prepare=reshape_prepare, invoke=reshape_invoke
+    BuiltinOperator.RESHAPE,
+    (1, 1),
+    types=ANY_TYPE,
+    op_data=ReshapeData,
+    prepare=reshape_prepare,
+    invoke=reshape_invoke,
 )

@@ -73,5 +73,10 @@ def reverse_invoke(context, node):
 
 
 register_builtin(
-    BuiltinOperator.REVERSE_V2, (1, 4), types=_REVERSE_TYPES, prepare=reverse_prepare, invoke=reverse_invoke
+    BuiltinOperator.REVERSE_V2,
+    (1, 4),
+    types=_REVERSE_TYPES,
+    op_data=ReverseData,
+    prepare=reverse_prepare,
+    invoke=reverse_invoke,
 )

@@ -1,4 +1,6 @@
-"""SHAPE and RANK: written in prepare, where every shape is known, as persistent read-only outputs."""
+"""SHAPE and RANK: shapes are known in prepare, even those of dynamic tensors, so prepare marks the output
+persistent read-only and the runtime computes it once, right after prepare (the folding of
+core/subgraph.py); downstream kernels read it as a constant."""
 
 from __future__ import annotations
 
@@ -7,10 +9,6 @@ from ...errors import KernelError, ensure_type
 from ..common import ANY_TYPE, check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
 from .common import _C_TYPE_NUMBER, _INDEX, T, _set_persistent_ro, _set_type
-
-
-def _noop(context, node) -> None:
-    """Invoke for a kernel whose output was written in prepare."""
 
 
 def shape_prepare(context, node):
@@ -22,7 +20,11 @@ def shape_prepare(context, node):
         raise KernelError(f"Unknown shape output data type: {_C_TYPE_NUMBER.get(out_type, 0)}")
     _set_type(output, out_type)
     _set_persistent_ro(context, output, (len(source.shape),))
-    output.data[...] = source.shape
+
+
+def shape_invoke(context, node):
+    tensors = context.tensors
+    tensors[node.outputs[0]].data[...] = tensors[node.inputs[0]].shape
 
 
 def rank_prepare(context, node):
@@ -31,8 +33,12 @@ def rank_prepare(context, node):
     ensure_type(source, ANY_TYPE, "input", "RANK")
     _set_type(output, T.INT32)
     _set_persistent_ro(context, output, ())
-    output.data[...] = len(source.shape)
 
 
-register_builtin(BuiltinOperator.SHAPE, (1, 1), types=ANY_TYPE, prepare=shape_prepare, invoke=_noop)
-register_builtin(BuiltinOperator.RANK, (1, 1), types=ANY_TYPE, prepare=rank_prepare, invoke=_noop)
+def rank_invoke(context, node):
+    tensors = context.tensors
+    tensors[node.outputs[0]].data[...] = len(tensors[node.inputs[0]].shape)
+
+
+register_builtin(BuiltinOperator.SHAPE, (1, 1), types=ANY_TYPE, prepare=shape_prepare, invoke=shape_invoke)
+register_builtin(BuiltinOperator.RANK, (1, 1), types=ANY_TYPE, prepare=rank_prepare, invoke=rank_invoke)

@@ -130,8 +130,18 @@ def split_v_invoke(context, node):
 
 
 register_builtin(
-    BuiltinOperator.SPLIT, (1, 5), types=_SPLIT_TYPES, prepare=split_prepare, invoke=split_invoke
+    BuiltinOperator.SPLIT,
+    (1, 5),
+    types=_SPLIT_TYPES,
+    op_data=SplitData,
+    prepare=split_prepare,
+    invoke=split_invoke,
 )
 register_builtin(
-    BuiltinOperator.SPLIT_V, (1, 3), types=_SPLIT_TYPES, prepare=split_v_prepare, invoke=split_v_invoke
+    BuiltinOperator.SPLIT_V,
+    (1, 3),
+    types=_SPLIT_TYPES,
+    op_data=SplitData,
+    prepare=split_v_prepare,
+    invoke=split_v_invoke,
 )

@@ -25,7 +25,6 @@ class TilePlan:
 @dataclass(frozen=True)
 class TileData:
     plan: TilePlan | None  # None: multiples computed at run time
-    folded: bool  # the output was written in prepare
 
 
 def _tile_plan(context, node) -> TilePlan:
@@ -50,14 +49,6 @@ def _tile_plan(context, node) -> TilePlan:
     )
 
 
-def _tile(context, node, plan: TilePlan) -> None:
-    tensors = context.tensors
-    np.copyto(
-        tensors[node.outputs[0]].data.reshape(plan.output_view),
-        tensors[node.inputs[0]].data.reshape(plan.source_view),
-    )
-
-
 def tile_prepare(context, node):
     check_arity(node, 2)
     source, multiples, output = (
@@ -69,27 +60,29 @@ def tile_prepare(context, node):
     if multiples.type not in _INDEX:
         raise KernelError(f"Multipliers of type '{type_name(multiples.type)}' are not supported by tile.")
     ensure_type(source, _TILE_TYPES, "input", "TILE")
-    if not multiples.is_constant_or_persistent:
-        node.user_data = TileData(None, False)
+    if multiples.is_constant_or_persistent:
+        node.user_data = TileData(_tile_plan(context, node))
+    else:
+        node.user_data = TileData(None)
         context.set_tensor_to_dynamic(output)
-        return
-    folded = source.is_constant_or_persistent
-    if folded:
-        context.set_tensor_to_persistent_ro(output)
-    plan = _tile_plan(context, node)
-    node.user_data = TileData(plan, folded)
-    if folded:
-        _tile(context, node, plan)
 
 
 def tile_invoke(context, node):
-    data = node.user_data
-    if data.folded:
-        return
-    plan = data.plan
+    plan = node.user_data.plan
     if plan is None:
         plan = _tile_plan(context, node)
-    _tile(context, node, plan)
+    tensors = context.tensors
+    np.copyto(
+        tensors[node.outputs[0]].data.reshape(plan.output_view),
+        tensors[node.inputs[0]].data.reshape(plan.source_view),
+    )
 
 
-register_builtin(BuiltinOperator.TILE, (1, 3), types=_TILE_TYPES, prepare=tile_prepare, invoke=tile_invoke)
+register_builtin(
+    BuiltinOperator.TILE,
+    (1, 3),
+    types=_TILE_TYPES,
+    op_data=TileData,
+    prepare=tile_prepare,
+    invoke=tile_invoke,
+)

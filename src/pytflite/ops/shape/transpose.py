@@ -62,5 +62,10 @@ def transpose_invoke(context, node):
 
 
 register_builtin(
-    BuiltinOperator.TRANSPOSE, (1, 9), types=_SIZED, prepare=transpose_prepare, invoke=transpose_invoke
+    BuiltinOperator.TRANSPOSE,
+    (1, 9),
+    types=_SIZED,
+    op_data=TransposeData,
+    prepare=transpose_prepare,
+    invoke=transpose_invoke,
 )

@@ -50,5 +50,10 @@ def unpack_invoke(context, node):
 
 
 register_builtin(
-    BuiltinOperator.UNPACK, (1, 6), types=_UNPACK_TYPES, prepare=unpack_prepare, invoke=unpack_invoke
+    BuiltinOperator.UNPACK,
+    (1, 6),
+    types=_UNPACK_TYPES,
+    op_data=UnpackData,
+    prepare=unpack_prepare,
+    invoke=unpack_invoke,
 )
