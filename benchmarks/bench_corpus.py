@@ -25,8 +25,8 @@ import numpy as np
 
 import pytflite
 from pytflite import BuiltinOperator, TensorType
+from pytflite.interpreter_builder import has_hybrid_op
 from pytflite.model.builder import ModelBuilder
-from pytflite.ops.quant.hybrid_inputs import has_hybrid_op
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "public"
 NODE_BUDGET_S = 5e-6
@@ -79,7 +79,9 @@ def model_kind(interpreter) -> str:
         if registration.builtin_code in _WEIGHTED
     ):
         return "integer"
-    return "hybrid" if any(has_hybrid_op(subgraph) for subgraph in subgraphs) else "float"
+    model = interpreter.model
+    hybrid = any(has_hybrid_op(subgraph, model.operator_codes) for subgraph in model.subgraphs)
+    return "hybrid" if hybrid else "float"
 
 
 def corpus_case(entry: dict) -> tuple[bytes, list[np.ndarray]] | str:

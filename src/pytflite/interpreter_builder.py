@@ -63,7 +63,7 @@ def build_subgraphs(
     for index, description in enumerate(model.subgraphs):
         exact = exact_float_summation
         if exact is None:
-            exact = host.x86 and _has_hybrid_op(description, model.operator_codes)
+            exact = host.x86 and has_hybrid_op(description, model.operator_codes)
         subgraph = Subgraph(
             index,
             description.name,
@@ -109,7 +109,7 @@ _HYBRID_OPS = frozenset(
 _QUANTIZED_WEIGHTS = (TensorType.INT8, TensorType.UINT8, TensorType.INT4)
 
 
-def _has_hybrid_op(description: SubgraphDescription, operator_codes) -> bool:
+def has_hybrid_op(description: SubgraphDescription, operator_codes) -> bool:
     """Whether the subgraph has a hybrid kernel: one of _HYBRID_OPS with a constant 8-bit (or 4-bit)
     input and a float32 input or output. Such a kernel quantizes its float input per batch, so a float
     kernel before it that differs from LiteRT by one ulp can move a value across a rounding boundary: a

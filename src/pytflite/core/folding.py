@@ -53,7 +53,8 @@ def foldable_outputs(tensors: Sequence[Tensor], node: Node, registration: Regist
     """The outputs of a just-prepared node to compute now, once; empty when it must run at invoke.
 
     Nodes with temporaries are left alone: their scratch memory is placed in the arena only after
-    prepare, so they cannot run yet."""
+    prepare, so they cannot run yet. (Runs after every prepare, also the lazy ones inside invoke: the
+    common refusals come first.)"""
     if (
         registration.builtin_code in _NEVER_FOLDED
         or node.might_have_side_effect
@@ -61,31 +62,32 @@ def foldable_outputs(tensors: Sequence[Tensor], node: Node, registration: Regist
         or registration.invoke is None
     ):
         return []
+    constant_inputs = bool(node.inputs) and all(
+        t == OPTIONAL_TENSOR or tensors[t].allocation_type in _CONSTANT for t in node.inputs
+    )
     outputs = [tensors[t] for t in node.outputs if t != OPTIONAL_TENSOR]
+    if not constant_inputs and not all(o.allocation_type == AllocationType.PERSISTENT_RO for o in outputs):
+        return []  # not marked by its prepare either
     if any(o.type in NON_POD_TYPES or o.allocation_type not in _FOLDABLE_OUTPUT for o in outputs):
-        return []
-    marked = all(o.allocation_type == AllocationType.PERSISTENT_RO for o in outputs)
-    if not marked and (
-        not node.inputs
-        or any(t != OPTIONAL_TENSOR and tensors[t].allocation_type not in _CONSTANT for t in node.inputs)
-    ):
         return []
     return outputs
 
 
-def fold_if_known(
-    context: Context, node: Node, registration: Registration, run: Callable | None = None
-) -> bool:
-    """Right after a node's prepare: compute it now, into persistent read-only outputs, when its outputs
-    are known; returns whether it did (then invoke skips the node). `run(context, node)` invokes it
-    (default: the registration's invoke); the subgraph passes one that reports failures as TFLite does.
-    Delegate kernels that prepare the nodes they claim call this too, so they see the same constants."""
-    outputs = foldable_outputs(context.tensors, node, registration)
-    if not outputs:
-        return False
+def fold(context: Context, node: Node, outputs: list[Tensor], run: Callable) -> None:
+    """Compute a node now into its `outputs` (foldable_outputs), made persistent read-only first;
+    `run(context, node)` invokes it."""
     for output in outputs:
         if output.allocation_type != AllocationType.PERSISTENT_RO:
             context.set_tensor_to_persistent_ro(output)
             context.resize_tensor(output, output.shape)
-    (run or registration.invoke)(context, node)
-    return True
+    run(context, node)
+
+
+def fold_if_known(context: Context, node: Node, registration: Registration) -> bool:
+    """Right after a node's prepare, for delegate kernels that prepare the nodes they claim: fold it as the
+    subgraph folds its own nodes, so they see the same constants; returns whether it did (then the node
+    need not run again)."""
+    outputs = foldable_outputs(context.tensors, node, registration)
+    if outputs:
+        fold(context, node, outputs, registration.invoke)
+    return bool(outputs)

@@ -14,7 +14,7 @@ resize_input_tensor). Two loops:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from .delegate import DelegateFlags
 from .node import OPTIONAL_TENSOR, Node
@@ -34,16 +34,18 @@ class PlanRunner:
 
     def __init__(self, subgraph: Subgraph):
         self._subgraph = subgraph
+        self._context = subgraph.context
         self.fast_steps: Steps | None = self._fast_steps()
         self._prefix = None if self.fast_steps is not None else self._fast_prefix()
         self._entries: list[tuple] | None = None  # per plan position, made on the first careful invoke
 
     def invoke(self) -> None:
         """Run every node of the plan once; the caller has set np.errstate."""
-        if self.fast_steps is not None and self._subgraph.context.profiler is None:
-            self._invoke_steps(self.fast_steps)
-        else:
+        steps = self.fast_steps
+        if steps is None or self._context.profiler is not None:
             self._invoke_careful()
+        else:
+            self._invoke_steps(steps)
 
     # --- building ------------------------------------------------------------------------------------
 
@@ -106,20 +108,24 @@ class PlanRunner:
     # --- running -------------------------------------------------------------------------------------
 
     def _invoke_steps(self, steps: Steps) -> None:
-        subgraph = self._subgraph
-        context = subgraph.context
+        context = self._context
         for invoke, node in steps:
             try:
                 status = invoke(context, node)
             except Exception as error:
-                subgraph._kernel_failed("invoke", node, subgraph.nodes[node.index][1], error=error)
+                self._failed(node, error=error)
             if status:  # None and Status.OK are falsy
-                subgraph._kernel_failed("invoke", node, subgraph.nodes[node.index][1], status=Status(status))
+                self._failed(node, status=Status(status))
+
+    def _failed(self, node: Node, **why: Any) -> NoReturn:
+        subgraph = self._subgraph
+        subgraph._kernel_failed("invoke", node, subgraph.nodes[node.index][1], **why)
 
     def _invoke_careful(self) -> None:
         subgraph = self._subgraph
         entries = self._careful_entries()
-        profiler = subgraph.context.profiler
+        context = self._context
+        profiler = context.profiler
         start = 0
         prefix = self._prefix
         if prefix is not None and profiler is None and subgraph._next_to_prepare >= prefix[1]:
@@ -136,7 +142,15 @@ class PlanRunner:
             if registration.invoke is None:
                 subgraph._fail(f"Node number {node.index} ({registration.op_name}) failed to invoke.")
             subgraph._resized_during_invoke = False
-            self._invoke_node(node, registration, profiler)
+            if profiler is None:
+                try:
+                    status = registration.invoke(context, node)
+                except Exception as error:
+                    subgraph._kernel_failed("invoke", node, registration, error=error)
+                if status:  # None and Status.OK are falsy
+                    subgraph._kernel_failed("invoke", node, registration, status=Status(status))
+            else:
+                self._invoke_profiled(node, registration, profiler)
             if subgraph._resized_during_invoke and any(o.allocation_type == dynamic for o in outputs):
                 subgraph._prepare_again_after(position)
 
@@ -146,21 +160,18 @@ class PlanRunner:
         for i, t, tensor in inputs:
             if tensor.delegate is not None and tensor.delegate is not node.delegate and tensor.data_is_stale:
                 subgraph.delegation.ensure_tensor_data_is_readable(t)
-            if _lacks_data(tensor) and tensor.allocation_type != AllocationType.NON_CPU:
+            if (
+                tensor.data is None
+                and _lacks_data(tensor)
+                and tensor.allocation_type != AllocationType.NON_CPU
+            ):
                 if registration.builtin_code == BuiltinOperator.RESHAPE and i == 1 and len(tensor.shape) != 1:
                     continue  # RESHAPE may take its shape from options instead
                 subgraph._fail(f"Input tensor {t} lacks data")
 
-    def _invoke_node(self, node: Node, registration: Any, profiler: Any) -> None:
+    def _invoke_profiled(self, node: Node, registration: Any, profiler: Any) -> None:
         subgraph = self._subgraph
-        if profiler is None:
-            try:
-                status = registration.invoke(subgraph.context, node)
-            except Exception as error:
-                subgraph._kernel_failed("invoke", node, registration, error=error)
-            if status:  # None and Status.OK are falsy
-                subgraph._kernel_failed("invoke", node, registration, status=Status(status))
-        elif not _profiled_as_one_node(profiler, node):
+        if not _profiled_as_one_node(profiler, node):
             subgraph._call_kernel("invoke", registration.invoke, node, registration)
         else:
             handle = profiler.begin_event(

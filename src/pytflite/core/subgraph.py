@@ -23,7 +23,7 @@ from .config import SubgraphConfig
 from .context import Context
 from .delegate import DelegateFlags
 from .delegation import Delegation
-from .folding import fold_if_known
+from .folding import fold, foldable_outputs
 from .limits import Limits
 from .node import OPTIONAL_TENSOR, Node, Registration, is_unresolved_custom_op, unresolved_op_message
 from .plan_runner import PlanRunner
@@ -309,12 +309,15 @@ class Subgraph:
 
     def _fold_if_constant(self, node: Node, registration: Registration) -> None:
         """Compute a node whose outputs are known in prepare once, now (core/folding.py)."""
+        outputs = foldable_outputs(self.tensors, node, registration)
+        if not outputs:
+            return
 
-        def run(context: Context, node: Node) -> None:
+        def run(context: Context, node: Node) -> None:  # failures read "Node number N (OP) failed to invoke."
             self._call_kernel("invoke", registration.invoke, node, registration)
 
-        if fold_if_known(self.context, node, registration, run):
-            self.folded_nodes.add(node.index)
+        fold(self.context, node, outputs, run)
+        self.folded_nodes.add(node.index)
 
     def _prepare_node(self, node: Node, registration: Registration) -> Status:
         if registration.prepare is not None:
@@ -422,7 +425,8 @@ class Subgraph:
     def invoke_nested(self) -> None:
         """invoke() for a kernel running this subgraph from inside another subgraph's invoke (IF, WHILE):
         np.errstate is already set by the outer invoke, and entering it again costs a few microseconds."""
-        self._check_invokable()
+        if not self.consistent or self.state == SubgraphState.UNINVOKABLE:  # (once per WHILE iteration)
+            self._check_invokable()
         self._runner.invoke()
 
     def _check_invokable(self) -> None:
