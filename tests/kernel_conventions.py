@@ -11,7 +11,12 @@ from __future__ import annotations
 import dataclasses
 
 from pytflite.core.subgraph import Subgraph
-from pytflite.ops.registry import builtin_kernels, kernel_infos
+from pytflite.ops.registry import (
+    builtin_kernels,
+    custom_kernel_infos,
+    default_custom_kernels,
+    kernel_infos,
+)
 
 
 def _declared_op_data() -> dict[int, type | None]:
@@ -25,6 +30,9 @@ def _declared_op_data() -> dict[int, type | None]:
     for table in (builtin_kernels(), builtin_kernels(reference=True)):
         for key, registration in table.items():
             declared[id(registration)] = by_op[key]
+    by_name = {info.custom_name: info.op_data for info in custom_kernel_infos()}
+    for (name, _), registration in default_custom_kernels().items():
+        declared[id(registration)] = by_name[name]
     return declared
 
 

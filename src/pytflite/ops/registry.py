@@ -49,6 +49,7 @@ _FAMILIES = (
 
 _DEFAULT: dict[tuple[int, int], Registration] = {}
 _REFERENCE: dict[tuple[int, int], Registration] = {}
+_CUSTOM: dict[tuple[str, int], Registration] = {}  # the custom ops LiteRT's BuiltinOpResolver includes
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,9 +62,15 @@ class KernelInfo:
     source: str  # where its family lives: "ops/linear.py", or "ops/conv/" for a family package
     op_data: type | None  # what prepare leaves in node.user_data; None: nothing
     has_builtin_ref_twin: bool  # BUILTIN_REF runs a variant of this kernel
+    custom_name: str | None = None  # set for the custom ops BuiltinOpResolver registers by default
+
+    @property
+    def name(self) -> str:
+        return self.custom_name or self.op.name
 
 
 _INFO: list[KernelInfo] = []
+_CUSTOM_INFO: list[KernelInfo] = []
 
 
 def register_builtin(
@@ -77,16 +84,50 @@ def register_builtin(
 ) -> Registration:
     """Add a kernel (its init/prepare/invoke/free/profiling_string functions) for a version range, and
     its BUILTIN_REF twin when `builtin_ref` names the callbacks that differ there."""
-    if op_data is not None and not _is_frozen_dataclass(op_data):
-        raise TypeError(f"{op.name}: op_data {op_data!r} is not a frozen dataclass")
-    family, *inner = callbacks["invoke"].__module__.removeprefix(f"{__package__}.").split(".")
-    source = f"ops/{family}/" if inner else f"ops/{family}.py"
+    _check_op_data(op.name, op_data)
+    source = _source(callbacks["invoke"])
     _INFO.append(KernelInfo(op, versions, tuple(types), source, op_data, builtin_ref is not None))
     registration = Registration(builtin_code=op, **callbacks)
     _add(_DEFAULT, registration, versions)
     if builtin_ref is not None:
         _add(_REFERENCE, dataclasses.replace(registration, **builtin_ref), versions)
     return registration
+
+
+def register_custom(
+    name: str,
+    versions: tuple[int, int],
+    *,
+    types: tuple[TensorType, ...] = (),
+    op_data: type | None = None,
+    **callbacks: Callable,
+) -> Registration:
+    """Add a custom op that LiteRT's BuiltinOpResolver registers by default (TFLite_Detection_PostProcess,
+    AudioSpectrogram, Mfcc...): every resolver built from BuiltinOpResolver finds it under `name`. Its
+    init receives the op's flexbuffer options (custom_initial_data), as any custom op's."""
+    _check_op_data(name, op_data)
+    _CUSTOM_INFO.append(
+        KernelInfo(
+            BuiltinOperator.CUSTOM, versions, tuple(types), _source(callbacks["invoke"]), op_data, False, name
+        )
+    )
+    registration = Registration(builtin_code=BuiltinOperator.CUSTOM, custom_name=name, **callbacks)
+    for version in range(versions[0], versions[1] + 1):
+        if (name, version) in _CUSTOM:
+            raise RuntimeError(f"{name} version {version} registered twice")
+        _CUSTOM[(name, version)] = dataclasses.replace(registration, version=version)
+    return registration
+
+
+def _check_op_data(name: str, op_data: type | None) -> None:
+    if op_data is not None and not _is_frozen_dataclass(op_data):
+        raise TypeError(f"{name}: op_data {op_data!r} is not a frozen dataclass")
+
+
+def _source(invoke: Callable) -> str:
+    """Where a kernel's family lives: "ops/linear.py", or "ops/conv/" for a family package."""
+    family, *inner = invoke.__module__.removeprefix(f"{__package__}.").split(".")
+    return f"ops/{family}/" if inner else f"ops/{family}.py"
 
 
 def _add(table: dict[tuple[int, int], Registration], registration: Registration, versions) -> None:
@@ -114,7 +155,19 @@ def builtin_kernels(reference: bool = False) -> dict[tuple[int, int], Registrati
     return {**_DEFAULT, **_REFERENCE} if reference else dict(_DEFAULT)
 
 
+def default_custom_kernels() -> dict[tuple[str, int], Registration]:
+    """The custom ops BuiltinOpResolver registers by default, by (name, version)."""
+    _load_families()
+    return dict(_CUSTOM)
+
+
 def kernel_infos() -> list[KernelInfo]:
     """One entry per registered builtin kernel, sorted by op name (for the docs table)."""
     _load_families()
     return sorted(_INFO, key=lambda info: info.op.name)
+
+
+def custom_kernel_infos() -> list[KernelInfo]:
+    """One entry per default custom op, sorted by name."""
+    _load_families()
+    return sorted(_CUSTOM_INFO, key=lambda info: info.name)

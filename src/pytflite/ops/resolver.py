@@ -120,15 +120,17 @@ class MutableOpResolver(OpResolver):
 
 
 class BuiltinOpResolver(MutableOpResolver):
-    """Every builtin kernel pytflite implements (tflite::ops::builtin::BuiltinOpResolver)."""
+    """Every builtin kernel pytflite implements (tflite::ops::builtin::BuiltinOpResolver), and the custom
+    ops LiteRT's BuiltinOpResolver also registers (e.g. TFLite_Detection_PostProcess)."""
 
     _reference = False
 
     def __init__(self) -> None:
         super().__init__()
-        from .registry import builtin_kernels
+        from .registry import builtin_kernels, default_custom_kernels
 
         self._builtins.update(builtin_kernels(reference=self._reference))
+        self._customs.update(default_custom_kernels())
 
 
 class BuiltinRefOpResolver(BuiltinOpResolver):

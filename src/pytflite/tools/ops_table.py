@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 
 from ..ops.common import ANY_TYPE
-from ..ops.registry import kernel_infos
+from ..ops.registry import KernelInfo, custom_kernel_infos, kernel_infos
 
 
 def ops_table() -> str:
@@ -26,17 +26,33 @@ def ops_table() -> str:
         "| Operator | Versions | Input types | Module |",
         "| --- | --- | --- | --- |",
     ]
-    for info in infos:
-        first, last = info.versions
-        versions = str(first) if first == last else f"{first}-{last}"
-        if not info.types:
-            types = "(no inputs)"
-        elif set(info.types) == set(ANY_TYPE):
-            types = "any"
-        else:
-            types = ", ".join(t.name.lower() for t in info.types)
-        lines.append(f"| {info.op.name} | {versions} | {types} | `{info.source}` |")
+    lines += [_row(info) for info in infos]
+    customs = custom_kernel_infos()
+    if customs:
+        lines += [
+            "",
+            "## Custom operators registered by default",
+            "",
+            "LiteRT's BuiltinOpResolver registers these custom ops too, so models that use them run without",
+            "an op resolver of their own.",
+            "",
+            "| Operator | Versions | Input types | Module |",
+            "| --- | --- | --- | --- |",
+        ]
+        lines += [_row(info) for info in customs]
     return "\n".join(lines) + "\n"
+
+
+def _row(info: KernelInfo) -> str:
+    first, last = info.versions
+    versions = str(first) if first == last else f"{first}-{last}"
+    if not info.types:
+        types = "(no inputs)"
+    elif set(info.types) == set(ANY_TYPE):
+        types = "any"
+    else:
+        types = ", ".join(t.name.lower() for t in info.types)
+    return f"| {info.name} | {versions} | {types} | `{info.source}` |"
 
 
 if __name__ == "__main__":
