@@ -149,6 +149,10 @@ _NOT_INTP_SAFE = frozenset(
 )
 
 
+# The TensorType of np.intp, for an arena temporary holding np.take's indices (int32 on 32-bit NumPy).
+INTP_TYPE = TensorType.INT64 if np.dtype(np.intp).itemsize == 8 else TensorType.INT32
+
+
 def as_indices(values: np.ndarray) -> np.ndarray:
     """`values`, indices the caller has bounds-checked, in a type np.take accepts: unchanged (no copy)
     when it casts safely to np.intp, as int32 always and int64 on 64-bit NumPy do; else as np.intp."""

@@ -28,6 +28,9 @@ QUANTIZE of an integer input requantizes: (q - in_zero_point) * in_scale / out_s
 multiplier, plus out_zero_point, clamped. The optimized kernel does 8-bit to 8-bit in SIMD blocks of 16,
 whose fixed-point multiply rounds halves up instead of away from zero. For 8- and 16-bit inputs the
 result is a table over every possible input value (one per rounding), made in prepare.
+
+QUANTIZE works in an arena temporary its init adds: the float32 quotients of the optimized float kernel,
+or the np.intp indices of a table lookup (np.take takes no narrower index without copying it).
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from ..core.packed import PACKED_TYPES, pack_into, unpack_packed
 from ..core.quantization import AffineQuantization
 from ..core.types import BuiltinOperator, TensorType, storage_dtype, type_name
 from ..errors import KernelError, ensure, ensure_eq, ensure_type
-from .common import check_arity, input_tensor, output_tensor
+from .common import INTP_TYPE, check_arity, clip, input_tensor, output_tensor, scratch_tensor, set_temporaries
 from .quant.fixed_point import (
     INT32_MIN,
     float_to_int32,
@@ -73,9 +76,11 @@ Compute = Callable[[np.ndarray, np.ndarray], None]
 
 @dataclass(frozen=True, slots=True)
 class ConversionData:
-    """The op data of DEQUANTIZE and QUANTIZE: the conversion prepare picked, compute(input, out)."""
+    """The op data of DEQUANTIZE and QUANTIZE: the conversion prepare picked, compute(input, out) (QUANTIZE:
+    compute(input, out, work), `work` the temporary `scratch` that QUANTIZE's init adds)."""
 
-    compute: Compute
+    compute: Callable | None
+    scratch: int = -1
 
 
 def _affine(scale: np.ndarray, zero_point: np.ndarray, largest_input: int) -> Compute:
@@ -85,7 +90,8 @@ def _affine(scale: np.ndarray, zero_point: np.ndarray, largest_input: int) -> Co
         zero_point = zero_point.astype(np.float32)
 
         def compute(q, out):
-            np.subtract(q, zero_point, out=out, dtype=np.float32)  # exact: both are small integers
+            np.copyto(out, q)  # exact: a small integer; cheaper than a ufunc casting its input
+            np.subtract(out, zero_point, out=out)  # exact: both are small integers
             np.multiply(out, scale, out=out)
 
     else:
@@ -110,8 +116,10 @@ def _affine_blocked(scale: float, zero_point: int, exact: Compute) -> Compute:
         flat_q, flat_out = q.reshape(-1), out.reshape(-1)
         blocked = flat_q.size - flat_q.size % 8
         if blocked:
-            np.multiply(flat_q[:blocked], scale32, out=flat_out[:blocked], dtype=np.float32)
-            np.add(flat_out[:blocked], offset, out=flat_out[:blocked])
+            block = flat_out[:blocked]
+            np.copyto(block, flat_q[:blocked])  # exact; cheaper than a ufunc casting its input
+            np.multiply(block, scale32, out=block)
+            np.add(block, offset, out=block)
         if blocked < flat_q.size:
             exact(flat_q[blocked:], flat_out[blocked:])
 
@@ -206,9 +214,10 @@ _RANGES = {
 }
 
 
-def _float_quantizer(output, optimized: bool, x86: bool) -> Compute:
-    """compute(x, out): out = clamp(zero_point + round(x / scale)) per tensor or per channel; `x86`:
-    the host's float-to-int32 conversion (HostProfile.x86)."""
+def _float_quantizer(output, optimized: bool, x86: bool) -> tuple[Callable, bool]:
+    """compute(x, out, work): out = clamp(zero_point + round(x / scale)) per tensor or per channel, and
+    whether it uses `work` (float32, x's size); `x86`: the host's float-to-int32 conversion
+    (HostProfile.x86)."""
     quantization = output.quantization
     lowest, highest = _RANGES[output.type]
     rank = len(output.shape)
@@ -229,28 +238,45 @@ def _float_quantizer(output, optimized: bool, x86: bool) -> Compute:
         return np.clip(wrap(float_to_int32(rounded, x86=x86) + zero_point), lowest, highest)
 
     if output.type in PACKED_TYPES:
-        return lambda x, out: pack_into(finish(round_half_away(x / scale)).astype(np.int8), output.type, out)
+        return lambda x, out, work: pack_into(
+            finish(round_half_away(x / scale)).astype(np.int8), output.type, out
+        ), False
     if not optimized:
-        return lambda x, out: np.copyto(out, finish(round_half_away(x / scale)), casting="unsafe")
+        return lambda x, out, work: np.copyto(
+            out, finish(round_half_away(x / scale)), casting="unsafe"
+        ), False
     with np.errstate(divide="ignore"):
         reciprocal = np.float32(1.0 / np.float64(scale))
     wide_scale = np.float64(scale)
+    # Rounded quotients within +-2**30 convert to int32 and take the zero point without wrapping, so for
+    # them the clamp of q + zero_point is a float32 clamp of q to the bounds less the zero point (all
+    # small integers, exact in float32). Other blocks (NaN, inf, huge values) take `finish`.
+    low, high = np.float32(lowest - zero_point), np.float32(highest - zero_point)
+    shift = np.float32(zero_point)
 
-    def compute(x, out):
+    def compute(x, out, work):
         flat_x, flat_out = x.reshape(-1), out.reshape(-1)
         blocked = flat_x.size - flat_x.size % 8
         if blocked:
-            block = np.multiply(flat_x[:blocked], reciprocal)
-            np.copyto(flat_out[:blocked], finish(np.rint(block, out=block)), casting="unsafe")
+            block = work[:blocked]
+            np.multiply(flat_x[:blocked], reciprocal, out=block)
+            np.rint(block, out=block)
+            if np.minimum.reduce(block) >= -(2.0**30) and np.maximum.reduce(block) <= 2.0**30:
+                clip(block, low, high, out=block)
+                np.add(block, shift, out=block)
+                np.copyto(flat_out[:blocked], block, casting="unsafe")
+            else:
+                np.copyto(flat_out[:blocked], finish(block), casting="unsafe")
         if blocked < flat_x.size:
             tail = round_half_away(flat_x[blocked:].astype(np.float64) / wide_scale)
             np.copyto(flat_out[blocked:], finish(tail), casting="unsafe")
 
-    return compute
+    return compute, True
 
 
-def _requantizer(source, output, optimized: bool) -> Compute:
-    """compute(q, out) for an integer input: TFLite's Requantize, a table for 8/16-bit inputs."""
+def _requantizer(source, output, optimized: bool) -> tuple[Callable, bool]:
+    """compute(q, out, work) for an integer input: TFLite's Requantize, a table for 8/16-bit inputs
+    looked up with np.intp indices made in `work` (q's size); and whether it uses `work`."""
     ensure(
         output.type in _REQUANTIZE_TARGETS[source.type],
         f"Input type {type_name(source.type)} with Output type {type_name(output.type)} is not currently supported.",
@@ -268,22 +294,31 @@ def _requantizer(source, output, optimized: bool) -> Compute:
         return np.clip(wrap(scaled(shifted, multiplier, shift) + out_zero), lowest, highest)
 
     if source.type == TensorType.INT32:
-        return lambda q, out: np.copyto(out, requantize(q), casting="unsafe")
-    info = np.iinfo(storage_dtype(source.type))
-    every_input = np.arange(info.min, info.max + 1)
+        return lambda q, out, work: np.copyto(out, requantize(q), casting="unsafe"), False
+    dtype = storage_dtype(source.type)
+    unsigned = np.dtype(f"u{dtype.itemsize}")
+    # the tables are indexed by the inputs' bits read as unsigned: every_input in that order
+    every_input = np.arange(1 << (8 * dtype.itemsize), dtype=unsigned).view(dtype)
     table = requantize(every_input).astype(storage_dtype(output.type))
-    offset = -int(info.min)
-    if not (optimized and source.type in _BYTES and output.type in _BYTES):
-        return lambda q, out: np.take(table, q.astype(np.int32) + offset, out=out)
-    simd_table = requantize(every_input, multiply_by_quantized_multiplier_simd).astype(table.dtype)
+    blocks = 16 if optimized and source.type in _BYTES and output.type in _BYTES else 0
+    simd_table = (
+        requantize(every_input, multiply_by_quantized_multiplier_simd).astype(table.dtype) if blocks else None
+    )
 
-    def compute(q, out):
-        flat_q, flat_out = q.reshape(-1), out.reshape(-1)
-        blocked = flat_q.size - flat_q.size % 16
-        np.take(simd_table, flat_q[:blocked].astype(np.int32) + offset, out=flat_out[:blocked])
-        np.take(table, flat_q[blocked:].astype(np.int32) + offset, out=flat_out[blocked:])
+    def compute(q, out, work):
+        flat_out = out.reshape(-1)
+        np.copyto(work, q.reshape(-1).view(unsigned))
+        blocked = flat_out.size - flat_out.size % blocks if blocks else 0
+        if blocked:
+            np.take(simd_table, work[:blocked], out=flat_out[:blocked], mode="clip")
+        np.take(table, work[blocked:], out=flat_out[blocked:], mode="clip")
 
-    return compute
+    return compute, True
+
+
+def quantize_init(context, buffer, length):
+    (work,) = context.add_tensors(1)
+    return ConversionData(None, work)
 
 
 def quantize_prepare(optimized: bool):
@@ -297,7 +332,8 @@ def quantize_prepare(optimized: bool):
         )
         context.resize_tensor(output, source.shape)
         if source.type != TensorType.FLOAT32:
-            compute = _requantizer(source, output, optimized)
+            compute, works = _requantizer(source, output, optimized)
+            work_type = INTP_TYPE
         else:
             supported = _PER_CHANNEL_TARGETS if output.quantization.scale.size > 1 else _FLOAT_TARGETS
             if output.type not in supported:
@@ -305,15 +341,21 @@ def quantize_prepare(optimized: bool):
                     f"Input type FLOAT32 with Output type {type_name(output.type)} is not currently supported."
                 )
             blocked = optimized and output.type in _BLOCKED_TARGETS and output.quantization.scale.size == 1
-            compute = _float_quantizer(output, blocked, context.host.x86)
-        node.user_data = ConversionData(compute)
+            compute, works = _float_quantizer(output, blocked, context.host.x86)
+            work_type = TensorType.FLOAT32
+        work = node.user_data.scratch  # by init
+        if works:
+            scratch_tensor(context, work, work_type, (math.prod(source.shape),))
+        set_temporaries(context, node, (work,), (work,) if works else ())
+        node.user_data = ConversionData(compute, work)
 
     return prepare
 
 
 def quantize_invoke(context, node):
     tensors = context.tensors
-    node.user_data.compute(tensors[node.inputs[0]].data, tensors[node.outputs[0]].data)
+    data = node.user_data
+    data.compute(tensors[node.inputs[0]].data, tensors[node.outputs[0]].data, tensors[data.scratch].data)
 
 
 register_builtin(
@@ -321,6 +363,7 @@ register_builtin(
     (1, 6),
     types=_QUANTIZE_TYPES,
     op_data=ConversionData,
+    init=quantize_init,
     prepare=quantize_prepare(True),
     builtin_ref={"prepare": quantize_prepare(False)},
     invoke=quantize_invoke,

@@ -32,12 +32,12 @@ import numpy as np
 
 from ..core.types import AllocationType, BuiltinOperator, TensorType, type_name
 from ..errors import KernelError, ensure, ensure_eq, ensure_type, ensure_types_eq
-from .common import check_arity, ensure_same_quantization, input_tensor, output_tensor
+from .common import check_arity, clip, ensure_same_quantization, input_tensor, output_tensor
 from .quant.fixed_point import (
+    INT32_MAX,
     float_to_int32,
     multiply_by_quantized_multiplier,
     multiply_by_quantized_multiplier_int64,
-    multiply_by_quantized_multiplier_simd,
     quantize_multiplier,
     round_half_away,
 )
@@ -175,6 +175,61 @@ def _int32_sum(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
     return _wrap32(np.add.reduce(x, axis=axes, dtype=np.int64, keepdims=True))
 
 
+class _Int32Sums:
+    """TFLite's int32 accumulators (wrapping on overflow) of an 8/16-bit input over `axes`, in arrays made
+    once with the reducer, and the in-place int64 arithmetic that requantizes them. The input is
+    converted into an int32 copy by assignment (a ufunc casting its input goes through NumPy's buffers)
+    and summed there: NumPy's int32 additions wrap as the C accumulator does."""
+
+    def __init__(self, shape: tuple[int, ...], axes: tuple[int, ...]):
+        self.axes = axes
+        self.staged = np.empty(shape, np.int32)
+        self.sums = np.empty(_kept(shape, axes), np.int32)
+        self.wide, self.work, self.spare = (np.empty(self.sums.shape, np.int64) for _ in range(3))
+
+    def __call__(self, x: np.ndarray) -> np.ndarray:
+        """The sums of `x`, widened into self.wide (returned)."""
+        np.copyto(self.staged, x)
+        np.add.reduce(self.staged, axis=self.axes, out=self.sums, keepdims=True)
+        np.copyto(self.wide, self.sums)
+        return self.wide
+
+    @staticmethod
+    def wrap32(x: np.ndarray) -> None:
+        np.add(x, 1 << 31, out=x)
+        np.bitwise_and(x, 0xFFFFFFFF, out=x)
+        np.subtract(x, 1 << 31, out=x)
+
+    def requantize(self, x: np.ndarray, multiplier: int, shift: int, simd: bool) -> None:
+        """x = multiply_by_quantized_multiplier(x, multiplier, shift) (simd: its _simd form) in place, on
+        a view of self.wide; self.work and self.spare hold the rounding terms."""
+        left, right = (max(shift, 0) if simd else max(shift, 0) & 31), max(-shift, 0)
+        if left:
+            np.left_shift(x, left, out=x)
+            self.wrap32(x)
+        np.multiply(x, multiplier, out=x)  # SaturatingRoundingDoublingHighMul
+        np.add(x, 1 << 30, out=x)
+        np.right_shift(x, 31, out=x)
+        np.minimum(x, INT32_MAX, out=x)
+        if not right:
+            return
+        if simd:  # the right shift rounds halves up
+            np.add(x, (1 << right) >> 1, out=x)
+            np.right_shift(x, right, out=x)
+            return
+        # RoundingDivideByPOT: (x >> right) + [remainder > mask / 2 + (x < 0)], with -[x < 0] = x >> 63
+        # and -[remainder > threshold] = (threshold - remainder) >> 63: no bool arrays to cast
+        mask = (np.int64(1) << np.int64(right)) - 1
+        work, spare = self.work[..., : x.shape[-1]], self.spare[..., : x.shape[-1]]
+        np.right_shift(x, 63, out=work)
+        np.subtract(mask >> 1, work, out=work)
+        np.bitwise_and(x, mask, out=spare)
+        np.subtract(work, spare, out=work)
+        np.right_shift(work, 63, out=work)
+        np.right_shift(x, right, out=x)
+        np.subtract(x, work, out=x)
+
+
 def _fast_mean_applies(spec: ReduceSpec) -> bool:
     """TFLite's optimized MEAN kernel: a 4-D int8/uint8 input with keep_dims, reduced over exactly H, W."""
     return (
@@ -202,12 +257,17 @@ def _quantized_mean(spec: ReduceSpec) -> Callable:
     multiplier = (multiplier << extra) // count
     shift -= extra
     low, high = _TYPE_RANGE[spec.dtype]
-    axes, offset = spec.axes, source_zero_point * count
+    offset = source_zero_point * count
+    sums = _Int32Sums(spec.shape, spec.axes)
 
     def mean(x, out):
-        total = _wrap32(_int32_sum(x, axes) - offset)
-        result = multiply_by_quantized_multiplier(total, multiplier, shift) + output_zero_point
-        np.copyto(out, np.clip(result, low, high), casting="unsafe")
+        total = sums(x)
+        np.subtract(total, offset, out=total)
+        sums.wrap32(total)
+        sums.requantize(total, multiplier, shift, simd=False)
+        np.add(total, output_zero_point, out=total)
+        clip(total, low, high, out=total)
+        np.copyto(out, total, casting="unsafe")
 
     return mean
 
@@ -233,12 +293,15 @@ def _fast_quantized_mean(spec: ReduceSpec) -> Callable:
     depth = spec.shape[3]
     blocked = depth - depth % 16
 
+    sums = _Int32Sums(spec.shape, (1, 2))
+
     def mean(x, out):
-        total = _int32_sum(x, (1, 2))
-        result = np.empty(total.shape, np.int64)
-        result[..., :blocked] = multiply_by_quantized_multiplier_simd(total[..., :blocked], multiplier, shift)
-        result[..., blocked:] = multiply_by_quantized_multiplier(total[..., blocked:], multiplier, shift)
-        np.copyto(out, np.clip(result + bias, low, high), casting="unsafe")
+        total = sums(x)
+        sums.requantize(total[..., :blocked], multiplier, shift, simd=True)
+        sums.requantize(total[..., blocked:], multiplier, shift, simd=False)
+        np.add(total, bias, out=total)
+        clip(total, low, high, out=total)
+        np.copyto(out, total, casting="unsafe")
 
     return mean
 

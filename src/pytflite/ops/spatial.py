@@ -175,6 +175,8 @@ def _bilinear_plan(shape, size, options, source_type: TensorType, reference: boo
         magnitude = 128 if source_type == T.INT8 else 32768
         bound = magnitude * int(np.abs(weights).sum(axis=0).max(initial=0)) + (1 << 19)
         weights = weights.astype(np.int32 if bound < 2**31 else np.int64)
+    if not isinstance(weights, list):  # repeated over the channels: NumPy buffers a broadcasting multiply
+        weights = np.ascontiguousarray(np.broadcast_to(weights, (*weights.shape[:2], shape[3])))
     return (out_h, out_w), (index, weights)
 
 
@@ -190,9 +192,10 @@ class Lerp:
     upper_weight: np.ndarray
 
     def apply(self, source: np.ndarray, out: np.ndarray, scratch: np.ndarray) -> None:
-        source.take(self.lower, self.axis, out)
+        # mode="clip": the indices are in range, and the default mode="raise" copies through a buffer
+        source.take(self.lower, self.axis, out, mode="clip")
         out *= self.lower_weight
-        source.take(self.upper, self.axis, scratch)
+        source.take(self.upper, self.axis, scratch, mode="clip")
         scratch *= self.upper_weight
         out += scratch
 
@@ -224,18 +227,20 @@ class SeparableBilinear:
         second.apply(between, out, self.scratch)
 
 
-def _bilinear_sum(
-    x: np.ndarray, out: np.ndarray, index: np.ndarray, weights: np.ndarray, scratch: np.ndarray
-) -> np.ndarray:
-    """`out = sum_k in[index_k] * weights_k` of integer inputs in out's float type, corners in order;
-    `scratch` is a work array like `out`."""
+def _bilinear_sum(data, x: np.ndarray, out_shape: tuple[int, ...], index: np.ndarray, weights: np.ndarray):
+    """`sum_k in[index_k] * weights_k` of integer inputs in weights' type, corners in order, in a work
+    array of `out_shape` (returned): the input converted once into a work array of that type, each
+    corner gathered straight into its product's array (no gathered copy, no casting ufunc)."""
+    staged = data.work(x.shape, weights.dtype, 3)
+    np.copyto(staged, x)
+    total, scratch = data.work(out_shape, weights.dtype, 0), data.work(out_shape, weights.dtype, 1)
     for k in range(4):
-        target = out if k == 0 else scratch
-        np.copyto(target, x.take(index[k], 1))
+        target = total if k == 0 else scratch
+        np.take(staged, index[k], axis=1, out=target, mode="clip")  # in range; "raise" would buffer
         np.multiply(target, weights[k], out=target)
         if k:
-            np.add(out, scratch, out=out)
-    return out
+            np.add(total, scratch, out=total)
+    return total
 
 
 def _bilinear_reference_sum(x: np.ndarray, out_hw, index: np.ndarray, weights) -> np.ndarray:
@@ -277,31 +282,23 @@ def _resize_bilinear_invoke(context, node):
     x = source.data.reshape(n, h * w, c)
     flat_out = out.reshape(n, -1, c)
     if source.type in (T.INT8, T.INT16):
-        acc = data.work(flat_out.shape, weights.dtype, 0)
-        scratch = data.work(flat_out.shape, weights.dtype, 1)
-        for k in range(4):  # corner products, summed in TFLite's order (exact: the sum is too)
-            target = acc if k == 0 else scratch
-            np.multiply(x.take(index[k], 1), weights[k], out=target)
-            if k:
-                np.add(acc, scratch, out=acc)
-        # (acc +- 2^19) / 2^20 truncated, the sign of acc's: (acc + 2^19 - [acc <= 0]) >> 20
-        non_positive = data.work(flat_out.shape, np.bool_, 2)
-        np.less_equal(acc, 0, out=non_positive)
+        acc = _bilinear_sum(
+            data, x, flat_out.shape, index, weights
+        )  # exact: the integer sum in TFLite's order
+        # (acc +- 2^19) / 2^20 truncated, the sign of acc's: (acc + 2^19 - [acc <= 0]) >> 20, where
+        # -[acc <= 0] is (acc - 1) >> (bits - 1) (no bool array: adding one casts through a buffer)
+        non_positive = data.work(flat_out.shape, acc.dtype, 1)
+        np.subtract(acc, 1, out=non_positive)
+        np.right_shift(non_positive, 8 * acc.itemsize - 1, out=non_positive)
         np.add(acc, 1 << 19, out=acc)
-        np.subtract(acc, non_positive, out=acc)
+        np.add(acc, non_positive, out=acc)
         np.right_shift(acc, 20, out=acc)
         np.copyto(flat_out, acc, casting="unsafe")
         return
     if data.reference:
         total = _bilinear_reference_sum(x, out_hw, index, weights)
     else:
-        total = _bilinear_sum(
-            x,
-            data.work(flat_out.shape, np.float32, 0),
-            index,
-            weights,
-            data.work(flat_out.shape, np.float32, 1),
-        )
+        total = _bilinear_sum(data, x, flat_out.shape, index, weights)
     if source.type == T.UINT8:  # + 0.5, then the C cast truncates
         total += np.float32(0.5)
     np.copyto(flat_out, total, casting="unsafe")
@@ -356,7 +353,8 @@ def _resize_nearest_invoke(context, node):
     if out.size == 0:
         return
     n, h, w, c = source.shape
-    np.take(source.data.reshape(n, h * w, c), plan[1], axis=1, out=out.reshape(n, -1, c))
+    # mode="clip": the plan's indices are in range, and the default mode="raise" copies through a buffer
+    np.take(source.data.reshape(n, h * w, c), plan[1], axis=1, out=out.reshape(n, -1, c), mode="clip")
 
 
 def _resize_prepare(op_name: str, types, make_plan, reference: bool):

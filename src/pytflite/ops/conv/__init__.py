@@ -39,6 +39,7 @@ invoke after prepare only (stale when a runtime filter changes).
 
 Modules: conv2d.py, depthwise.py, transpose.py and conv3d.py (CONV_3D, CONV_3D_TRANSPOSE) register the
 kernels; im2col.py plans and runs the CONV_2D / CONV_3D matrix products; requant.py holds Requant;
+rows.py applies per-channel values (bias, scales, requantization) without NumPy's per-call buffers;
 common.py the shared types, checks and quantization parameters.
 """
 

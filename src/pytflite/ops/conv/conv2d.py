@@ -30,7 +30,6 @@ from .common import (
     _FLOAT_TYPES,
     _INTEGER,
     _activation_range,
-    _bias_row,
     _check_uint8_bias_scale,
     _constant_data,
     _filter_offset,
@@ -54,6 +53,7 @@ from .im2col import (
     _plan_float_bias,
 )
 from .requant import Requant
+from .rows import apply_row, channel_row, fill_row
 
 
 @dataclass
@@ -96,8 +96,12 @@ class HybridConv:
     flipped: np.ndarray | None = None  # [1, K, O]: the weights of -128 the SSE kernel flips (constant)
     stale: np.ndarray | None = None  # float64 [O]: exact row sums - the ones TFLite uses (None: equal)
     used_sums: np.ndarray | None = None  # int64 [O]: the row sums TFLite took (runtime filter)
-    scale_row: np.ndarray | None = None  # per channel: the filter scales tiled over an output row
-    bias_row: np.ndarray | None = None  # a constant bias tiled over an output row
+    # rows (rows.py) over one batch's outputs: per channel, the filter scales and a row for them times
+    # the input scale; the bias (refilled when not constant)
+    scale_row: np.ndarray | None = None
+    factors: np.ndarray | None = None
+    bias_row: np.ndarray | None = None
+    bias_constant: bool = False
 
     def split(self, raw: np.ndarray, layout, dtype):
         """The filter [O, ...] as the product's matrix, and the matrix of its flipped weights (or None)."""
@@ -203,7 +207,7 @@ def _conv2d_float(context, node, state, options, source, weights, bias, output, 
     )
     # LiteRT runs its reference kernel for groups; Eigen's blocking depends on the host's caches
     state.eigen = context.host.caches_for_eigen if optimized and groups == 1 else None
-    _plan_float_bias(state, bias, window.out)
+    _plan_float_bias(state, bias, source.shape[0] * window.out[0] * window.out[1])
     set_temporaries(context, node, _owned(state), temporaries)
     state.clamp = activation_clamp(options.fused_activation_function)
 
@@ -297,6 +301,8 @@ def _conv2d_integer(context, node, state, options, source, weights, bias, output
         if not integer.scaled:
             scratch_tensor(context, state.wide, TensorType.INT64, (pixels, out_channels))
             temporaries.append(state.wide)
+    if not integer.scaled:
+        requant.prepare(pixels, integer.bias)
     set_temporaries(context, node, _owned(state), temporaries)
 
 
@@ -363,11 +369,13 @@ def _conv2d_hybrid(context, node, state, options, source, weights, bias, output,
         dtype,
         np.dtype(dtype).itemsize,
     )
+    per_batch = window.out[0] * window.out[1]
     if per_channel:
-        hybrid.scale_row = _bias_row(scales, window.out[1])
-    constant_bias = _constant_data(bias)
-    if constant_bias is not None:
-        hybrid.bias_row = _bias_row(constant_bias.astype(np.float32), window.out[1])
+        hybrid.scale_row = channel_row(scales, per_batch)
+        hybrid.factors = np.empty_like(hybrid.scale_row)
+    hybrid.bias_constant = _constant_data(bias) is not None
+    values = bias.data if hybrid.bias_constant else np.zeros(out_channels)
+    hybrid.bias_row = channel_row(values, per_batch, np.float32)
     pixels = source.shape[0] * window.out[0] * window.out[1]
     if pixels:
         if dtype != np.float32:  # the quantized input, as the product's type
@@ -394,11 +402,10 @@ def _conv2d_hybrid_invoke(context, node, state: ConvState) -> None:
         raw = tensors[node.inputs[1]].data
         w, flipped = hybrid.split(raw, state.layout, state.dtype)
         stale = hybrid.stale_sums(raw) if hybrid.row_sums else None
-    batches, width, channels = out.shape[0], out.shape[-2], out.shape[-1]
+    batches, channels = out.shape[0], out.shape[-1]
     acc = tensors[state.acc].data
     _conv_product(tensors, state, quantized, w, acc.reshape(-1, channels))
-    # rows of W*C values: the per-channel factors and bias tiled over an output row
-    rows = out.reshape(batches, -1, width * channels)
+    rows = out.reshape(batches, -1)  # a batch's outputs, [OH*OW*C]
     sums = acc.reshape(rows.shape)
     if flipped is not None:  # the SSE kernel's -128 * |x| (rare: computed apart, exact)
         extra = np.empty_like(acc)
@@ -410,20 +417,20 @@ def _conv2d_hybrid_invoke(context, node, state: ConvState) -> None:
     if sums.dtype != np.float32:
         np.copyto(rows, sums, casting="unsafe")  # float(int32 accumulator)
         sums = rows
-    if not hybrid.per_channel:  # MatrixBatchVectorMultiplyAccumulate: acc * (input scale * filter scale)
-        factors = scales * hybrid.scales[0]
-        np.multiply(sums, factors[0] if batches == 1 else factors[:, None, None], out=rows)
-    elif hybrid.reference:  # reference HybridConvPerChannel: acc * filter scale * input scale
-        np.multiply(sums, hybrid.scale_row, out=rows)
-        np.multiply(rows, scales[0] if batches == 1 else scales[:, None, None], out=rows)
-    elif batches == 1:  # optimized HybridConvPerChannel: acc * (filter scale * input scale)
-        np.multiply(sums, hybrid.scale_row * scales[0], out=rows)
-    else:
-        np.multiply(sums, (hybrid.scale_row * scales[:, None])[:, None, :], out=rows)
     bias_row = hybrid.bias_row
-    if bias_row is None:
-        bias_row = _bias_row(tensors[node.inputs[2]].data, width)
-    np.add(rows, bias_row, out=rows)
+    if not hybrid.bias_constant:
+        fill_row(bias_row, tensors[node.inputs[2]].data)
+    for batch, (total, result) in enumerate(zip(sums, rows)):
+        scale = scales[batch]
+        if not hybrid.per_channel:  # MatrixBatchVectorMultiplyAccumulate: acc * (input scale * filter scale)
+            np.multiply(total, scale * hybrid.scales[0], out=result)
+        elif hybrid.reference:  # reference HybridConvPerChannel: acc * filter scale * input scale
+            apply_row(np.multiply, total, hybrid.scale_row, result)
+            np.multiply(result, scale, out=result)
+        else:  # optimized HybridConvPerChannel: acc * (filter scale * input scale)
+            np.multiply(hybrid.scale_row, scale, out=hybrid.factors)
+            apply_row(np.multiply, total, hybrid.factors, result)
+        apply_row(np.add, result, bias_row, result)
     if hybrid.low > -np.inf or hybrid.high < np.inf:
         clip(rows, np.float32(hybrid.low), np.float32(hybrid.high), out=rows)
 

@@ -77,7 +77,7 @@ def conv3d_prepare(context, node):
         matrix,
         _constant_data(bias) if matrix is not None else None,
     )
-    _plan_float_bias(state, bias, out_spatial)
+    _plan_float_bias(state, bias, source.shape[0] * int(np.prod(out_spatial, dtype=np.int64)))
     set_temporaries(context, node, _owned(state), temporaries)
     state.clamp = activation_clamp(options.fused_activation_function)
     node.user_data = ConvState(**vars(state))

@@ -49,7 +49,6 @@ from .common import (
     _FLOAT_TYPES,
     _INTEGER,
     _activation_range,
-    _bias_row,
     _check_uint8_bias_scale,
     _constant_data,
     _draft,
@@ -64,6 +63,7 @@ from .common import (
     _quantize_input,
 )
 from .requant import Requant
+from .rows import apply_row, channel_row, fill_row
 
 # einsum's C function itself: np.einsum's Python layer costs more than a small depthwise layer (~1 us).
 try:
@@ -98,9 +98,13 @@ class HybridDepthwise:
     reference: bool  # BUILTIN_REF: acc * (filter scale * input scale); else NEON's order per channel
     low: float
     high: float
-    scale_row: np.ndarray | None = None  # the scales tiled over an output row (OW*C)
-    blocked_row: np.ndarray | None = None  # NEON: which of them are in blocks of 4 (None: all)
-    bias_row: np.ndarray | None = None  # a constant bias tiled over an output row
+    # rows (rows.py) over one batch's outputs: the scales, which of them NEON takes in blocks of 4 (None:
+    # all), the bias (refilled when not constant), and two rows of per-batch factors
+    scale_row: np.ndarray | None = None
+    blocked_row: np.ndarray | None = None
+    bias_row: np.ndarray | None = None
+    bias_constant: bool = False
+    factors: tuple[np.ndarray, np.ndarray] = ()
 
 
 @dataclass(frozen=True)
@@ -115,7 +119,8 @@ class DepthwiseState:
     view: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())  # the taps' view: shape, byte strides
     dtype: Any = np.float32
     weights: np.ndarray | None = None  # [KH, KW, OW*C*M]: each tap's weights tiled over an output row
-    bias: np.ndarray | None = None  # [OW*C*M]
+    bias: np.ndarray | None = None  # float: the bias tiled over a row (rows.py), refilled when not constant
+    bias_constant: bool = False
     clamp: Callable[[np.ndarray], None] | None = None
     integer: IntegerDepthwise | None = None
     hybrid: HybridDepthwise | None = None
@@ -241,9 +246,10 @@ def _depthwise_prepare(context, node, state, optimized: bool) -> None:
     constant = _constant_data(weights)
     if constant is not None:
         state.weights = _tile_weights(constant, width)
-    constant_bias = _constant_data(bias)
-    if constant_bias is not None:
-        state.bias = _bias_row(constant_bias, width)
+    if bias is not None and not state.exact:
+        state.bias_constant = _constant_data(bias) is not None
+        values = bias.data if state.bias_constant else np.zeros(out_channels, np.float32)
+        state.bias = channel_row(values, n * window.out[0] * window.out[1], np.float32)
     state.clamp = activation_clamp(options.fused_activation_function)
 
 
@@ -312,6 +318,7 @@ def _depthwise_integer(context, node, state, options, source, weights, bias, out
         state.weights, integer.sums = integer.weights(constant, width)
         if bias is None or constant_bias is not None:
             integer.bias = integer.bias_terms(constant_bias, integer.sums)
+    requant.prepare(source.shape[0] * window.out[0] * window.out[1], integer.bias)
     state.integer = integer
     temporaries = _plan_depthwise_sums(context, node, state, source, window, out_channels, dtype, stage=True)
     if state.acc in temporaries:
@@ -346,13 +353,15 @@ def _depthwise_hybrid(context, node, state, options, source, weights, bias, outp
     scales = np.broadcast_to(quantization.scale.astype(np.float32), (out_channels,)).copy()
     low, high = _float_range(options.fused_activation_function)
     hybrid = state.hybrid = HybridDepthwise(scales, not optimized, low, high)
-    width = window.out[1]
-    hybrid.scale_row = _bias_row(scales, width)
+    pixels = window.out[0] * window.out[1]  # per batch
+    hybrid.scale_row = channel_row(scales, pixels)
     if out_channels % 4:
-        hybrid.blocked_row = np.tile(np.arange(out_channels) < out_channels - out_channels % 4, width)
-    constant_bias = _constant_data(bias)
-    if constant_bias is not None:
-        hybrid.bias_row = _bias_row(constant_bias.astype(np.float32), width)
+        hybrid.blocked_row = channel_row(np.arange(out_channels) < out_channels - out_channels % 4, pixels)
+    hybrid.factors = (np.empty_like(hybrid.scale_row), np.empty_like(hybrid.scale_row))
+    if bias is not None:
+        hybrid.bias_constant = _constant_data(bias) is not None
+        values = bias.data if hybrid.bias_constant else np.zeros(out_channels)
+        hybrid.bias_row = channel_row(values, pixels, np.float32)
     constant = _constant_data(weights)
     taps = weights.shape[1] * weights.shape[2]
     if constant is not None:
@@ -363,6 +372,9 @@ def _depthwise_hybrid(context, node, state, options, source, weights, bias, outp
     if constant is not None:
         state.weights = _tile_weights(constant.astype(dtype), window.out[1])
     temporaries = _plan_depthwise_sums(context, node, state, source, window, out_channels, dtype, stage=False)
+    if dtype != np.float32 and state.acc in temporaries:  # the quantized input, as the sums' type
+        scratch_tensor(context, state.wide, _FLOAT_TYPES[np.dtype(dtype)], source.shape)
+        temporaries.append(state.wide)
     set_temporaries(context, node, (state.scratch, state.acc, state.wide), temporaries)
 
 
@@ -386,8 +398,8 @@ def _depthwise_exact(tensors, state: DepthwiseState, x, w: np.ndarray, bias, row
         np.multiply(taps[:, :, :, first : first + count], weights, out=products[:, :, :, :count])
         if bias is None:
             start[:, :count] = 0
-        else:
-            start[:, :count] = bias
+        else:  # the channels of every output pixel
+            start[:, :count].reshape(*start.shape[:1], count, -1, bias.size)[...] = bias.reshape(-1)
         sum_in_order(terms[:, :, :count], rows[:, first : first + count])
 
 
@@ -415,23 +427,15 @@ def depthwise_invoke(context, node):
         w = _tile_weights(tensors[node.inputs[1]].data, out.shape[2])
     rows = out.reshape(out.shape[0], out.shape[1], -1)
     if state.exact:
-        bias = None
-        if len(node.inputs) == 3:
-            bias = (
-                state.bias
-                if state.bias is not None
-                else _bias_row(tensors[node.inputs[2]].data, out.shape[2])
-            )
+        bias = tensors[node.inputs[2]].data if len(node.inputs) == 3 else None
         _depthwise_exact(tensors, state, tensors[node.inputs[0]].data, w, bias, rows)
         if state.clamp is not None:
             state.clamp(out)
         return
     _depthwise_sums(tensors, state, tensors[node.inputs[0]].data, w, rows)
     if len(node.inputs) == 3:
-        bias = state.bias
-        if bias is None:
-            bias = _bias_row(tensors[node.inputs[2]].data, out.shape[2])
-        np.add(rows, bias, out=rows)
+        bias = state.bias if state.bias_constant else fill_row(state.bias, tensors[node.inputs[2]].data)
+        apply_row(np.add, rows, bias, rows)
     if state.clamp is not None:
         state.clamp(out)
 
@@ -456,7 +460,9 @@ def _depthwise_hybrid_invoke(context, node, state: DepthwiseState, out: np.ndarr
     hybrid = state.hybrid
     quantized, scales, _ = _quantize_input(tensors[node.inputs[0]].data, True)
     if state.dtype != quantized.dtype:
-        quantized = quantized.astype(state.dtype)
+        staged = tensors[state.wide].data
+        np.copyto(staged, quantized)
+        quantized = staged
     w = state.weights
     if w is None:
         w = _tile_weights(tensors[node.inputs[1]].data.astype(state.dtype), out.shape[2])
@@ -464,22 +470,30 @@ def _depthwise_hybrid_invoke(context, node, state: DepthwiseState, out: np.ndarr
     _depthwise_sums(tensors, state, quantized, w, acc)
     rows = out.reshape(acc.shape)  # [N, OH, OW*C]
     np.copyto(rows, acc, casting="unsafe")  # float(int32 accumulator)
-    per_batch = scales[0] if scales.size == 1 else scales[:, None, None]
-    scale_row = hybrid.scale_row
-    if hybrid.reference:  # acc * (filter scale * input scale)
-        np.multiply(rows, scale_row * per_batch, out=rows)
-    elif hybrid.blocked_row is None:  # NEON blocks of 4 channels: (acc * filter scale) * input scale
-        np.multiply(rows, scale_row, out=rows)
-        np.multiply(rows, per_batch, out=rows)
-    else:  # and the last C % 4 channels in scalar code: (acc * input scale) * filter scale
-        blocked = hybrid.blocked_row
-        np.multiply(rows, np.where(blocked, scale_row, per_batch), out=rows)
-        np.multiply(rows, np.where(blocked, per_batch, scale_row), out=rows)
+    bias_row = None
     if len(node.inputs) == 3:
         bias_row = hybrid.bias_row
-        if bias_row is None:
-            bias_row = _bias_row(tensors[node.inputs[2]].data, out.shape[2])
-        np.add(rows, bias_row, out=rows)
+        if not hybrid.bias_constant:
+            fill_row(bias_row, tensors[node.inputs[2]].data)
+    scale_row, (first, second) = hybrid.scale_row, hybrid.factors
+    for batch, per_batch in zip(rows, scales.tolist()):
+        per_batch = np.float32(per_batch)
+        if hybrid.reference:  # acc * (filter scale * input scale)
+            np.multiply(scale_row, per_batch, out=first)
+            apply_row(np.multiply, batch, first, batch)
+        elif hybrid.blocked_row is None:  # NEON blocks of 4 channels: (acc * filter scale) * input scale
+            apply_row(np.multiply, batch, scale_row, batch)
+            np.multiply(batch, per_batch, out=batch)
+        else:  # and the last C % 4 channels in scalar code: (acc * input scale) * filter scale
+            blocked = hybrid.blocked_row
+            first.fill(per_batch)
+            np.copyto(first, scale_row, where=blocked)
+            second.fill(per_batch)
+            np.copyto(second, scale_row, where=~blocked)
+            apply_row(np.multiply, batch, first, batch)
+            apply_row(np.multiply, batch, second, batch)
+        if bias_row is not None:
+            apply_row(np.add, batch, bias_row, batch)
     if hybrid.low > -np.inf or hybrid.high < np.inf:
         clip(rows, np.float32(hybrid.low), np.float32(hybrid.high), out=rows)
 

@@ -16,7 +16,8 @@ import numpy as np
 from ...fidelity.eigen_order import eigen_product, sequential_products
 from ..common import scratch_tensor
 from ..windows import Staging, byte_strides, make_staging, padded_copies, staged_input
-from .common import _FLOAT_TYPES, _bias_row, _constant_data, _draft
+from .common import _FLOAT_TYPES, _constant_data, _draft
+from .rows import apply_row, channel_row, fill_row
 
 if TYPE_CHECKING:
     from .conv2d import HybridConv, IntegerConv
@@ -48,7 +49,8 @@ class ConvState:
     weights: np.ndarray | None = None  # [G, K/G (+1), O/G] for a constant filter
     layout: Callable[[np.ndarray], np.ndarray] | None = None
     bias: int = -1  # the bias tensor, or -1
-    bias_row: np.ndarray | None = None  # a constant bias tiled over the output's last spatial dimension
+    bias_row: np.ndarray | None = None  # the bias tiled over a row (rows.py); refilled when not constant
+    bias_constant: bool = False
     clamp: Callable[[np.ndarray], None] | None = None
     integer: IntegerConv | None = None
     hybrid: HybridConv | None = None
@@ -165,13 +167,22 @@ def _plan_conv(
     return temporaries
 
 
-def _plan_float_bias(state, bias, out_spatial: tuple[int, ...]) -> None:
-    """A bias not folded into the product is added after it, tiled over an output row when constant."""
-    state.bias, state.bias_row = -1, None
+def _plan_float_bias(state, bias, pixels: int) -> None:
+    """A bias not folded into the product is added after it, tiled over a row (a run-time bias is
+    written into that row at every invoke)."""
+    state.bias, state.bias_row, state.bias_constant = -1, None, False
     if bias is not None and not state.folded:
         state.bias = bias.index
-        if _constant_data(bias) is not None and out_spatial:
-            state.bias_row = _bias_row(bias.data, out_spatial[-1])
+        state.bias_constant = _constant_data(bias) is not None
+        values = bias.data if state.bias_constant else np.zeros(bias.shape, np.float32)
+        state.bias_row = channel_row(values, pixels, np.float32)
+
+
+def _bias(tensors, state: ConvState) -> np.ndarray:
+    """The bias row of a float convolution."""
+    if state.bias_constant:
+        return state.bias_row
+    return fill_row(state.bias_row, tensors[state.bias].data)
 
 
 def _conv_product(tensors, state: ConvState, x: np.ndarray, w: np.ndarray, rows: np.ndarray) -> None:
@@ -214,10 +225,9 @@ def _conv_exact_product(tensors, state: ConvState, x: np.ndarray, w: np.ndarray,
         eigen_product(col, w[0], sums, state.eigen)
     else:
         sequential_products(col.reshape(groups, -1, pixels), w, sums.reshape(groups, -1, pixels))
+    np.copyto(rows, sums.T)
     if state.bias >= 0:  # LiteRT adds the bias to the finished sums
-        np.add(sums.T, tensors[state.bias].data.reshape(-1), out=rows)
-    else:
-        np.copyto(rows, sums.T)
+        apply_row(np.add, rows, _bias(tensors, state), rows)
 
 
 def _conv_compute(context, node, state: ConvState) -> None:
@@ -236,10 +246,6 @@ def _conv_compute(context, node, state: ConvState) -> None:
         return
     _conv_product(tensors, state, x, w, rows)
     if state.bias >= 0:
-        bias_row = state.bias_row
-        if bias_row is None:
-            bias_row = _bias_row(tensors[state.bias].data, out.shape[-2])
-        lines = out.reshape(-1, bias_row.shape[0])
-        np.add(lines, bias_row, out=lines)
+        apply_row(np.add, out, _bias(tensors, state), out)
     if state.clamp is not None:
         state.clamp(out)

@@ -10,6 +10,7 @@ import numpy as np
 from ...errors import ensure
 from ..common import clip
 from ..quant import fixed_point as fp
+from .rows import apply_row, channel_row
 
 
 def _uniform(values: np.ndarray):
@@ -60,7 +61,7 @@ class Requant:
     _total: Any = None
     _add_zero_point: bool = True
     _fast: Any = None  # (terms, (m', c')) of the float64 path for constant terms
-    _rows: Any = None  # ((m', c'), row width, m' and c' tiled over a row)
+    _rows: Any = None  # _Rows: the per-channel values tiled over rows, for the last pixels and terms
 
     def __post_init__(self) -> None:
         m = np.asarray(self.multiplier, np.int64).reshape(-1)
@@ -129,30 +130,55 @@ class Requant:
         result = fp.multiply_by_quantized_multiplier(acc, self.multiplier[channels], self.shift[channels])
         return result + self.zero_point
 
+    def _tiled(self, pixels: int, terms) -> _Rows:
+        """The per-channel values tiled over rows of `pixels` outputs (rows.py), kept for the last
+        (pixels, terms): the kernels ask for their constant terms in prepare, so invoke reuses them."""
+        rows = self._rows
+        if rows is not None and rows.pixels == pixels and rows.terms is terms:
+            return rows
+
+        def tile(values):
+            return values if np.ndim(values) == 0 else channel_row(values, pixels)
+
+        fast = self._float_constants(terms)
+        channels = self.multiplier.size
+        rows = self._rows = _Rows(
+            pixels,
+            terms,
+            None if fast is None else tuple(channel_row(v, pixels) for v in fast),
+            None if terms is None else channel_row(np.broadcast_to(terms, (channels,)), pixels, np.int64),
+            *(tile(v) for v in (self._left, self._m, self._add, self._total)),
+        )
+        return rows
+
+    def prepare(self, pixels: int, terms=None) -> None:
+        """Tile, in prepare, what requantize needs for outputs of `pixels` pixels and these (constant)
+        terms."""
+        self._tiled(pixels, terms)
+
     def requantize(self, product: np.ndarray, terms, wide: np.ndarray, out: np.ndarray) -> None:
         """out = the requantized product + terms. `product`: exact integer-valued floats shaped like
-        `out` ([..., W, C]); `terms`: int64 per-channel terms or None; `wide`: an int64 scratch shaped
-        like `out`. The float64 path runs on rows of W*C values (per-channel constants tiled over a
-        row: C alone is too short an inner loop)."""
-        fast = self._float_constants(terms)
-        if fast is None:
+        `out` ([..., C]); `terms`: int64 per-channel terms or None; `wide`: an int64 scratch shaped
+        like `out`. The per-channel values apply over long rows (rows.py): no NumPy buffers."""
+        channels = out.shape[-1]
+        rows = self._tiled(out.size // channels if channels else 0, terms)
+        if rows.fast is None:
             np.copyto(wide, product, casting="unsafe")  # exact integers
             if terms is not None:
-                np.add(wide, terms, out=wide)
-            self.apply(wide, out)
+                apply_row(np.add, wide, rows.terms_row, wide)
+            self._apply(wide, out, rows)
             return
-        width = out.shape[-2] * out.shape[-1] if out.ndim > 1 else out.shape[-1]
-        rows = self._rows
-        if rows is None or rows[0] is not fast or rows[1] != width:
-            rows = self._rows = (fast, width, *(np.tile(v, width // v.size) for v in fast))
-        scale, constant = rows[2], rows[3]
-        t = wide.view(np.float64).reshape(-1, width)
-        np.multiply(product.reshape(-1, width), scale, out=t)
-        np.add(t, constant, out=t)
+        scale, constant = rows.fast
+        t = wide.view(np.float64)
+        values = product
+        if product.dtype != t.dtype:
+            np.copyto(t, product)  # exact: a cast inside the product would run buffered
+            values = t
+        apply_row(np.multiply, values, scale, t)
+        apply_row(np.add, t, constant, t)
         np.floor(t, out=t)
         clip(t, self.low, self.high, out=t)
-        np.copyto(out.reshape(-1, width), t, casting="unsafe")
-        channels = out.shape[-1]
+        np.copyto(out, t, casting="unsafe")
         if self.scalar_from is not None and self.scalar_from < channels:
             tail = (Ellipsis, slice(self.scalar_from, None))
             acc = product[tail].astype(np.int64)
@@ -176,7 +202,7 @@ class Requant:
         clip(rows, self.low, self.high, out=rows)
         np.copyto(out.reshape(-1, width), rows, casting="unsafe")
 
-    def apply(self, acc: np.ndarray, out: np.ndarray) -> None:
+    def _apply(self, acc: np.ndarray, out: np.ndarray, rows: _Rows) -> None:
         """Requantize `acc` (int64, overwritten) into `out` (same shape, the output's integer type)."""
         if self.wrap:
             fp.wrap(acc, out=acc)
@@ -192,12 +218,12 @@ class Requant:
         if self.rounding == "scalar":
             acc[...] = self._scalar(acc, slice(None))
         else:
-            if self._left is not None:
-                np.left_shift(acc, self._left, out=acc)
+            if rows.left is not None:
+                _per_channel(np.left_shift, acc, rows.left)
                 fp.wrap(acc, out=acc)  # C shifts (multiplies) in int32
-            np.multiply(acc, self._m, out=acc)
-            np.add(acc, self._add, out=acc)
-            np.right_shift(acc, self._total, out=acc)
+            _per_channel(np.multiply, acc, rows.m)
+            _per_channel(np.add, acc, rows.add)
+            _per_channel(np.right_shift, acc, rows.total)
             if self.rounding in ("wide", "single"):
                 fp.wrap(acc, out=acc)
             if self.rounding != "wide" and self._add_zero_point and self.zero_point:
@@ -206,4 +232,27 @@ class Requant:
             acc[..., self.scalar_from :] = tail
         if flat_tail is not None:
             acc.reshape(-1)[-self.scalar_tail :] = flat_tail
-        clip(acc, self.low, self.high, out=out, casting="unsafe")
+        clip(acc, self.low, self.high, out=acc)
+        np.copyto(out, acc, casting="unsafe")  # a cast inside the clip would run buffered
+
+
+def _per_channel(ufunc, acc: np.ndarray, values) -> None:
+    """acc = ufunc(acc, values): a scalar, or a channel_row."""
+    if np.ndim(values) == 0:
+        ufunc(acc, values, out=acc)
+    else:
+        apply_row(ufunc, acc, values, acc)
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """Requant's per-channel values tiled over rows of `pixels` outputs, for `terms`."""
+
+    pixels: int
+    terms: Any
+    fast: tuple[np.ndarray, np.ndarray] | None  # the float64 path's (m', c') rows
+    terms_row: np.ndarray | None  # int64
+    left: Any  # the rest: NumPy scalars when uniform, rows otherwise
+    m: Any
+    add: Any
+    total: Any

@@ -89,6 +89,7 @@ class TransposeState:
     gathered: int  # gather: the rows of every output pixel, [R, output pixels, O]
     acc: int = -1  # quantized: the float sums, [output shape]
     wide: int = -1  # quantized: the int64 accumulators, [output shape]
+    shifted: int = -1  # quantized: the input minus its zero point, as floats
     op: str = ""
     spatial: int = 2
     kernel: tuple[int, ...] = ()
@@ -114,8 +115,8 @@ _GATHER_ELEMENTS = 1 << 18
 
 
 def _transpose_init(context, buffer, length):
-    scratch, gathered, acc, wide = context.add_tensors(4)
-    return TransposeState(scratch=scratch, gathered=gathered, acc=acc, wide=wide)
+    scratch, gathered, acc, wide, shifted = context.add_tensors(5)
+    return TransposeState(scratch=scratch, gathered=gathered, acc=acc, wide=wide, shifted=shifted)
 
 
 def _transpose_plan(
@@ -227,6 +228,9 @@ def _transpose_prepare(
     pixels = int(np.prod(source.shape[:-1], dtype=np.int64))
     rows = pixels * state.taps
     temporaries = [state.scratch]
+    if quantized:
+        scratch_tensor(context, state.shifted, _FLOAT_TYPES[state.dtype], source.shape)
+        temporaries.append(state.shifted)
     float_type = _FLOAT_TYPES[state.dtype]
     if shape_tensor.is_constant_or_persistent and shape_tensor.data is not None:
         state.plan = _transpose_plan(state, source.shape, shape_tensor.data, gather=True)
@@ -236,6 +240,7 @@ def _transpose_prepare(
             scratch_tensor(context, state.acc, float_type, shape)
             scratch_tensor(context, state.wide, TensorType.INT64, shape)
             temporaries += [state.acc, state.wide]
+            state.integer.requant.prepare(math.prod(shape[:-1]), state.integer.bias_terms)
     else:
         context.set_tensor_to_dynamic(output)
     if state.plan is not None and state.plan.mode == "gather":
@@ -243,7 +248,7 @@ def _transpose_prepare(
         scratch_tensor(context, state.gathered, float_type, (*state.plan.rows.shape, state.out_channels))
         temporaries.append(state.gathered)
     scratch_tensor(context, state.scratch, float_type, (rows, state.out_channels))
-    set_temporaries(context, node, (state.scratch, state.gathered, state.acc, state.wide), temporaries)
+    set_temporaries(context, node, _owned(state), temporaries)
 
 
 def _transpose_integer(state, options, source, weights, bias, output, optimized: bool) -> None:
@@ -364,7 +369,9 @@ def _transpose_invoke(context, node):
     if w is None:
         filt = tensors[node.inputs[1]].data.astype(np.int64) - integer.filter_offset
         w = np.ascontiguousarray(state.layout(filt.astype(state.dtype)))
-    x = np.subtract(source.data, integer.input_zero_point, dtype=state.dtype)  # exact
+    x = tensors[state.shifted].data
+    np.copyto(x, source.data)  # then minus the zero point, exact (a cast inside would run buffered)
+    np.subtract(x, integer.input_zero_point, out=x)
     if dynamic:
         acc, wide = np.empty(out.shape, state.dtype), np.empty(out.shape, np.int64)
     else:
@@ -379,7 +386,11 @@ def _transpose_invoke(context, node):
     requant.requantize(acc, terms, wide, out)
 
 
-_OWNED = ("scratch", "gathered", "acc", "wide")  # the temporaries init makes
+_OWNED = ("scratch", "gathered", "acc", "wide", "shifted")  # the temporaries init makes
+
+
+def _owned(state) -> tuple[int, ...]:
+    return tuple(getattr(state, name) for name in _OWNED)
 
 
 def _transpose_draft(node):

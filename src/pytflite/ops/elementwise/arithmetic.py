@@ -12,7 +12,7 @@ from ...errors import ensure, ensure_type, ensure_types_eq
 from ...model.options import ActivationFunctionType
 from ..common import clip
 from ..registry import register_builtin
-from .binary import BinaryData, BinaryOp, _finish_prepare, binary_invoke
+from .binary import BinaryData, BinaryOp, _finish_prepare, binary_init_with_scratch, binary_invoke
 from .common import (
     _QUANTIZED,
     T,
@@ -97,6 +97,7 @@ for _op, _ufunc, _versions, _types in _ARITHMETIC:
         _versions,
         types=_types,
         op_data=BinaryData,
+        init=binary_init_with_scratch,
         prepare=_finish_prepare(_arithmetic_prepare(_op.name, _ufunc, _types)),
         invoke=binary_invoke,
         builtin_ref={

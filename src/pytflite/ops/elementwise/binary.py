@@ -31,9 +31,16 @@ class BinaryOp:
 
 @dataclass(frozen=True, slots=True)
 class BinaryData:
-    """The op data of the binary ops: the runner prepare built for the node's shapes and types."""
+    """The op data of the binary ops: the runner prepare built for the node's shapes and types, and the
+    temporaries init added where the op has a quantized path (quantized.py's index arrays)."""
 
-    run: Runner
+    run: Runner | None
+    scratch: tuple[int, ...] = ()
+
+
+def binary_init_with_scratch(context, buffer, length):
+    """init of the ops with a quantized lookup path: two arena temporaries, typed only when it is taken."""
+    return BinaryData(None, context.add_tensors(2))
 
 
 def binary_invoke(context, node):
@@ -120,8 +127,9 @@ def _finish_prepare(prepare: Callable) -> Callable:
     of its runner. (Quantized arithmetic leaves its own BinaryData and returns None.)"""
 
     def run_prepare(context, node):
+        scratch = node.user_data.scratch if node.user_data is not None else ()
         op = prepare(context, node)
         if op is not None:
-            node.user_data = BinaryData(_runner(context, node, op))
+            node.user_data = BinaryData(_runner(context, node, op), scratch)
 
     return run_prepare

@@ -10,7 +10,7 @@ import numpy as np
 
 from ...core.types import type_name
 from ...errors import ensure
-from ..common import broadcast_shape
+from ..common import INTP_TYPE, broadcast_shape, scratch_tensor, set_temporaries
 from .binary import BinaryData, Runner
 from .common import _QUANTIZED, T, _output_shape, _zero_check
 from .formulas import (
@@ -53,17 +53,17 @@ from .simd_paths import _BLOCK, _broadcast_walk, _path_groups
 # where the formula separates (_Separable), and the rest computed in int64 NumPy arithmetic.
 
 
-# Outputs up to this many elements keep their int64 index buffer between calls.
-_INDEX_BUFFER_LIMIT = 16384
-
-
 def _run_nothing(tensors, inputs, out):
     """The runner of an empty output."""
 
 
 def _quantized_runner(context, node, formulas: dict[str, Callable], groups, check=None) -> Runner:
     """The function invoke calls: a lookup in per-path tables of all 256 x 256 results for 8-bit inputs,
-    direct int64 arithmetic for int16 ones. `check(b)` validates the second input first (DIV)."""
+    direct int64 arithmetic for int16 ones. `check(b)` validates the second input first (DIV).
+
+    The 8-bit lookup's index, first * 256 + second, is built in the node's two np.intp temporaries
+    (sized here): the inputs are converted by assignment, as a ufunc casting its inputs goes through
+    NumPy's buffers."""
     tensors = context.tensors
     first = tensors[node.inputs[0]]
     output = tensors[node.outputs[0]]
@@ -80,15 +80,20 @@ def _quantized_runner(context, node, formulas: dict[str, Callable], groups, chec
             }
         main = tables[groups[0][0]]
         extras = [(tables[path], positions) for path, positions in groups[1:]]
-        kept = np.empty(shape, np.intp) if size <= _INDEX_BUFFER_LIMIT else None
+        first_index, second_index = node.user_data.scratch  # by init
+        for scratch in (first_index, second_index):
+            scratch_tensor(context, scratch, INTP_TYPE, shape)
+        set_temporaries(context, node, (first_index, second_index), (first_index, second_index))
 
         def lookup(tensors, inputs, out):
             b = tensors[inputs[1]].data
             if check is not None:
                 check(b)
-            index = kept if kept is not None else np.empty(shape, np.intp)
-            np.left_shift(tensors[inputs[0]].data.view(np.uint8), 8, out=index, dtype=np.intp)
-            np.bitwise_or(index, b.view(np.uint8), out=index)
+            index, low = tensors[first_index].data, tensors[second_index].data
+            np.copyto(index, tensors[inputs[0]].data.view(np.uint8))
+            np.left_shift(index, 8, out=index)
+            np.copyto(low, b.view(np.uint8))
+            np.bitwise_or(index, low, out=index)
             np.take(main, index, out=out, mode="clip")
             for table, positions in extras:
                 out.reshape(-1)[positions] = table[index.reshape(-1)[positions]]
@@ -213,7 +218,9 @@ def _quantized_prepare(context, node, op_name: str, first, second, output, optim
         _output_shape(first, second, op_name)  # TFLite's broadcast loop: its rank limit
     groups = _path_groups(walk, size, block, broadcast_block)
     context.resize_tensor(output, shape)
-    node.user_data = BinaryData(_quantized_runner(context, node, formulas, groups, check))
+    node.user_data = BinaryData(
+        _quantized_runner(context, node, formulas, groups, check), node.user_data.scratch
+    )
 
 
 def _quantized_arithmetic(op_name: str, first, output) -> bool:

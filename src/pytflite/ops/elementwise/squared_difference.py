@@ -7,7 +7,7 @@ import numpy as np
 from ...core.types import BuiltinOperator
 from ...errors import ensure_type
 from ..registry import register_builtin
-from .binary import BinaryData, BinaryOp, _finish_prepare, binary_invoke
+from .binary import BinaryData, BinaryOp, _finish_prepare, binary_init_with_scratch, binary_invoke
 from .common import T, _binary_tensors, _output_shape
 from .quantized import _quantized_arithmetic, _quantized_prepare
 
@@ -35,6 +35,7 @@ register_builtin(
     (1, 2),
     types=_SQUARED_DIFFERENCE_TYPES,
     op_data=BinaryData,
+    init=binary_init_with_scratch,
     prepare=_finish_prepare(_squared_difference_prepare),
     invoke=binary_invoke,
 )
