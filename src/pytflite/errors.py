@@ -80,6 +80,19 @@ def ensure_types_eq(first: Any, second: Any, what: str) -> None:
         raise KernelError(f"{what}: {type_name(first.type)} != {type_name(second.type)}")
 
 
+def ensure_condition_eq(actual: Any, expected: Any, condition: str) -> None:
+    """TF_LITE_ENSURE_EQ in TFLite's own words: `condition` reads "a != b", the values follow in
+    parentheses ("NumDimensions(input) != 2 (3 != 2)")."""
+    if actual != expected:
+        raise KernelError(f"{condition} ({actual} != {expected})")
+
+
+def ensure_type_condition(tensor: Any, expected: TensorType, condition: str) -> None:
+    """TF_LITE_ENSURE_TYPES_EQ in TFLite's own words, with the type names."""
+    if tensor.type != expected:
+        raise KernelError(f"{condition} ({type_name(tensor.type)} != {type_name(expected)})")
+
+
 class InvalidArgumentError(ValueError):
     """A call of the Python API got an argument it cannot use (set_tensor's value, resize_tensor_input's
     shape, a signature runner's inputs, an index). A ValueError, as LiteRT raises; its own class lets a

@@ -243,3 +243,31 @@ def stored_shape(tensor_type: TensorType, shape: Sequence[int]) -> tuple[int, ..
 def type_name(tensor_type: TensorType | None) -> str:
     """TFLite's name for a type (TfLiteTypeGetName), NOTYPE for an untyped tensor."""
     return "NOTYPE" if tensor_type is None else tensor_type.name
+
+
+# TfLiteType's numbering, for the few messages where TFLite prints a type as a number.
+TFLITE_TYPE_NUMBER = {
+    TensorType.FLOAT32: 1,
+    TensorType.INT32: 2,
+    TensorType.UINT8: 3,
+    TensorType.INT64: 4,
+    TensorType.STRING: 5,
+    TensorType.BOOL: 6,
+    TensorType.INT16: 7,
+    TensorType.COMPLEX64: 8,
+    TensorType.INT8: 9,
+    TensorType.FLOAT16: 10,
+    TensorType.FLOAT64: 11,
+    TensorType.COMPLEX128: 12,
+    TensorType.UINT64: 13,
+    TensorType.RESOURCE: 14,
+    TensorType.VARIANT: 15,
+    TensorType.UINT32: 16,
+    TensorType.UINT16: 17,
+    TensorType.INT4: 18,
+    TensorType.BFLOAT16: 19,
+    TensorType.INT2: 20,
+    TensorType.UINT4: 21,
+    TensorType.FLOAT8_E4M3FN: 22,
+    TensorType.FLOAT8_E5M2: 23,
+}

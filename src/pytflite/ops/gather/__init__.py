@@ -5,6 +5,7 @@ SCATTER_ND                               slices added into zeros (np.add.at, so 
 SELECT, SELECT_V2                        a condition choosing x or y (masked copies; bitwise when large)
 WHERE, UNIQUE                            outputs whose shape depends on input values (dynamic outputs)
 ONE_HOT, BUCKETIZE                       index encodings
+SPARSE_TO_DENSE                          listed positions set in a tensor of a default value
 SEGMENT_SUM, UNSORTED_SEGMENT_*          segment reductions (ufunc.at in TFLite's element order)
 MATRIX_DIAG, MATRIX_SET_DIAG             diagonals written through a strided view
 
@@ -18,8 +19,8 @@ into a persistent read-only output, as TFLite does in its prepare.
 
 Modules: gather.py, gather_nd.py, scatter_nd.py, embedding_lookup.py, select.py (SELECT, SELECT_V2),
 where.py, one_hot.py, unique.py, segments.py (SEGMENT_SUM, UNSORTED_SEGMENT_*), matrix_diag.py
-(MATRIX_DIAG, MATRIX_SET_DIAG) and bucketize.py register the kernels; common.py holds the index types,
-TFLite's check messages and row strides they share.
+(MATRIX_DIAG, MATRIX_SET_DIAG), sparse_to_dense.py and bucketize.py register the kernels; common.py holds
+the index types, TFLite's check messages and row strides they share.
 """
 
 from . import (  # noqa: F401  (importing them registers their kernels)
@@ -32,6 +33,7 @@ from . import (  # noqa: F401  (importing them registers their kernels)
     scatter_nd,
     segments,
     select,
+    sparse_to_dense,
     unique,
     where,
 )

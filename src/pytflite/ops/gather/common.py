@@ -36,18 +36,6 @@ def _unsupported(tensor, message: str) -> KernelError:
     return KernelError(message % type_name(tensor.type))
 
 
-def _ensure_eq(actual, expected, condition: str) -> None:
-    """TF_LITE_ENSURE_EQ's message: `condition` reads "a != b", the values follow in parentheses."""
-    if actual != expected:
-        raise KernelError(f"{condition} ({actual} != {expected})")
-
-
-def _ensure_type(tensor, expected: TensorType, condition: str) -> None:
-    """TF_LITE_ENSURE_TYPES_EQ's message, with the type names."""
-    if tensor.type != expected:
-        raise KernelError(f"{condition} ({type_name(tensor.type)} != {type_name(expected)})")
-
-
 def _row_strides(dims: tuple[int, ...]) -> np.ndarray:
     """Row-major strides (in elements) of an array of shape `dims`, as int64."""
     strides = np.ones(len(dims), np.int64)

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...core.quantization import AffineQuantization
-from ...errors import KernelError, ensure, ensure_types_eq
+from ...errors import KernelError, ensure, ensure_condition_eq, ensure_type_condition, ensure_types_eq
 from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
-from .common import _EMBEDDING_TYPES, Op, T, _ensure_eq, _ensure_type, _unsupported
+from .common import _EMBEDDING_TYPES, Op, T, _unsupported
 
 
 @dataclass(frozen=True)
@@ -33,8 +33,8 @@ def embedding_lookup_prepare(context, node):
     check_arity(node, 2)
     lookup, value = input_tensor(context, node, 0), input_tensor(context, node, 1)
     output = output_tensor(context, node)
-    _ensure_eq(len(lookup.shape), 1, "NumDimensions(lookup) != 1")
-    _ensure_type(lookup, T.INT32, "lookup->type != kTfLiteInt32")
+    ensure_condition_eq(len(lookup.shape), 1, "NumDimensions(lookup) != 1")
+    ensure_type_condition(lookup, T.INT32, "lookup->type != kTfLiteInt32")
     ensure(len(value.shape) >= 2, "NumDimensions(value) >= 2 was not true.")
     quantization = value.quantization
     if quantization is not None and not isinstance(quantization, AffineQuantization):

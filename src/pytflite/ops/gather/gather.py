@@ -8,10 +8,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...errors import KernelError, ensure, ensure_types_eq
+from ...errors import KernelError, ensure, ensure_condition_eq, ensure_types_eq
 from ..common import as_indices, check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
-from .common import _INDEX_TYPES, Op, T, _ensure_eq, _unsupported
+from .common import _INDEX_TYPES, Op, T, _unsupported
 
 _GATHER_TYPES = (
     T.FLOAT32,
@@ -49,7 +49,7 @@ def gather_prepare(context, node):
     ensure_types_eq(output, params, "GATHER output type")
     rank, positions_rank = len(params.shape), len(positions.shape)
     if params.type == T.STRING:
-        _ensure_eq(rank, 1, "NumDimensions(input) != 1")
+        ensure_condition_eq(rank, 1, "NumDimensions(input) != 1")
     options = node.builtin_data
     axis = options.axis + rank if options.axis < 0 else options.axis
     ensure(0 <= axis < rank, "0 <= axis && axis < NumDimensions(input) was not true.")
@@ -58,7 +58,9 @@ def gather_prepare(context, node):
     ensure(0 <= batch_dims < rank, "0 <= batch_dims && batch_dims < NumDimensions(input) was not true.")
     ensure(batch_dims <= positions_rank, "batch_dims <= NumDimensions(positions) was not true.")
     for i in range(batch_dims):
-        _ensure_eq(params.shape[i], positions.shape[i], "input->dims->data[i] != positions->dims->data[i]")
+        ensure_condition_eq(
+            params.shape[i], positions.shape[i], "input->dims->data[i] != positions->dims->data[i]"
+        )
     shape = params.shape[:axis] + positions.shape[batch_dims:] + params.shape[axis + 1 :]
 
     batch = math.prod(params.shape[:batch_dims])

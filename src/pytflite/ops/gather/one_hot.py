@@ -8,10 +8,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...core.types import type_name
-from ...errors import ensure, ensure_types_eq
+from ...errors import ensure, ensure_condition_eq, ensure_type_condition, ensure_types_eq
 from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
-from .common import Op, T, _ensure_eq, _ensure_type, _unsupported
+from .common import Op, T, _unsupported
 
 # TFLite's prepare also lets INT16 through, but its invoke has no INT16 case and fails.
 _ONE_HOT_TYPES = (T.FLOAT32, T.INT32, T.INT64, T.INT8, T.UINT8, T.BOOL)
@@ -44,10 +44,10 @@ def one_hot_prepare(context, node):
         0 <= axis <= rank, "op_context.axis >= 0 && op_context.axis < op_context.output_dims was not true."
     )
     ensure(depth.type == T.INT32, f"ONE_HOT depth type {type_name(depth.type)} != INT32")
-    _ensure_eq(math.prod(depth.shape), 1, "NumElements(op_context.depth) != 1")
-    _ensure_eq(math.prod(on_value.shape), 1, "NumElements(op_context.on_value) != 1")
-    _ensure_eq(math.prod(off_value.shape), 1, "NumElements(op_context.off_value) != 1")
-    _ensure_type(off_value, on_value.type, "op_context.off_value->type != op_context.dtype")
+    ensure_condition_eq(math.prod(depth.shape), 1, "NumElements(op_context.depth) != 1")
+    ensure_condition_eq(math.prod(on_value.shape), 1, "NumElements(op_context.on_value) != 1")
+    ensure_condition_eq(math.prod(off_value.shape), 1, "NumElements(op_context.off_value) != 1")
+    ensure_type_condition(off_value, on_value.type, "op_context.off_value->type != op_context.dtype")
     ensure_types_eq(output, on_value, "ONE_HOT output type")
     if not depth.is_constant_or_persistent:
         node.user_data = OneHotData(axis, None)

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...errors import KernelError, ensure, ensure_types_eq
+from ...errors import KernelError, ensure, ensure_condition_eq, ensure_types_eq
 from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
-from .common import Op, T, _ensure_eq, _row_strides, _unsupported
+from .common import Op, T, _row_strides, _unsupported
 
 _SCATTER_TYPES = (T.FLOAT32, T.UINT8, T.BOOL, T.INT8, T.INT64, T.INT32)
 
@@ -30,16 +30,16 @@ def _scatter_plan(indices_shape, updates_shape, shape_values) -> tuple[tuple[int
     """TFLite's CheckShapes, then the output shape and the row arithmetic for it."""
     outer = len(indices_shape) - 1
     for i in range(min(outer, len(updates_shape))):
-        _ensure_eq(indices_shape[i], updates_shape[i], "indices.Dims(i) != updates.Dims(i)")
+        ensure_condition_eq(indices_shape[i], updates_shape[i], "indices.Dims(i) != updates.Dims(i)")
     ensure(len(updates_shape) >= outer, "updates rank is less than indices rank - 1")
     depth = indices_shape[outer]
-    _ensure_eq(
+    ensure_condition_eq(
         len(updates_shape) - outer,
         len(shape_values) - depth,
         "updates.DimensionsCount() - outer_dims != shape_shape.Dims(0) - ix",
     )
     for i in range(len(updates_shape) - outer):
-        _ensure_eq(
+        ensure_condition_eq(
             updates_shape[outer + i],
             shape_values[depth + i],
             "updates.Dims(i + outer_dims) != shape_data[ix + i]",

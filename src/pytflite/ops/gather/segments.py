@@ -9,10 +9,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...core.types import AllocationType, BuiltinOperator
-from ...errors import ensure, ensure_types_eq
+from ...errors import ensure, ensure_condition_eq, ensure_type_condition, ensure_types_eq
 from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
-from .common import Op, T, _ensure_eq, _ensure_type
+from .common import Op, T
 
 _SEGMENT_TYPES = (T.FLOAT32, T.INT32)
 
@@ -23,11 +23,11 @@ _SEGMENT_TYPES = (T.FLOAT32, T.INT32)
 def _segment_sum_shape(data_shape: tuple[int, ...], ids: np.ndarray) -> tuple[int, ...]:
     """TFLite's ValidateSegmentIds: ids start at 0 and rise by 0 or 1; the output has max id + 1 rows."""
     ensure(len(data_shape) >= 1, "NumDimensions(&data) >= 1 was not true.")
-    _ensure_eq(ids.ndim, 1, "NumDimensions(&segment_ids) != 1")
-    _ensure_eq(ids.size, data_shape[0], "segment_id_size != data.dims->data[0]")
+    ensure_condition_eq(ids.ndim, 1, "NumDimensions(&segment_ids) != 1")
+    ensure_condition_eq(ids.size, data_shape[0], "segment_id_size != data.dims->data[0]")
     if ids.size == 0:
         return (0, *data_shape[1:])
-    _ensure_eq(int(ids[0]), 0, "current_segment_id != 0")
+    ensure_condition_eq(int(ids[0]), 0, "current_segment_id != 0")
     steps = np.diff(ids.astype(np.int64))
     ensure(((steps == 0) | (steps == 1)).all(), "delta == 0 || delta == 1 was not true.")
     return (int(ids[-1]) + 1, *data_shape[1:])
@@ -41,7 +41,7 @@ def segment_sum_prepare(context, node):
         data.type in _SEGMENT_TYPES,
         "data->type == kTfLiteInt32 || data->type == kTfLiteFloat32 was not true.",
     )
-    _ensure_type(ids, T.INT32, "segment_ids->type != kTfLiteInt32")
+    ensure_type_condition(ids, T.INT32, "segment_ids->type != kTfLiteInt32")
     ensure_types_eq(output, data, "SEGMENT_SUM output type")
     if not (data.is_constant_or_persistent and ids.is_constant_or_persistent):
         context.set_tensor_to_dynamic(output)
@@ -69,7 +69,7 @@ def segment_sum_invoke(context, node):
 def _unsorted_segment_shape(data_shape, ids_shape, ids: np.ndarray, num_segments) -> tuple[int, ...]:
     ensure(len(ids_shape) <= len(data_shape), "segment_ids_rank <= data_rank was not true.")
     for i, d in enumerate(ids_shape):
-        _ensure_eq(d, data_shape[i], "SizeOfDimension(&segment_ids, i) != SizeOfDimension(&data, i)")
+        ensure_condition_eq(d, data_shape[i], "SizeOfDimension(&segment_ids, i) != SizeOfDimension(&data, i)")
     ensure(
         num_segments.shape in ((1,), ()),
         "(num_segments.dims->size == 1 && num_segments.dims->data[0] == 1) || num_segments.dims->size == 0 "
@@ -96,8 +96,8 @@ def _unsorted_segment(op_name: str, combine: Callable[[np.dtype], tuple[np.ufunc
             data.type in _SEGMENT_TYPES,
             "data->type == kTfLiteInt32 || data->type == kTfLiteFloat32 was not true.",
         )
-        _ensure_type(ids, T.INT32, "segment_ids->type != kTfLiteInt32")
-        _ensure_type(num_segments, T.INT32, "num_segments->type != kTfLiteInt32")
+        ensure_type_condition(ids, T.INT32, "segment_ids->type != kTfLiteInt32")
+        ensure_type_condition(num_segments, T.INT32, "num_segments->type != kTfLiteInt32")
         ensure_types_eq(output, data, f"{op_name} output type")
         node.user_data = SegmentData(*combine(output.dtype))
         if data.allocation_type == AllocationType.DYNAMIC or not (

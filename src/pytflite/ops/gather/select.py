@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...errors import KernelError, ensure, ensure_types_eq
+from ...errors import KernelError, ensure, ensure_type_condition, ensure_types_eq
 from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
-from .common import _EMBEDDING_TYPES, Op, T, _ensure_type, _unsupported
+from .common import _EMBEDDING_TYPES, Op, T, _unsupported
 
 # SELECT switches on the element size: 8, 16, 32 or 64 bits.
 _SELECT_TYPES = tuple(t for t in _EMBEDDING_TYPES if t != T.COMPLEX128)
@@ -33,8 +33,8 @@ def _select_prepare(op_name: str, broadcast: bool):
         check_arity(node, 3)
         condition, x, y = (input_tensor(context, node, i) for i in range(3))
         output = output_tensor(context, node)
-        _ensure_type(condition, T.BOOL, "input_condition->type != kTfLiteBool")
-        _ensure_type(y, x.type, "input_x->type != input_y->type")
+        ensure_type_condition(condition, T.BOOL, "input_condition->type != kTfLiteBool")
+        ensure_type_condition(y, x.type, "input_x->type != input_y->type")
         if x.type not in _SELECT_TYPES:
             raise _unsupported(x, f"Type '%s' is not supported by {op_name}.")
         ensure_types_eq(output, x, f"{op_name} output type")

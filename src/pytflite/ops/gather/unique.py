@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 
 from ...core.types import type_name
-from ...errors import KernelError
+from ...errors import KernelError, ensure_condition_eq, ensure_type_condition
 from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
-from .common import Op, T, _ensure_eq, _ensure_type, _unsupported
+from .common import Op, T, _unsupported
 
 _UNIQUE_TYPES = (T.INT8, T.INT16, T.INT32, T.INT64, T.FLOAT32, T.UINT8)
 
@@ -25,9 +25,9 @@ def unique_prepare(context, node):
         )
     if source.type not in _UNIQUE_TYPES:
         raise _unsupported(source, "Currently Unique doesn't support type: %s")
-    _ensure_type(values, source.type, "output_unique_tensor->type != input->type")
-    _ensure_type(index, T(index_type), "output_index_tensor->type != params->index_out_type")
-    _ensure_eq(len(source.shape), 1, "NumDimensions(input) != 1")
+    ensure_type_condition(values, source.type, "output_unique_tensor->type != input->type")
+    ensure_type_condition(index, T(index_type), "output_index_tensor->type != params->index_out_type")
+    ensure_condition_eq(len(source.shape), 1, "NumDimensions(input) != 1")
     context.set_tensor_to_dynamic(values)
     context.resize_tensor(index, source.shape)
 

@@ -36,33 +36,6 @@ _SIZED = (
 )
 _INDEX = (T.INT32, T.INT64)
 
-# TfLiteType's numbering, for the few messages where TFLite prints a type as a number.
-_C_TYPE_NUMBER = {
-    T.FLOAT32: 1,
-    T.INT32: 2,
-    T.UINT8: 3,
-    T.INT64: 4,
-    T.STRING: 5,
-    T.BOOL: 6,
-    T.INT16: 7,
-    T.COMPLEX64: 8,
-    T.INT8: 9,
-    T.FLOAT16: 10,
-    T.FLOAT64: 11,
-    T.COMPLEX128: 12,
-    T.UINT64: 13,
-    T.RESOURCE: 14,
-    T.VARIANT: 15,
-    T.UINT32: 16,
-    T.UINT16: 17,
-    T.INT4: 18,
-    T.BFLOAT16: 19,
-    T.INT2: 20,
-    T.UINT4: 21,
-    T.FLOAT8_E4M3FN: 22,
-    T.FLOAT8_E5M2: 23,
-}
-
 
 def _set_persistent_ro(context, tensor, shape: Sequence[int]) -> None:
     """An output known in prepare whatever the inputs' values (SHAPE, RANK): the runtime computes it

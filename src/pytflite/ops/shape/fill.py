@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...core.types import BuiltinOperator
+from ...core.types import TFLITE_TYPE_NUMBER, BuiltinOperator
 from ...errors import KernelError, ensure_eq, ensure_type
 from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
 from .common import (
-    _C_TYPE_NUMBER,
     _INDEX,
     _SIZED,
     DynamicShapeData,
@@ -25,7 +24,7 @@ _FILL_TYPES = (*_SIZED, T.STRING)
 def _fill_shape(dims) -> tuple[int, ...]:
     shape = _values(dims)
     if any(d < 0 for d in shape):
-        raise KernelError(f"Fill dimensions must be >= 0 got {_C_TYPE_NUMBER[dims.type]}")
+        raise KernelError(f"Fill dimensions must be >= 0 got {TFLITE_TYPE_NUMBER[dims.type]}")
     return tuple(shape)
 
 

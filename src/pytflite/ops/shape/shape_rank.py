@@ -4,11 +4,11 @@ core/subgraph.py); downstream kernels read it as a constant."""
 
 from __future__ import annotations
 
-from ...core.types import BuiltinOperator
+from ...core.types import TFLITE_TYPE_NUMBER, BuiltinOperator
 from ...errors import KernelError, ensure_type
 from ..common import ANY_TYPE, check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
-from .common import _C_TYPE_NUMBER, _INDEX, T, _set_persistent_ro, _set_type
+from .common import _INDEX, T, _set_persistent_ro, _set_type
 
 
 def shape_prepare(context, node):
@@ -17,7 +17,7 @@ def shape_prepare(context, node):
     ensure_type(source, ANY_TYPE, "input", "SHAPE")
     out_type = node.builtin_data.out_type
     if out_type not in _INDEX:
-        raise KernelError(f"Unknown shape output data type: {_C_TYPE_NUMBER.get(out_type, 0)}")
+        raise KernelError(f"Unknown shape output data type: {TFLITE_TYPE_NUMBER.get(out_type, 0)}")
     _set_type(output, out_type)
     _set_persistent_ro(context, output, (len(source.shape),))
 

@@ -1,0 +1,171 @@
+"""NON_MAX_SUPPRESSION_V4 and V5: greedy single-class NMS over [n, 4] boxes, and V5's soft NMS.
+
+Both ops share one kernel, which (as in TFLite) goes by the input count, not the op: 5 inputs (boxes,
+scores, max_output_size, iou_threshold, score_threshold) give outputs (selected_indices,
+num_selected); a 6th, sigma, gives (selected_indices, selected_scores, num_selected), where each
+overlap with an already selected box decays a candidate's score by exp(-0.5 * iou^2 / sigma).
+
+TFLite's loop is followed step for step, because its details show in the outputs:
+- candidates (score > score_threshold) wait in a std::priority_queue, whose libstdc++ heap decides the
+  order of equal scores (heap_order.py);
+- a popped candidate is compared with the boxes selected since it was last compared, newest first;
+  an IoU >= iou_threshold drops it; with sigma > 0 each smaller IoU decays its score (float32, in that
+  order), and a score that falls to the threshold stops the comparisons;
+- an undecayed candidate is selected, and (unlike TensorFlow) pushed back too while its score is above
+  the threshold: it meets itself next time, and an IoU of 1 drops it, unless iou_threshold > 1 or the
+  box has no area, in which case TFLite selects it again.
+The IoUs of one candidate are computed in one vectorised step; the queue is a Python heap.
+
+The outputs hold max_output_size entries, those past num_selected zero; a max_output_size computed at
+run time makes them dynamic, sized at invoke. (LiteRT 2.3, the oracle, does so; later LiteRT sources
+shrink dynamic outputs to num_selected.)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...core.types import BuiltinOperator, TensorType
+from ...errors import KernelError, ensure
+from ..common import input_tensor, output_tensor
+from ..quant.lut import expf
+from ..registry import register_builtin
+from .common import box_areas, ensure_eq, overlaps
+from .heap_order import PriorityQueue
+
+_F32 = TensorType.FLOAT32
+
+
+@dataclass(frozen=True)
+class NmsData:
+    soft: bool  # six inputs: sigma, and a selected_scores output
+    max_output_size: int | None  # None: a run-time input; the outputs are dynamic
+
+
+def _ensure_scalar(tensor, name: str, tensor_type: TensorType, type_text: str) -> None:
+    ensure_eq(tensor.type.name, tensor_type.name, f"input_{name}->type != {type_text}")
+    ensure_eq(len(tensor.shape), 0, f"NumDimensions(input_{name}) != 0")
+
+
+def nms_prepare(context, node):
+    num_inputs = len(node.inputs)
+    if num_inputs not in (5, 6):
+        raise KernelError(f"Found NMS op with invalid num inputs: {num_inputs}")
+    soft = num_inputs == 6
+    boxes, scores, max_output_size = (input_tensor(context, node, i) for i in range(3))
+    ensure_eq(boxes.type.name, _F32.name, "input_boxes->type != kTfLiteFloat32")
+    ensure_eq(len(boxes.shape), 2, "NumDimensions(input_boxes) != 2")
+    ensure_eq(boxes.shape[1], 4, "SizeOfDimension(input_boxes, 1) != 4")
+    ensure_eq(scores.type.name, _F32.name, "input_scores->type != kTfLiteFloat32")
+    ensure_eq(len(scores.shape), 1, "NumDimensions(input_scores) != 1")
+    ensure_eq(boxes.shape[0], scores.shape[0], "num_boxes != SizeOfDimension(input_scores, 0)")
+    _ensure_scalar(max_output_size, "max_output_size", TensorType.INT32, "kTfLiteInt32")
+    size = None
+    if max_output_size.is_constant_or_persistent:
+        size = int(max_output_size.data.reshape(()))
+        ensure(size >= 0, "(max_output_size_value >= 0) was not true.")
+    _ensure_scalar(input_tensor(context, node, 3), "iou_threshold", _F32, "kTfLiteFloat32")
+    _ensure_scalar(input_tensor(context, node, 4), "score_threshold", _F32, "kTfLiteFloat32")
+    if soft:
+        _ensure_scalar(input_tensor(context, node, 5), "sigma", _F32, "kTfLiteFloat32")
+    ensure_eq(len(node.outputs), 3 if soft else 2, f"NumOutputs(node) != {3 if soft else 2}")
+    outputs = [output_tensor(context, node, i) for i in range(len(node.outputs))]
+    types = (TensorType.INT32, _F32, TensorType.INT32) if soft else (TensorType.INT32, TensorType.INT32)
+    for output, tensor_type in zip(outputs, types):
+        output.type = tensor_type
+    context.resize_tensor(outputs[-1], ())
+    for output in outputs[:-1]:
+        if size is None:
+            context.set_tensor_to_dynamic(output)
+        else:
+            context.resize_tensor(output, (size,))
+    node.user_data = NmsData(soft, size)
+
+
+def nms_invoke(context, node):
+    tensors = context.tensors
+    data = node.user_data
+    boxes = tensors[node.inputs[0]].data
+    scores = tensors[node.inputs[1]].data
+    size = int(tensors[node.inputs[2]].data.reshape(()))
+    ensure(size >= 0, "(max_output_size_value >= 0) was not true.")
+    iou_threshold, score_threshold = (tensors[node.inputs[i]].data.reshape(()) for i in (3, 4))
+    sigma = np.float32(0)
+    if data.soft:
+        sigma = tensors[node.inputs[5]].data.reshape(())
+        ensure(not sigma < 0, f"Invalid sigma value for soft NMS: {float(sigma):f}")
+    selected, selected_scores = _suppress(boxes, scores, size, iou_threshold, score_threshold, sigma)
+    outputs = [tensors[i] for i in node.outputs]
+    results = (selected, selected_scores) if data.soft else (selected,)
+    for output, result in zip(outputs, results):
+        if data.max_output_size is None:
+            context.resize_tensor(output, (size,))
+        output.data[:] = 0
+        output.data[: len(result)] = result
+    outputs[-1].data[...] = len(selected)
+
+
+def _suppress(boxes, scores, max_output_size, iou_threshold, score_threshold, sigma):
+    """TFLite's reference NonMaxSuppression: the selected indices and their (decayed) scores."""
+    candidates = np.flatnonzero(scores > score_threshold)
+    queue = PriorityQueue(lambda a, b: a[0] < b[0])  # (score, index, first selection to compare with)
+    for index, score in zip(candidates.tolist(), scores[candidates].tolist()):
+        queue.push((score, index, 0))
+    selected: list[int] = []
+    selected_scores: list[float] = []
+    wanted = min(len(queue), max_output_size)
+    if wanted == 0:
+        return np.zeros(0, np.int32), np.zeros(0, np.float32)
+    # Corners in (ymin, xmin, ymax, xmax) order, whichever way round each box gives them.
+    corners = np.concatenate(
+        [np.minimum(boxes[:, :2], boxes[:, 2:]), np.maximum(boxes[:, :2], boxes[:, 2:])], 1
+    ).T
+    areas = box_areas(corners)
+    scale = np.float32(-0.5 / np.float64(sigma)) if sigma > 0 else np.float32(0)
+    while len(selected) < wanted and len(queue):
+        score, index, begin = queue.pop()
+        original = score
+        dropped = False
+        if begin < len(selected):
+            others = selected[begin:][::-1]
+            ious = overlaps(corners[:, index], areas[index], corners[:, others], areas[others])
+            dropped, score = _compare(ious, score, iou_threshold, score_threshold, scale, sigma > 0)
+        if dropped:
+            continue
+        begin = len(selected)
+        if score == original:
+            selected.append(index)
+            selected_scores.append(score)
+        if score > score_threshold:
+            queue.push((score, index, begin))
+    return np.array(selected, np.int32), np.array(selected_scores, np.float32)
+
+
+def _compare(ious, score, iou_threshold, score_threshold, scale, soft):
+    """Walk a candidate's IoUs with the selected boxes (newest first) as TFLite's inner loop does:
+    (hard-suppressed, its score afterwards)."""
+    hard = np.flatnonzero(ious >= iou_threshold)
+    if not soft:
+        return hard.size > 0, score
+    # Each comparison before the first hard hit multiplies the score by expf(scale * iou * iou), in
+    # float32, and stops once the score <= threshold. expf is the C library's, as LiteRT calls it
+    # (rounding exp to float32 differs from glibc's expf in the last bit now and then); it is called
+    # only where boxes overlap: expf(0) is 1.
+    if hard.size:
+        ious = ious[: hard[0]]
+    factors = np.ones(len(ious), np.float32)
+    overlapping = np.flatnonzero(ious)
+    factors[overlapping] = expf((scale * ious[overlapping]) * ious[overlapping])
+    decayed = np.multiply.accumulate(np.concatenate([np.float32([score]), factors]))[1:]
+    low = np.flatnonzero(decayed <= score_threshold)
+    if low.size:  # the score fell to the threshold before any hard hit
+        return False, float(decayed[low[0]])
+    if hard.size:
+        return True, score
+    return False, float(decayed[-1])
+
+
+for _op in (BuiltinOperator.NON_MAX_SUPPRESSION_V4, BuiltinOperator.NON_MAX_SUPPRESSION_V5):
+    register_builtin(_op, (1, 1), types=(_F32,), op_data=NmsData, prepare=nms_prepare, invoke=nms_invoke)
