@@ -169,6 +169,20 @@ def test_ties(regular):
     check_postprocess(boxes, scores, anchors, options)
 
 
+@pytest.mark.parametrize("seed", [21, 22])
+@pytest.mark.parametrize("regular", [False, True], ids=["fast", "regular"])
+def test_random_ssd_heads_with_100_detections(regular, seed):
+    # UINT8 scores tie often: the lazy class-by-class merge (regular) and the per-anchor top classes
+    # (fast: sorted where the best scores differ, the heap replayed where they tie) at full size.
+    boxes, scores, anchors = ssd_inputs(1917, 91, seed=seed)
+    options = {**SSD_OPTIONS, "max_detections": 100, "max_classes_per_detection": 3}
+    options |= {"use_regular_nms": regular, "detections_per_class": 25, "nms_iou_threshold": 0.5}
+    ours = check_postprocess(
+        quantize(boxes, BOX_Q), quantize(scores, SCORE_Q), quantize(anchors, ANCHOR_Q), options
+    )
+    assert ours[3][0] == 100
+
+
 def test_thresholds_are_inclusive_for_scores_exclusive_for_overlap():
     # Two identical boxes scoring exactly the score threshold: both pass it (>=); with an IoU threshold
     # of 1.0 neither suppresses the other (suppression needs IoU > threshold).
@@ -361,6 +375,26 @@ def test_nms_degenerate_boxes_never_overlap():
     scores = np.array([0.9, 0.8, 0.7, 0.6], np.float32)
     outputs = nms_model(boxes, scores, 10, 0.5, 0.0, 0.5).check(rtol=0)
     assert outputs[0].tolist() == [0, 2, 2, 2, 0, 0, 0, 0, 0, 0] and outputs[-1] == 4
+
+
+@pytest.mark.parametrize("seed", [31, 32])
+def test_soft_nms_random_2000_boxes(seed):
+    rng = np.random.default_rng(seed)
+    model = nms_model(nms_boxes(2000, seed), rng.random(2000).astype(np.float32), 400, 0.6, 0.05, 0.5)
+    model.check(rtol=0)
+
+
+def test_soft_nms_decayed_score_meeting_an_equal_one():
+    # Distinct scores, until box 1's score, decayed by box 0, equals box 10's: from then on the heap
+    # orders the two (box 10 comes out first).
+    boxes = np.array(
+        [[0, 0, 1, 1], [0, 0.5, 1, 1.5]] + [[2 + i, 0, 2.5 + i, 1] for i in range(9)], np.float32
+    )
+    scores = np.array([0.9, 0.8, *np.linspace(0.7, 0.1, 8), 0.0], np.float32)
+    outputs = nms_model(boxes[:10], scores[:10], 10, 2.0, 0.05, 0.5).check(rtol=0)
+    scores[10] = outputs[1][outputs[0].tolist().index(1)]  # box 1's decayed score
+    outputs = nms_model(boxes, scores, 11, 2.0, 0.05, 0.5).check(rtol=0)
+    assert outputs[0][:3].tolist() == [0, 10, 1]
 
 
 def test_nms_errors():

@@ -50,6 +50,7 @@ _FAMILIES = (
     "slicing",
     "spatial",
     "spectral",
+    "stablehlo",
     "unary",
     "variables",
 )

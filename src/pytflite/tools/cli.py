@@ -7,7 +7,7 @@
     pytflite visualize MODEL -o graph.html [--delegate SPEC]
     pytflite compare MODEL (--delegate SPEC | --litert) [--atol A] [--rtol R]
 
-Every command takes `--custom-ops ops.py` (a module with `register(resolver)`) and `--delegate
+Every command takes `--custom-ops ops.py` (a module with `register(resolver)`, or `mediapipe`) and `--delegate
 module:Factory` (repeatable, with `--delegate-option key=value`). benchmark's flags are spelled as
 benchmark_model's (`--num_runs=10` and `--num_runs 10` both work).
 """
@@ -37,7 +37,8 @@ def _add_model_arguments(parser: argparse.ArgumentParser, delegates: bool = True
         action="append",
         default=[],
         metavar="MODULE",
-        help="Python module (file.py or dotted name) whose register(resolver) adds custom ops; repeatable",
+        help="Python module (file.py or dotted name) whose register(resolver) adds custom ops, or an op pack "
+        "pytflite ships (mediapipe); repeatable",
     )
     if delegates:
         parser.add_argument(

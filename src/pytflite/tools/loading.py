@@ -2,7 +2,7 @@
 custom ops (`--custom-ops ops.py`) and delegates (`--delegate module:Factory`).
 
 A custom-ops module exposes `register(resolver)`, which adds its ops to a MutableOpResolver that
-already holds the builtins. A delegate spec names a module (dotted name, or a path to a .py file) and a
+already holds the builtins; the op packs pytflite ships go by a short name (`--custom-ops mediapipe`). A delegate spec names a module (dotted name, or a path to a .py file) and a
 factory in it, called with the `--delegate-option key=value` pairs (values read as Python literals);
 `replay:OP,OP` is the built-in ReplayDelegate claiming those builtin ops, handy to preview partitions.
 """
@@ -47,6 +47,10 @@ def import_module_from(spec: str) -> Any:
         raise ToolError(f"cannot import module {spec}: {error}") from None
 
 
+# The op packs pytflite ships (opt-in custom ops), by the short name --custom-ops takes for them.
+OP_PACKS = {"mediapipe": "pytflite.ops.mediapipe"}
+
+
 def op_resolver(custom_ops: Sequence[str] = ()) -> MutableOpResolver | None:
     """The builtins plus the ops each custom-ops module's `register(resolver)` adds (None: builtins only)."""
     if not custom_ops:
@@ -54,7 +58,7 @@ def op_resolver(custom_ops: Sequence[str] = ()) -> MutableOpResolver | None:
     resolver = MutableOpResolver()
     resolver.add_all(BuiltinOpResolver())
     for spec in custom_ops:
-        module = import_module_from(spec)
+        module = import_module_from(OP_PACKS.get(spec, spec))
         register = getattr(module, "register", None)
         if not callable(register):
             raise ToolError(f"{spec} has no register(resolver) function")

@@ -19,9 +19,9 @@ import numpy as np
 from ...core.types import TensorType, type_name
 from ...errors import KernelError, ensure
 from ..common import check_arity, input_tensor, output_tensor
+from ..custom_op_options import as_c_int, as_int64, read_map
 from ..registry import register_custom
 from .mel import MfccPlan, MfccSetupError
-from .options import as_c_int, as_int64, read_map
 
 
 @dataclass(frozen=True)

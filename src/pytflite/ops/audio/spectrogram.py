@@ -19,8 +19,8 @@ import numpy as np
 from ...core.types import TensorType, type_name
 from ...errors import ensure
 from ..common import check_arity, input_tensor, output_tensor
+from ..custom_op_options import as_bool, as_c_int, read_map
 from ..registry import register_custom
-from .options import as_bool, as_c_int, read_map
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,8 @@ step (one box against all remaining candidates) and reproduce LiteRT's order exa
 included: stable sorts where TFLite sorts stably, libstdc++'s heap order where it uses a heap.
 
 Modules: postprocess.py and non_max_suppression.py register the kernels; common.py holds the float32
-IoU and check messages they share, heap_order.py the replay of libstdc++'s heap algorithms.
+IoU and check messages they share, heap_order.py the replay of libstdc++'s heap algorithms (and a
+faster queue for while all scores differ).
 """
 
 from . import non_max_suppression, postprocess  # noqa: F401  (importing them registers their kernels)

@@ -8,10 +8,13 @@ are built against libstdc++), on Python lists: they are inherently sequential, a
 on hold at most a few thousand entries.
 
 `less(a, b)` is the container's comparator: the heap keeps a largest element (by `less`) at index 0.
+While the keys in a queue are all different any heap pops the same order, and DistinctKeyQueue (on
+Python's heapq, in C) stands in for the replay until an equal key arrives.
 """
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -67,6 +70,33 @@ class PriorityQueue:
         if heap:  # pop_heap moved the top to the back, sifted the old back element in from the root
             _adjust_heap(heap, 0, len(heap), last, self._less)
         return top
+
+
+class EqualKeys(Exception):
+    """A DistinctKeyQueue was given a key equal to one it holds: from here on the heap's order counts."""
+
+
+class DistinctKeyQueue:
+    """A priority queue of (key, ...) tuples, largest key first, for keys that are never equal while
+    queued (push raises EqualKeys otherwise): then its pops are PriorityQueue's, only faster."""
+
+    def __init__(self):
+        self._heap: list = []
+        self._keys: set = set()
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+    def push(self, value: tuple) -> None:
+        if value[0] in self._keys:
+            raise EqualKeys
+        self._keys.add(value[0])
+        heapq.heappush(self._heap, (-value[0], value))
+
+    def pop(self) -> tuple:
+        value = heapq.heappop(self._heap)[1]
+        self._keys.remove(value[0])
+        return value
 
 
 def partial_sort_descending(values: Sequence[float], count: int) -> list[int]:

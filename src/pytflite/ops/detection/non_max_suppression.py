@@ -14,7 +14,8 @@ TFLite's loop is followed step for step, because its details show in the outputs
 - an undecayed candidate is selected, and (unlike TensorFlow) pushed back too while its score is above
   the threshold: it meets itself next time, and an IoU of 1 drops it, unless iou_threshold > 1 or the
   box has no area, in which case TFLite selects it again.
-The IoUs of one candidate are computed in one vectorised step; the queue is a Python heap.
+The IoUs of one candidate are computed in one vectorised step; the queue is Python's heapq while
+the scores in it all differ, and the replay of libstdc++'s heap (rerun from the start) once two are equal.
 
 The outputs hold max_output_size entries, those past num_selected zero; a max_output_size computed at
 run time makes them dynamic, sized at invoke. (LiteRT 2.3, the oracle, does so; later LiteRT sources
@@ -33,7 +34,7 @@ from ..common import input_tensor, output_tensor
 from ..quant.lut import expf
 from ..registry import register_builtin
 from .common import box_areas, ensure_eq, overlaps
-from .heap_order import PriorityQueue
+from .heap_order import DistinctKeyQueue, EqualKeys, PriorityQueue
 
 _F32 = TensorType.FLOAT32
 
@@ -108,13 +109,21 @@ def nms_invoke(context, node):
 
 
 def _suppress(boxes, scores, max_output_size, iou_threshold, score_threshold, sigma):
-    """TFLite's reference NonMaxSuppression: the selected indices and their (decayed) scores."""
+    """TFLite's reference NonMaxSuppression: the selected indices and their (decayed) scores. The
+    queue's order only shows when equal scores meet in it: until then Python's heapq runs it."""
     candidates = np.flatnonzero(scores > score_threshold)
-    queue = PriorityQueue(lambda a, b: a[0] < b[0])  # (score, index, first selection to compare with)
-    for index, score in zip(candidates.tolist(), scores[candidates].tolist()):
-        queue.push((score, index, 0))
-    selected: list[int] = []
-    selected_scores: list[float] = []
+    entries = list(zip(scores[candidates].tolist(), candidates.tolist()))
+    args = (boxes, entries, max_output_size, iou_threshold, score_threshold, sigma)
+    try:
+        return _select(DistinctKeyQueue(), *args)
+    except EqualKeys:
+        return _select(PriorityQueue(lambda a, b: a[0] < b[0]), *args)
+
+
+def _select(queue, boxes, entries, max_output_size, iou_threshold, score_threshold, sigma):
+    """TFLite's selection loop over `queue`, filled with the candidates' (score, index) in index order."""
+    for score, index in entries:
+        queue.push((score, index, 0))  # (score, index, first selection to compare with)
     wanted = min(len(queue), max_output_size)
     if wanted == 0:
         return np.zeros(0, np.int32), np.zeros(0, np.float32)
@@ -123,38 +132,45 @@ def _suppress(boxes, scores, max_output_size, iou_threshold, score_threshold, si
         [np.minimum(boxes[:, :2], boxes[:, 2:]), np.maximum(boxes[:, :2], boxes[:, 2:])], 1
     ).T
     areas = box_areas(corners)
+    # The selected boxes' corners and areas, newest last, for the vectorised comparisons.
+    chosen_corners, chosen_areas = np.empty((4, wanted), np.float32), np.empty(wanted, np.float32)
+    selected: list[int] = []
+    selected_scores: list[float] = []
     scale = np.float32(-0.5 / np.float64(sigma)) if sigma > 0 else np.float32(0)
     while len(selected) < wanted and len(queue):
         score, index, begin = queue.pop()
         original = score
-        dropped = False
-        if begin < len(selected):
-            others = selected[begin:][::-1]
-            ious = overlaps(corners[:, index], areas[index], corners[:, others], areas[others])
+        end = len(selected)
+        if begin < end:
+            ious = overlaps(
+                corners[:, index], areas[index], chosen_corners[:, begin:end], chosen_areas[begin:end]
+            )[::-1]
             dropped, score = _compare(ious, score, iou_threshold, score_threshold, scale, sigma > 0)
-        if dropped:
-            continue
-        begin = len(selected)
+            if dropped:
+                continue
         if score == original:
+            chosen_corners[:, end], chosen_areas[end] = corners[:, index], areas[index]
             selected.append(index)
             selected_scores.append(score)
         if score > score_threshold:
-            queue.push((score, index, begin))
+            queue.push((score, index, end))
     return np.array(selected, np.int32), np.array(selected_scores, np.float32)
 
 
 def _compare(ious, score, iou_threshold, score_threshold, scale, soft):
     """Walk a candidate's IoUs with the selected boxes (newest first) as TFLite's inner loop does:
     (hard-suppressed, its score afterwards)."""
-    hard = np.flatnonzero(ious >= iou_threshold)
     if not soft:
+        return bool((ious >= iou_threshold).any()), score
+    hard = np.flatnonzero(ious >= iou_threshold)
+    if hard.size:
+        ious = ious[: hard[0]]
+    if not ious.any():  # no decay: the score stays above the threshold
         return hard.size > 0, score
     # Each comparison before the first hard hit multiplies the score by expf(scale * iou * iou), in
     # float32, and stops once the score <= threshold. expf is the C library's, as LiteRT calls it
     # (rounding exp to float32 differs from glibc's expf in the last bit now and then); it is called
     # only where boxes overlap: expf(0) is 1.
-    if hard.size:
-        ious = ious[: hard[0]]
     factors = np.ones(len(ious), np.float32)
     overlapping = np.flatnonzero(ious)
     factors[overlapping] = expf((scale * ious[overlapping]) * ious[overlapping])

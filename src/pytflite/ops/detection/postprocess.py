@@ -30,8 +30,11 @@ x_scale, h_scale, w_scale.
 from __future__ import annotations
 
 import dataclasses
+import heapq
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import islice
 
 import numpy as np
 
@@ -241,55 +244,72 @@ def _decode(boxes, anchors, scales) -> np.ndarray:
         return np.stack([center_y - half_h, center_x - half_w, center_y + half_h, center_x + half_w])
 
 
-def _single_class_nms(corners, areas, scores, limit, options) -> np.ndarray:
-    """Anchor indices LiteRT's NonMaxSuppressionSingleClassHelper selects, best first."""
-    kept = np.flatnonzero(scores >= np.float32(options.score_threshold))
-    order = kept[np.argsort(-scores[kept], kind="stable")]
-    wanted = min(len(order), limit)
-    if wanted == 0:
-        return np.zeros(0, np.intp)
-    ranked, ranked_areas = corners[:, order], areas[order]  # candidates, best first
-    active = np.ones(len(order), bool)
+def _candidates(scores, options) -> np.ndarray:
+    """The scores single-class NMS considers (>= nms_score_threshold), -inf for the others."""
+    return np.where(scores >= np.float32(options.score_threshold), scores, np.float32(-np.inf))
+
+
+def _single_class_nms(corners, areas, candidates, options) -> Iterator[int]:
+    """Anchor indices LiteRT's NonMaxSuppressionSingleClassHelper selects, best first, one at a time:
+    callers take only as many as they need. `candidates` (from _candidates) is overwritten.
+
+    LiteRT walks the candidates in stable descending order, each selection dropping the later ones
+    whose IoU with it is > nms_iou_threshold: the next selection is the first best candidate left, so
+    each costs one vectorised IoU row and an argmax, and no sort is needed."""
     threshold = np.float32(options.iou_threshold)
-    chosen = [0]
-    while len(chosen) < wanted:
-        best = chosen[-1]
-        tail = slice(best + 1, None)
-        iou = overlaps(ranked[:, best], ranked_areas[best], ranked[:, tail], ranked_areas[tail])
-        active[tail] &= ~(iou > threshold)
-        following = int(np.argmax(active[tail])) + best + 1
-        if following >= len(order) or not active[following]:
-            break
-        chosen.append(following)
-    return order[chosen]
+    while candidates.size:
+        best = int(np.argmax(candidates))  # the first of equal maxima: the stable order
+        if candidates[best] == -np.inf:  # none left (kept scores are >= a finite threshold)
+            return
+        yield best
+        candidates[overlaps(corners[:, best], areas[best], corners, areas) > threshold] = -np.inf
+        candidates[best] = -np.inf
 
 
 def _fast_nms(corners, areas, scores, options):
     """NMS on each anchor's best class score; each kept anchor reports its top classes."""
     per_anchor = min(options.max_classes_per_detection, options.num_classes)
-    anchors = _single_class_nms(corners, areas, scores.max(axis=1), options.max_detections, options)
+    candidates = _candidates(scores.max(axis=1), options)
+    selections = _single_class_nms(corners, areas, candidates, options)
+    anchors = np.fromiter(islice(selections, options.max_detections), np.intp)
     if per_anchor == 1:  # LiteRT's ArgMaxVector: the first of equal maxima
         classes = np.argmax(scores[anchors], axis=1)[:, None]
     else:
-        rows = scores[anchors].tolist()
-        classes = np.array([partial_sort_descending(row, per_anchor) for row in rows], np.intp)
-        classes = classes.reshape(len(anchors), per_anchor)
+        classes = _top_classes(scores[anchors], per_anchor)
     return anchors, classes, scores[anchors[:, None], classes]
+
+
+def _top_classes(rows: np.ndarray, count: int) -> np.ndarray:
+    """Each row's `count` best classes in std::partial_sort's order. A row whose count + 1 best scores
+    (count when that is all) are all different has one answer, which any sort gives; rows with ties
+    replay the heap. (The rows hold no NaN: their anchors were selected, so their max passed the
+    score threshold.)"""
+    order = np.argsort(-rows, axis=1, kind="stable")
+    best = np.take_along_axis(rows, order[:, : count + 1], axis=1)
+    classes = order[:, :count]
+    for row in np.flatnonzero(~(best[:, :-1] > best[:, 1:]).all(axis=1)):
+        classes[row] = partial_sort_descending(rows[row].tolist(), count)
+    return classes
 
 
 def _regular_nms(corners, areas, scores, options):
     """NMS per class; the best max_detections of all classes' selections (a stable merge: equal
     scores in class order, then selection order)."""
     per_class = min(options.detections_per_class, options.max_detections)
-    anchors, classes = [], []
-    for column in range(options.num_classes):
-        chosen = _single_class_nms(corners, areas, scores[:, column], per_class, options)
-        anchors.append(chosen)
-        classes.append(np.full(len(chosen), column, np.intp))
-    anchors, classes = np.concatenate(anchors), np.concatenate(classes)
-    chosen_scores = scores[anchors, classes]
-    best = np.argsort(-chosen_scores, kind="stable")[: options.max_detections]
-    return anchors[best], classes[best][:, None], chosen_scores[best][:, None]
+    candidates = np.ascontiguousarray(_candidates(scores, options).T)
+
+    def selections(column: int):
+        chosen = _single_class_nms(corners, areas, candidates[column], options)
+        for anchor in islice(chosen, per_class):
+            yield float(scores[anchor, column]), anchor, column
+
+    # heapq.merge is stable and lazy: a class's next selection is computed only once its previous one
+    # has been merged, so the classes that cannot make the best max_detections cost one argmax each.
+    merged = heapq.merge(*map(selections, range(options.num_classes)), key=lambda item: -item[0])
+    best = list(islice(merged, options.max_detections))
+    anchors = np.array([anchor for _, anchor, _ in best], np.intp)
+    classes = np.array([column for _, _, column in best], np.intp)
+    return anchors, classes[:, None], scores[anchors, classes][:, None]
 
 
 register_custom(

@@ -1,8 +1,9 @@
-"""Reading the audio ops' flexbuffer options the way TFLite's kernels do.
+"""Reading a custom op's flexbuffer options the way TFLite's and MediaPipe's kernels do.
 
-Both kernels look their keys up in the flexbuffer map and read each with `AsInt64()` or `AsBool()`: a
-missing key reads as 0 (false), a float is truncated toward zero, a bool is 0 or 1. The ops keep no
-defaults of their own, so a map without a key behaves as if the key were 0.
+Those kernels look their keys up in the flexbuffer map and read each with `AsInt64()` or `AsBool()`: a
+missing key reads as 0 (false), a float is truncated toward zero, a bool is 0 or 1. Kernels that keep no
+defaults of their own (AudioSpectrogram, Mfcc) behave as if a missing key were 0. Shared by the audio
+ops and the MediaPipe op pack.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ...model.custom_options import decode_custom_options
+from ..model.custom_options import decode_custom_options
 
 
 def read_map(op: str, buffer: bytes | None) -> dict[str, Any]:
