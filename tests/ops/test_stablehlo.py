@@ -4,6 +4,8 @@ interior padding, COMPOSITE and CASE calling subgraphs, and the checks TFLite ma
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -12,6 +14,7 @@ from pytflite import BuiltinOperator as Op
 from pytflite import TensorType as T
 from pytflite.core.types import tensor_type_for_dtype
 from pytflite.model.builder import ModelBuilder
+from pytflite.model.options import RngAlgorithm
 from tests.ops.refusals import fails_like_litert
 from tests.oracle import litert_interpreter, requires_litert, run
 from tests.single_op import Operand, SingleOpModel
@@ -34,6 +37,14 @@ def identical(model: bytes, feeds) -> list[np.ndarray]:
         assert a.shape == b.shape and a.dtype == b.dtype, (a.shape, b.shape, a.dtype, b.dtype)
         assert a.tobytes() == b.tobytes(), (a, b)
     return ours
+
+
+def both_refuse(model: bytes, feeds, message: str) -> None:
+    """pytflite and LiteRT both fail `model` with an error containing `message` (for models with
+    subgraphs, which SingleOpModel and fails_like_litert do not build)."""
+    for interpreter in (pytflite.Interpreter(model_content=model), litert_interpreter(model)):
+        with pytest.raises(RuntimeError, match=re.escape(message)):
+            run(interpreter, feeds)
 
 
 def binary(op, a, b, options=None) -> SingleOpModel:
@@ -277,4 +288,236 @@ def test_gather_refusals_in_tflites_words():
     fails_like_litert(
         gather(operand, indices.astype(np.int16), (3, 5), slice_sizes=[1, 5], **options),
         "(Index Type: INT16) currently not supported.",
+    )
+
+
+# --- RNG_BIT_GENERATOR -------------------------------------------------------------------------------
+
+
+def rng_bit_generator(algorithm, state, output_type, output_shape) -> SingleOpModel:
+    return SingleOpModel(
+        Op.STABLEHLO_RNG_BIT_GENERATOR,
+        [Operand(np.asarray(state, np.uint64))],
+        [T.UINT64, output_type],
+        options={"algorithm": algorithm},
+        output_shapes=[(len(state),), output_shape],
+    )
+
+
+_EDGE = (1 << 64) - 3  # the 64-bit counter wraps within the draw
+
+
+@pytest.mark.parametrize(
+    "algorithm, state",
+    [
+        (RngAlgorithm.THREEFRY, [0x0123456789ABCDEF, 42]),
+        (RngAlgorithm.THREEFRY, [7, _EDGE]),
+        (RngAlgorithm.PHILOX, [0xDEADBEEFCAFEF00D, 5]),
+        (RngAlgorithm.PHILOX, [3, _EDGE, 0xFFFFFFFFFFFFFFFF]),  # no carry into the upper counter
+        (RngAlgorithm.DEFAULT, [1, 2, 3]),
+    ],
+)
+@pytest.mark.parametrize("output_type, shape", [(T.UINT32, (37, 11)), (T.INT64, (5, 13)), (T.INT32, (3,))])
+def test_rng_bit_generator_matches_bits_and_state(algorithm, state, output_type, shape):
+    identical(*rng_bit_generator(algorithm, state, output_type, shape).build())
+
+
+def test_threefry_known_answer():
+    """Random123's Threefry-2x32-20 known-answer vector (key and counter all ones)."""
+    from pytflite.ops.stablehlo.rng_bit_generator import threefry_words
+
+    words = threefry_words((0xFFFFFFFF, 0xFFFFFFFF), (1 << 64) - 1, 1)
+    assert [hex(w) for w in words] == ["0x1cb996fc", "0xbb002be7"]
+
+
+def test_rng_bit_generator_refusals_in_tflites_words():
+    fails_like_litert(
+        rng_bit_generator(RngAlgorithm.THREEFRY, [1, 2, 3], T.UINT32, (4,)),
+        "SizeOfDimension(initial_state, 0) != 2 (3 != 2)",
+    )
+    fails_like_litert(
+        rng_bit_generator(RngAlgorithm.PHILOX, [1, 2, 3, 4], T.UINT32, (4,)),
+        "state_dim_0_size == 2 || state_dim_0_size == 3 was not true.",
+    )
+    fails_like_litert(
+        rng_bit_generator(RngAlgorithm.PHILOX, [1, 2], T.FLOAT32, (4,)),
+        "output->type == kTfLiteInt32 || output->type == kTfLiteInt64",
+    )
+
+
+# --- REDUCE_WINDOW -----------------------------------------------------------------------------------
+
+
+def reduce_window_model(value, init, body_ops, **options) -> bytes:
+    """STABLEHLO_REDUCE_WINDOW of `value` whose body subgraph runs `body_ops` in a chain on two scalars."""
+    value = np.asarray(value)
+    tensor_type = tensor_type_for_dtype(value.dtype)
+    b = ModelBuilder()
+    x = b.add_input("x", tensor_type, value.shape)
+    start = b.add_constant("init", np.asarray(init, value.dtype).reshape(()))
+    out = b.add_tensor("out", tensor_type, [1] * value.ndim)
+    b.add_output(out)
+    b.add_operator(Op.STABLEHLO_REDUCE_WINDOW, [x, start], [out], {**options, "body_subgraph_index": 1})
+    body = b.add_subgraph("body")
+    result = body.add_input("a", tensor_type, [])
+    other = body.add_input("b", tensor_type, [])
+    for k, op in enumerate(body_ops):
+        produced = body.add_tensor(f"r{k}", tensor_type, [])
+        body.add_operator(op, [result, other], [produced])
+        result = produced
+    body.add_output(result)
+    return b.build()
+
+
+_WINDOWING = [
+    # 3x3 max pooling, stride 2, padding 1 as JAX's lax.reduce_window exports it
+    dict(window_dimensions=[1, 3, 3, 1], window_strides=[1, 2, 2, 1], base_dilations=[1, 1, 1, 1],
+         window_dilations=[1, 1, 1, 1], padding=[0, 0, 1, 1, 1, 1, 0, 0]),
+    # base and window dilation, negative padding (cropping), uneven strides
+    dict(window_dimensions=[1, 2, 3, 2], window_strides=[1, 3, 1, 2], base_dilations=[1, 2, 1, 3],
+         window_dilations=[1, 2, 1, 2], padding=[0, 1, -2, 3, 1, -1, 2, 2]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("windowing", range(len(_WINDOWING)))
+@pytest.mark.parametrize(
+    "body, dtype, init",
+    [
+        (Op.STABLEHLO_ADD, np.float32, 0.25),
+        (Op.STABLEHLO_MAXIMUM, np.float32, -np.inf),
+        (Op.MINIMUM, np.int16, 100),
+        (Op.STABLEHLO_MULTIPLY, np.float64, 1.0),
+        (Op.ADD, np.int8, 3),
+        (Op.LOGICAL_OR, np.bool_, False),
+        (Op.LOGICAL_AND, np.bool_, True),
+    ],
+)
+def test_reduce_window_matches_bit_for_bit(windowing, body, dtype, init):
+    rng = np.random.default_rng(windowing)
+    shape = (2, 19, 23, 5)
+    if dtype == np.bool_:
+        value = rng.random(shape) < 0.7
+    elif np.issubdtype(dtype, np.floating):
+        value = (rng.standard_normal(shape) * 3).astype(dtype)
+        value.reshape(-1)[::97] = np.nan  # the comparisons' NaN handling decides max and min
+    else:
+        value = rng.integers(-100, 100, shape).astype(dtype)
+    identical(reduce_window_model(value, init, [body], **_WINDOWING[windowing]), [value])
+
+
+def test_reduce_window_refusals_in_tflites_words():
+    value = np.ones((4, 5), np.float32)
+    options = dict(window_dimensions=[2, 2], window_strides=[1, 1], base_dilations=[1, 1],
+                   window_dilations=[1, 1], padding=[0, 0, 0, 0])  # fmt: skip
+    two_kernels = reduce_window_model(value, 0, [Op.STABLEHLO_ADD, Op.STABLEHLO_MULTIPLY], **options)
+    both_refuse(two_kernels, [value], "unsupported reduction body.")
+    both_refuse(reduce_window_model(value, 0, [Op.SUB], **options), [value], "unsupported reduction body.")
+    zero_stride = reduce_window_model(value, 0, [Op.ADD], **dict(options, window_strides=[1, 0]))
+    both_refuse(zero_stride, [value], "AllGtThanZero(window_strides) was not true.")
+    empty = reduce_window_model(value, 0, [Op.ADD], **dict(options, padding=[0, 0, -3, -2]))
+    both_refuse(empty, [value], "The padding specification of stablehlo.reduce_window gives an empty tensor.")
+    with pytest.raises(RuntimeError, match="padding crops the input"):  # LiteRT: no size for a temporary
+        model = reduce_window_model(value, 0, [Op.ADD], **dict(options, padding=[0, 0, -3, -3]))
+        run(pytflite.Interpreter(model_content=model), [value])
+
+
+# --- SCATTER -----------------------------------------------------------------------------------------
+
+
+def scatter_model(operand, indices, updates, body_op, **options) -> bytes:
+    """STABLEHLO_SCATTER whose update computation is `body_op` on two scalars (None: return the update)."""
+    tensor_type = tensor_type_for_dtype(operand.dtype)
+    b = ModelBuilder()
+    x = b.add_input("operand", tensor_type, operand.shape)
+    at = b.add_input("indices", tensor_type_for_dtype(indices.dtype), indices.shape)
+    new = b.add_input("updates", tensor_type, updates.shape)
+    out = b.add_tensor("out", tensor_type, operand.shape)
+    b.add_output(out)
+    options = {"indices_are_sorted": False, "unique_indices": False, **options}
+    b.add_operator(
+        Op.STABLEHLO_SCATTER, [x, at, new], [out], {**options, "update_computation_subgraph_index": 1}
+    )
+    body = b.add_subgraph("update")
+    old, update = body.add_input("old", tensor_type, []), body.add_input("update", tensor_type, [])
+    if body_op is None:
+        body.add_output(update)
+    else:
+        result = body.add_tensor("result", tensor_type, [])
+        body.add_operator(body_op, [old, update], [result])
+        body.add_output(result)
+    return b.build()
+
+
+_ROWS = dict(
+    update_window_dims=[1], inserted_window_dims=[0], scatter_dims_to_operand_dims=[0], index_vector_dim=1
+)
+
+
+@pytest.mark.parametrize(
+    "body", [None, Op.STABLEHLO_ADD, Op.STABLEHLO_MULTIPLY, Op.STABLEHLO_MAXIMUM, Op.STABLEHLO_MINIMUM]
+)
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8, np.uint64, np.bool_])
+def test_scatter_rows_with_repeats_like_x_at_idx(body, dtype):
+    """x.at[idx].op(rows) on a (40, 24) operand, repeated and out-of-range (even negative) row indices."""
+    rng = np.random.default_rng(3)
+    if dtype == np.bool_:
+        operand, updates = rng.random((40, 24)) < 0.5, rng.random((300, 24)) < 0.5
+    elif np.issubdtype(dtype, np.floating):
+        operand = (rng.standard_normal((40, 24)) * 4).astype(dtype)
+        updates = (rng.standard_normal((300, 24)) * 4).astype(dtype)
+        operand.reshape(-1)[::37], updates.reshape(-1)[::41] = np.nan, np.nan
+        operand.reshape(-1)[5::53], updates.reshape(-1)[7::59] = -0.0, 0.0
+    else:
+        info = np.iinfo(dtype)
+        operand = rng.integers(info.min, info.max, (40, 24), dtype=dtype, endpoint=True)
+        updates = rng.integers(info.min, info.max, (300, 24), dtype=dtype, endpoint=True)
+    indices = rng.integers(-1, 45, (300, 1)).astype(np.int32)
+    identical(scatter_model(operand, indices, updates, body, **_ROWS), [operand, indices, updates])
+
+
+@pytest.mark.parametrize(
+    "operand_shape, indices_shape, updates_shape, options",
+    [
+        # 2x3 windows at (i, j) starts, the index vector first, window axes interleaved with the batch axis
+        ((9, 10, 4), (2, 7), (2, 7, 3, 4),
+         dict(update_window_dims=[0, 2, 3], inserted_window_dims=[], scatter_dims_to_operand_dims=[1, 0],
+              index_vector_dim=0)),
+        # a point scatter into a 3-d operand (every axis inserted), two batch axes, int64 indices
+        ((6, 5, 7), (4, 9, 3), (4, 9),
+         dict(update_window_dims=[], inserted_window_dims=[0, 1, 2], scatter_dims_to_operand_dims=[2, 0, 1],
+              index_vector_dim=2)),
+    ],
+)  # fmt: skip
+def test_scatter_windows(operand_shape, indices_shape, updates_shape, options):
+    rng = np.random.default_rng(len(updates_shape))
+    operand = rng.standard_normal(operand_shape).astype(np.float32)
+    updates = rng.standard_normal(updates_shape).astype(np.float32)
+    indices = rng.integers(-2, 10, indices_shape).astype(np.int64 if len(updates_shape) == 2 else np.int32)
+    identical(
+        scatter_model(operand, indices, updates, Op.STABLEHLO_ADD, **options), [operand, indices, updates]
+    )
+
+
+def test_scatter_refusals_in_tflites_words():
+    operand, updates = np.ones((4, 3), np.float32), np.ones((2, 3), np.float32)
+    indices = np.zeros((2, 1), np.int32)
+    feeds = [operand, indices, updates]
+    both_refuse(
+        scatter_model(operand, indices, updates, Op.ADD, **_ROWS),  # TFLite ADD: not recognised
+        feeds,
+        "Only update, Add, Multiply, Maximum and Minimum operations are currently supported for stablehlo.scatter.",
+    )
+    wide = scatter_model(operand, indices, updates, None, **dict(_ROWS, update_window_dims=[0, 1, 2]))
+    both_refuse(wide, feeds, "data->num_update_window_dims <= updates->dims->size was not true.")
+    feeds[1] = indices.astype(np.int16)
+    both_refuse(
+        scatter_model(operand, feeds[1], updates, None, **_ROWS),
+        feeds,
+        "(Index Type: INT16) currently not supported.",
+    )
+    feeds[1], feeds[0], feeds[2] = indices, operand.astype(np.complex64), updates.astype(np.complex64)
+    both_refuse(
+        scatter_model(feeds[0], indices, feeds[2], None, **_ROWS),
+        feeds,
+        "(Index Type: INT32, Data Type: COMPLEX64) currently not supported.",
     )

@@ -22,7 +22,7 @@ from .common import check_arity, input_tensor, output_tensor
 from .registry import register_builtin
 
 T = TensorType
-_TYPES = (T.BOOL, T.INT8, T.INT16, T.INT32, T.INT64, T.UINT8, T.FLOAT32, T.FLOAT64)
+TYPES = (T.BOOL, T.INT8, T.INT16, T.INT32, T.INT64, T.UINT8, T.FLOAT32, T.FLOAT64)
 _MAX_RANK = 6
 
 
@@ -32,7 +32,7 @@ class ReduceWindowData:
     windows: tuple[tuple[slice, ...], ...]  # per window element: the input view it contributes
 
 
-def _ensure_type_eq(first, second: TensorType, condition: str) -> None:
+def ensure_type_eq(first, second: TensorType, condition: str) -> None:
     """TF_LITE_ENSURE_EQ on types: TFLite prints their TfLiteType numbers."""
     if first.type != second:
         raise KernelError(
@@ -47,20 +47,28 @@ def reduce_window_prepare(context, node):
     ensure(shape.is_constant, "IsConstantTensor(window_dimensions_tensor) was not true.")
     ensure(strides.is_constant, "IsConstantTensor(window_strides_tensor) was not true.")
     ensure(dilations.is_constant, "IsConstantTensor(window_dilations_tensor) was not true.")
-    _ensure_type_eq(source, output.type, "input_tensor->type != output_tensor->type")
-    _ensure_type_eq(source, init.type, "input_tensor->type != init_value_tensor->type")
-    _ensure_type_eq(shape, T.INT64, "window_dimensions_tensor->type != kTfLiteInt64")
-    _ensure_type_eq(strides, T.INT64, "window_strides_tensor->type != kTfLiteInt64")
-    _ensure_type_eq(dilations, T.INT64, "window_dilations_tensor->type != kTfLiteInt64")
+    ensure_type_eq(source, output.type, "input_tensor->type != output_tensor->type")
+    ensure_type_eq(source, init.type, "input_tensor->type != init_value_tensor->type")
+    ensure_type_eq(shape, T.INT64, "window_dimensions_tensor->type != kTfLiteInt64")
+    ensure_type_eq(strides, T.INT64, "window_strides_tensor->type != kTfLiteInt64")
+    ensure_type_eq(dilations, T.INT64, "window_dilations_tensor->type != kTfLiteInt64")
     rank = len(source.shape)
     ensure(rank > 0, "input_tensor->dims->size > 0 was not true.")
     ensure(rank <= _MAX_RANK, "input_tensor->dims->size <= kMaxReduceWindowRank was not true.")
     window = _attribute(shape, rank, "window_dimensions")
     step = _attribute(strides, rank, "window_strides")
     spread = _attribute(dilations, rank, "window_dilations")
+    out_shape, windows = sliding_windows(source.shape, window, step, spread)
+    node.user_data = ReduceWindowData(ReduceWindowFunction(node.builtin_data.reduce_function), windows)
+    context.resize_tensor(output, out_shape)
+
+
+def sliding_windows(shape, window, step, spread) -> tuple[tuple[int, ...], tuple[tuple[slice, ...], ...]]:
+    """The output shape of windows of `window` elements `spread` apart, sliding by `step`, over an input
+    of `shape`, and per window element (row-major) the strided input view it contributes to all outputs."""
     out_shape = tuple(
         0 if n < (w - 1) * d + 1 else (n - ((w - 1) * d + 1)) // s + 1
-        for n, w, s, d in zip(source.shape, window, step, spread)
+        for n, w, s, d in zip(shape, window, step, spread)
     )
     windows = tuple(
         tuple(
@@ -68,8 +76,7 @@ def reduce_window_prepare(context, node):
         )
         for offsets in itertools.product(*(range(w) for w in window))
     )
-    node.user_data = ReduceWindowData(ReduceWindowFunction(node.builtin_data.reduce_function), windows)
-    context.resize_tensor(output, out_shape)
+    return out_shape, windows
 
 
 def _attribute(tensor, rank: int, name: str) -> tuple[int, ...]:
@@ -98,33 +105,38 @@ def _fold(function: ReduceWindowFunction):
     return None
 
 
+def reduce_windows(source_type, values, init, out, function, windows) -> None:
+    """Fill `out` with the reductions of `values` by `function` over `windows` (see sliding_windows),
+    each from the scalar `init`; fails as TFLite does on a body or type it has no kernel for."""
+    step = _fold(function)
+    if step is None:
+        raise KernelError("REDUCE_WINDOW: unsupported reduction body.")
+    if source_type not in TYPES:
+        raise KernelError(
+            f"REDUCE_WINDOW: unsupported kernel data type (TfliteType: {TFLITE_TYPE_NUMBER.get(source_type, 0)} "
+            f"a.k.a {source_type.name})."
+        )
+    if values.dtype == np.bool_:  # TFLite reduces bool tensors as int8 bytes
+        values, out = values.view(np.int8), out.view(np.int8)
+    with np.errstate(all="ignore"):
+        out[...] = init.reshape(-1).view(out.dtype)[0]
+        if out.size:
+            for window in windows:
+                step(out, values[window])
+
+
 def reduce_window_invoke(context, node):
     tensors = context.tensors
     data = node.user_data
     source = tensors[node.inputs[0]]
-    step = _fold(data.function)
-    if step is None:
-        raise KernelError("REDUCE_WINDOW: unsupported reduction body.")
-    if source.type not in _TYPES:
-        raise KernelError(
-            f"REDUCE_WINDOW: unsupported kernel data type (TfliteType: {TFLITE_TYPE_NUMBER.get(source.type, 0)} "
-            f"a.k.a {source.type.name})."
-        )
-    values = source.data
     out = tensors[node.outputs[0]].data
-    if values.dtype == np.bool_:  # TFLite reduces bool tensors as int8 bytes
-        values, out = values.view(np.int8), out.view(np.int8)
-    with np.errstate(all="ignore"):
-        out[...] = tensors[node.inputs[1]].data.reshape(-1).view(out.dtype)[0]
-        if out.size:
-            for window in data.windows:
-                step(out, values[window])
+    reduce_windows(source.type, source.data, tensors[node.inputs[1]].data, out, data.function, data.windows)
 
 
 register_builtin(
     BuiltinOperator.REDUCE_WINDOW,
     (1, 1),
-    types=_TYPES,
+    types=TYPES,
     op_data=ReduceWindowData,
     prepare=reduce_window_prepare,
     invoke=reduce_window_invoke,

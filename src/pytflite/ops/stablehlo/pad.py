@@ -38,6 +38,23 @@ def _options(node) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
     return low, high, interior
 
 
+def placement(shape, low, high, interior):
+    """The padded shape, and the input positions kept with where they land in it (np.ix_ index tuples;
+    None when nothing is copied)."""
+    padded = tuple(
+        n + max(n - 1, 0) * gap + before + after for n, before, after, gap in zip(shape, low, high, interior)
+    )
+    sources, targets = [], []
+    for n, before, gap, size in zip(shape, low, interior, padded):
+        positions = before + np.arange(n, dtype=np.int64) * (gap + 1)
+        kept = (positions >= 0) & (positions < size)
+        sources.append(np.flatnonzero(kept))
+        targets.append(positions[kept])
+    if not all(len(s) for s in sources):
+        return padded, None, None
+    return padded, tuple(np.ix_(*sources)), tuple(np.ix_(*targets))
+
+
 def pad_prepare(context, node):
     check_arity(node, 2)
     source, padding_value = input_tensor(context, node, 0), input_tensor(context, node, 1)
@@ -55,25 +72,13 @@ def pad_prepare(context, node):
     if len(low) != rank:
         raise KernelError(f"STABLEHLO_PAD has {len(low)} padding values per kind for a rank {rank} input")
     ensure(all(p >= 0 for p in interior), "StableHLO Pad interior padding must be non-negative.")
-    shape = tuple(
-        n + max(n - 1, 0) * gap + before + after
-        for n, before, after, gap in zip(source.shape, low, high, interior)
-    )
+    shape, source_positions, target_positions = placement(source.shape, low, high, interior)
     ensure(source.type == output.type, "input_tensor->type == output_tensor->type was not true.")
     if any(n <= 0 for n in shape):
         node.user_data = PadData(None, None)
         context.resize_tensor(output, (0,) * rank)
         return
-    sources, targets = [], []
-    for n, before, gap, size in zip(source.shape, low, interior, shape):
-        positions = before + np.arange(n, dtype=np.int64) * (gap + 1)
-        kept = (positions >= 0) & (positions < size)
-        sources.append(np.flatnonzero(kept))
-        targets.append(positions[kept])
-    copies = all(len(s) for s in sources)
-    node.user_data = PadData(
-        tuple(np.ix_(*sources)) if copies else None, tuple(np.ix_(*targets)) if copies else None
-    )
+    node.user_data = PadData(source_positions, target_positions)
     context.resize_tensor(output, shape)
 
 
