@@ -111,3 +111,46 @@ def test_model_runs_and_matches_litert(wheel, name):
     reference.invoke()
     for i, (detail, ours_out) in enumerate(zip(reference.get_output_details(), outputs)):
         assert_matches(ours_out, reference.get_tensor(detail["index"]), RTOL, what=f"{name} output {i}")
+
+
+def _drawn_face() -> np.ndarray:
+    """A 192x192 face drawn with ellipses: skin, eyes with irises at (74, 84) and (118, 84), brows, nose,
+    lips, in [0, 1] as the face models take their input."""
+    yy, xx = np.mgrid[0:192, 0:192].astype(np.float32)
+
+    def ellipse(cx, cy, rx, ry):
+        return ((xx - cx) / rx) ** 2 + ((yy - cy) / ry) ** 2 <= 1
+
+    image = np.full((192, 192, 3), [0.35, 0.45, 0.55], np.float32)
+    image[ellipse(96, 100, 58, 76)] = [0.87, 0.70, 0.58]
+    for cx in (74, 118):
+        image[ellipse(cx, 84, 12, 6)] = [0.95, 0.95, 0.95]
+        image[ellipse(cx, 84, 5, 5)] = [0.2, 0.12, 0.08]
+        image[ellipse(cx, 68, 15, 3)] = [0.3, 0.2, 0.15]
+    image[ellipse(96, 110, 6, 12)] = [0.80, 0.60, 0.50]
+    image[ellipse(96, 140, 20, 6)] = [0.70, 0.30, 0.30]
+    return image[None]
+
+
+def _outputs(wheel, name: str, image: np.ndarray) -> dict[str, np.ndarray]:
+    interpreter = pytflite.Interpreter(model_content=_model(wheel, name), op_resolver=_resolver())
+    interpreter.allocate_tensors()
+    interpreter.set_tensor(interpreter.get_input_details()[0]["index"], image)
+    interpreter.invoke()
+    return {d["name"]: interpreter.get_tensor(d["index"]) for d in interpreter.get_output_details()}
+
+
+def test_face_landmark_with_attention_agrees_with_face_landmark_on_a_face(wheel):
+    """LiteRT cannot run the attention model, so the check is against its sibling, which LiteRT can: both
+    see a face, their 468-point meshes coincide within a few pixels, and the irises land where drawn."""
+    image = _drawn_face()
+    plain = _outputs(wheel, "face_landmark", image)
+    attention = _outputs(wheel, "face_landmark_with_attention", image)
+    mesh = next(v for v in plain.values() if v.size == 468 * 3).reshape(468, 3)
+    attention_mesh = attention["output_mesh_identity"].reshape(468, 3)
+    distance = np.linalg.norm(mesh[:, :2] - attention_mesh[:, :2], axis=1)
+    assert distance.mean() < 2.5 and distance.max() < 6  # measured: mean 1.17 px, max 2.90 px
+    assert float(attention["conv_faceflag"].ravel()[0]) > 5  # a face (logit; measured 27.6)
+    for iris, drawn in (("output_left_iris", (74, 84)), ("output_right_iris", (118, 84))):
+        centre = attention[iris].reshape(5, 2)[0]
+        assert np.linalg.norm(centre - drawn) < 3, (iris, centre)  # measured within 0.8 px
