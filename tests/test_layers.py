@@ -23,6 +23,7 @@ LAYERS = {
     "interpreter_builder": 6,
     "debug": 6,
     "tools": 7,
+    "batch": 7,
     "__init__": 8,
     "__main__": 8,
 }

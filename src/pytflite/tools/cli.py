@@ -6,6 +6,7 @@
     pytflite analyze MODEL [--delegate SPEC]
     pytflite visualize MODEL -o graph.html [--delegate SPEC]
     pytflite compare MODEL (--delegate SPEC | --litert) [--atol A] [--rtol R]
+    pytflite batch MODEL INPUTS OUTPUT [--signature KEY] [--batch-size N] [--on-error stop|skip]
 
 Every command takes `--custom-ops ops.py` (a module with `register(resolver)`, or `mediapipe`) and `--delegate
 module:Factory` (repeatable, with `--delegate-option key=value`). benchmark's flags are spelled as
@@ -30,7 +31,9 @@ def _bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
-def _add_model_arguments(parser: argparse.ArgumentParser, delegates: bool = True) -> None:
+def _add_model_arguments(
+    parser: argparse.ArgumentParser, delegates: bool = True, delegate_options: bool = True
+) -> None:
     parser.add_argument("model", help="path to a .tflite file")
     parser.add_argument(
         "--custom-ops",
@@ -48,6 +51,7 @@ def _add_model_arguments(parser: argparse.ArgumentParser, delegates: bool = True
             metavar="SPEC",
             help="module:Factory or file.py:Factory returning a delegate, or replay:OP,OP (repeatable)",
         )
+    if delegates and delegate_options:
         parser.add_argument(
             "--delegate-option",
             action="append",
@@ -157,6 +161,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     compare.add_argument("--atol", type=float, default=1e-5, help="absolute tolerance")
     compare.add_argument("--all", action="store_true", help="list every differing tensor, not just the first")
+
+    from . import batch
+
+    scoring = commands.add_parser("batch", help="score a folder or file of inputs into .npy files or Parquet")
+    _add_model_arguments(scoring, delegate_options=False)  # workers build delegates from the spec alone
+    batch.add_arguments(scoring)
     return parser
 
 
@@ -181,6 +191,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from . import visualize
 
         return visualize.command(args)
+    if args.command == "batch":
+        from . import batch
+
+        return batch.command(args)
     from . import compare
 
     return compare.command(args)
