@@ -54,4 +54,6 @@ def test_custom_op_model_into_parquet_with_progress(tmp_path):
 def test_usage_errors(tmp_path):
     missing = run_cli("batch", tmp_path / "none.tflite", tmp_path, tmp_path / "out")
     assert missing.returncode == 2 and "none.tflite" in missing.stderr
+    address = run_cli("batch", tmp_path / "none.tflite", tmp_path, tmp_path / "out", "--address", "x:1")
+    assert address.returncode == 2 and "use it with --ray" in address.stderr
     assert "batch" in run_cli("--help").stdout

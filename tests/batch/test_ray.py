@@ -170,3 +170,45 @@ def test_actor_pool_leaves_a_cpu_for_tasks(cpus, actors, per_actor, expected):
 def test_actor_pool_refuses_what_cannot_run(cpus, actors, per_actor, message):
     with pytest.raises(BatchError, match=message):
         actor_pool(cpus, actors, per_actor)
+
+
+def test_run_ray_writes_what_run_local_writes_and_resumes(cluster, tmp_path):
+    """The CLI's --ray job: the same folder in, the same files out as the in-process job, then a rerun
+    skips them."""
+    from pytflite.batch import run_local
+    from pytflite.batch.ray_data import run_ray
+
+    model = tmp_path / "dense.tflite"
+    model.write_bytes(dense_model())
+    rows = np.random.default_rng(1).standard_normal([37, 6]).astype(np.float32)
+    (tmp_path / "in").mkdir()
+    for i, row in enumerate(rows):
+        np.save(tmp_path / "in" / f"item{i:02d}.npy", row)
+    predictor = Predictor(str(model))
+    local = run_local(predictor, tmp_path / "in", tmp_path / "local", batch_size=BATCH)
+    remote = run_ray(predictor, str(tmp_path / "in"), str(tmp_path / "ray"), batch_size=BATCH)
+    assert (remote.written, remote.already_done, remote.failed) == (local.written, 0, []) == (37, 0, [])
+    for i in range(37):
+        with (
+            np.load(tmp_path / "local" / f"item{i:02d}.npz") as want,
+            np.load(tmp_path / "ray" / f"item{i:02d}.npz") as got,
+        ):
+            assert sorted(want.files) == sorted(got.files)
+            for name in want.files:
+                np.testing.assert_array_equal(got[name], want[name])
+    (tmp_path / "ray" / "item05.npz").unlink()
+    again = run_ray(predictor, str(tmp_path / "in"), str(tmp_path / "ray"), batch_size=BATCH)
+    assert (again.written, again.already_done) == (1, 36)
+
+
+def test_cli_ray_flag_runs_the_job_on_the_cluster(cluster, tmp_path, capsys):
+    from pytflite.tools.cli import main
+
+    model = tmp_path / "dense.tflite"
+    model.write_bytes(dense_model())
+    (tmp_path / "in").mkdir()
+    for i in range(5):
+        np.save(tmp_path / "in" / f"item{i}.npy", np.full(6, i, np.float32))
+    assert main(["batch", str(model), str(tmp_path / "in"), str(tmp_path / "out"), "--ray"]) == 0
+    assert "5 items written" in capsys.readouterr().out
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [f"item{i}.npz" for i in range(5)]

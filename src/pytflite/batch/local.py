@@ -74,6 +74,19 @@ def run_local(
 ) -> JobReport:
     """Score every item of `inputs` (see `io.open_source`) into `output` (see `io.open_sink`).
     `progress=None` draws the bar only when stderr is a terminal."""
+
+    def score(keys: list[str], items: list[Item], sink, report: JobReport) -> None:
+        predict_and_write(predictor, sink, keys, items, report)
+
+    return run_job(predictor, inputs, output, score, batch_size, batch_size, on_error, progress)
+
+
+def run_job(
+    predictor, inputs, output, score, batch_size: int, chunk: int, on_error: str, progress
+) -> JobReport:
+    """The job loop both runners share: what is left to do, read in chunks of `chunk` items (an unreadable
+    one stops the job after what was read is scored, or is skipped and listed), `score(keys, items, sink,
+    report)` each chunk, progress."""
     if on_error not in ON_ERROR:
         raise BatchError(f"on_error must be one of {', '.join(ON_ERROR)}, not {on_error!r}")
     if batch_size < 1:
@@ -85,9 +98,9 @@ def run_local(
     report = JobReport(already_done=len(source.keys) - len(todo))
     bar = Progress(len(todo), sys.stderr.isatty() if progress is None else progress)
     try:
-        for start in range(0, len(todo), batch_size):
+        for start in range(0, len(todo), chunk):
             keys, items = [], []
-            for key in todo[start : start + batch_size]:
+            for key in todo[start : start + chunk]:
                 try:
                     item = source.load(key)
                     try:
@@ -96,27 +109,27 @@ def run_local(
                         raise ItemError(source.describe(key), str(error)) from None
                 except ItemError as error:
                     if on_error == "stop":
-                        _predict_and_write(predictor, sink, keys, items, report)  # keep what was read
+                        score(keys, items, sink, report)  # keep what was read
                         raise
                     report.failed.append(str(error))
                     continue
                 keys.append(key)
                 items.append(item)
-            _predict_and_write(predictor, sink, keys, items, report)
-            bar.advance(len(todo[start : start + batch_size]))
+            score(keys, items, sink, report)
+            bar.advance(len(todo[start : start + chunk]))
     finally:
         bar.close()
     return report
 
 
-def _predict_and_write(predictor: Predictor, sink, keys: list[str], items: list[Item], report: JobReport):
-    for run_keys, run_items in _same_shape_runs(keys, items):
+def predict_and_write(predictor: Predictor, sink, keys: list[str], items: list[Item], report: JobReport):
+    for run_keys, run_items in same_shape_runs(keys, items):
         batch = {name: np.stack([item[name] for item in run_items]) for name in predictor.input_names}
         sink.write(run_keys, predictor(batch))
         report.written += len(run_keys)
 
 
-def _same_shape_runs(keys: list[str], items: list[Item]):
+def same_shape_runs(keys: list[str], items: list[Item]):
     """Consecutive items whose arrays have equal shapes (a model with dynamic item dimensions, e.g.
     images of several sizes, gets one batch per shape run)."""
     start = 0

@@ -21,9 +21,10 @@ from typing import Any
 import numpy as np
 import ray
 
+from .local import JobReport, run_job, same_shape_runs
 from .predictor import BatchError, Predictor
 
-__all__ = ["actor_pool", "map_dataset"]
+__all__ = ["actor_pool", "map_dataset", "run_ray"]
 
 # CPUs left to Ray Data's tasks (reads, repartitions) next to the actor pool.
 RESERVED_CPUS = 1.0
@@ -128,3 +129,38 @@ def map_dataset(
         compute=ray.data.ActorPoolStrategy(size=size),
         num_cpus=cpus,
     )
+
+
+_KEY = "__pytflite_key"
+_BATCHES_PER_CHUNK = 16  # items read in the driver per Ray job: enough to keep every actor busy
+
+
+def run_ray(
+    predictor: Predictor,
+    inputs: str,
+    output: str,
+    *,
+    address: str | None = None,
+    batch_size: int = 32,
+    on_error: str = "stop",
+    progress: bool | None = None,
+) -> JobReport:
+    """run_local's job (same inputs, outputs, resume and error handling) with the predictions made by
+    map_dataset on Ray Data: a local cluster, or the one at `address`. Items are read in the driver, a
+    chunk at a time, and travel to the actors as rows keyed by their name."""
+    if not ray.is_initialized():
+        ray.init(address=address) if address else ray.init()
+    arguments = dict(predictor._arguments)
+    model_path = arguments.pop("model_path")
+
+    def score(keys, items, sink, report) -> None:
+        for run_keys, run_items in same_shape_runs(keys, items):
+            rows = [{_KEY: key, **item} for key, item in zip(run_keys, run_items)]
+            scored = map_dataset(ray.data.from_items(rows), model_path, batch_size=batch_size, **arguments)
+            for batch in scored.iter_batches(batch_format="numpy", batch_size=None):
+                names = [str(k) for k in batch.pop(_KEY)]
+                sink.write(names, batch)
+                report.written += len(names)
+
+    chunk = batch_size * _BATCHES_PER_CHUNK
+    return run_job(predictor, inputs, output, score, batch_size, chunk, on_error, progress)

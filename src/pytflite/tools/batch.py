@@ -1,8 +1,8 @@
-"""`pytflite batch MODEL INPUTS OUTPUT`: score a folder or file of items in this process.
+"""`pytflite batch MODEL INPUTS OUTPUT`: score a folder or file of items, in this process by default.
 
-Items already in OUTPUT are skipped, so a rerun resumes; unreadable items stop the job or, with
-`--on-error skip`, are listed at the end. (Running the same job on Ray Data from the command line is issue
-16's remaining step; in Python, `pytflite.batch.map_dataset` applies a model to a Ray Dataset.)
+With `--ray` the same job runs on Ray Data (`pytflite.batch.ray_data.run_ray`, a local cluster unless
+`--address` names one). Items already in OUTPUT are skipped, so a rerun resumes; unreadable items stop
+the job or, with `--on-error skip`, are listed at the end.
 """
 
 from __future__ import annotations
@@ -34,6 +34,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--threads", "--num-threads", type=int, default=None, help="threads for BLAS")
     parser.add_argument(
+        "--ray", action="store_true", help="run on Ray Data (a local cluster unless --address)"
+    )
+    parser.add_argument("--address", metavar="HOST:PORT", help="the Ray cluster to join (with --ray)")
+    parser.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -42,6 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def command(args: argparse.Namespace) -> int:
+    if args.address and not args.ray:
+        raise ToolError("--address names a Ray cluster: use it with --ray")
     if args.batch_size < 1:
         raise ToolError(f"--batch-size must be at least 1, not {args.batch_size}")
     try:
@@ -55,11 +61,22 @@ def command(args: argparse.Namespace) -> int:
             pad_to=args.batch_size if args.batching == "pad" else None,
         )
         options = dict(batch_size=args.batch_size, on_error=args.on_error, progress=args.progress)
-        report = run_local(predictor, args.inputs, args.output, **options)
+        if args.ray:
+            report = _ray_runner()(predictor, args.inputs, args.output, address=args.address, **options)
+        else:
+            report = run_local(predictor, args.inputs, args.output, **options)
     except (BatchError, ValueError, RuntimeError) as error:
         raise ToolError(str(error).strip()) from None
     _print_report(report, args.output)
     return 1 if report.failed else 0
+
+
+def _ray_runner():
+    try:
+        from ..batch.ray_data import run_ray
+    except ImportError as error:
+        raise ToolError(f"--ray needs Ray Data: pip install 'pytflite[ray]' ({error})") from None
+    return run_ray
 
 
 def _print_report(report: JobReport, output: str) -> None:

@@ -6,7 +6,7 @@
     pytflite analyze MODEL [--delegate SPEC]
     pytflite visualize MODEL -o graph.html [--delegate SPEC]
     pytflite compare MODEL (--delegate SPEC | --litert) [--atol A] [--rtol R]
-    pytflite batch MODEL INPUTS OUTPUT [--signature KEY] [--batch-size N] [--on-error stop|skip]
+    pytflite batch MODEL INPUTS OUTPUT [--signature KEY] [--batch-size N] [--on-error stop|skip] [--ray]
 
 Every command takes `--custom-ops ops.py` (a module with `register(resolver)`, or `mediapipe`) and `--delegate
 module:Factory` (repeatable, with `--delegate-option key=value`). benchmark's flags are spelled as
