@@ -172,15 +172,20 @@ def test_actor_pool_refuses_what_cannot_run(cpus, actors, per_actor, message):
         actor_pool(cpus, actors, per_actor)
 
 
-def test_run_ray_writes_what_run_local_writes_and_resumes(cluster, tmp_path):
+@pytest.mark.parametrize("corpus", [False, True], ids=["dynamic_batch", "corpus_mlp"])
+def test_run_ray_writes_what_run_local_writes_and_resumes(cluster, tmp_path, corpus):
     """The CLI's --ray job: the same folder in, the same files out as the in-process job, then a rerun
-    skips them."""
+    skips them; on a dynamic-batch model and on the corpus's mlp (batch fixed to 2: run in chunks)."""
     from pytflite.batch import run_local
     from pytflite.batch.ray_data import run_ray
 
-    model = tmp_path / "dense.tflite"
-    model.write_bytes(dense_model())
-    rows = np.random.default_rng(1).standard_normal([37, 6]).astype(np.float32)
+    if corpus:
+        model = Path(corpus_model("mlp"))
+    else:
+        model = tmp_path / "dense.tflite"
+        model.write_bytes(dense_model())
+    width = Predictor(str(model))._inputs[0].signature[-1]
+    rows = np.random.default_rng(1).standard_normal([37, width]).astype(np.float32)
     (tmp_path / "in").mkdir()
     for i, row in enumerate(rows):
         np.save(tmp_path / "in" / f"item{i:02d}.npy", row)
@@ -188,15 +193,17 @@ def test_run_ray_writes_what_run_local_writes_and_resumes(cluster, tmp_path):
     local = run_local(predictor, tmp_path / "in", tmp_path / "local", batch_size=BATCH)
     remote = run_ray(predictor, str(tmp_path / "in"), str(tmp_path / "ray"), batch_size=BATCH)
     assert (remote.written, remote.already_done, remote.failed) == (local.written, 0, []) == (37, 0, [])
-    for i in range(37):
-        with (
-            np.load(tmp_path / "local" / f"item{i:02d}.npz") as want,
-            np.load(tmp_path / "ray" / f"item{i:02d}.npz") as got,
-        ):
+    written = sorted(path.name for path in (tmp_path / "local").iterdir())
+    assert len(written) == 37 and written == sorted(path.name for path in (tmp_path / "ray").iterdir())
+    for name in written:  # .npz for several outputs, .npy for one
+        want, got = np.load(tmp_path / "local" / name), np.load(tmp_path / "ray" / name)
+        if name.endswith(".npz"):
             assert sorted(want.files) == sorted(got.files)
-            for name in want.files:
-                np.testing.assert_array_equal(got[name], want[name])
-    (tmp_path / "ray" / "item05.npz").unlink()
+            for key in want.files:
+                np.testing.assert_array_equal(got[key], want[key])
+        else:
+            np.testing.assert_array_equal(got, want)
+    (tmp_path / "ray" / written[5]).unlink()
     again = run_ray(predictor, str(tmp_path / "in"), str(tmp_path / "ray"), batch_size=BATCH)
     assert (again.written, again.already_done) == (1, 36)
 
