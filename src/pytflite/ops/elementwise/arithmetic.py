@@ -11,8 +11,7 @@ from ...core.types import BuiltinOperator, TensorType
 from ...errors import ensure, ensure_type, ensure_types_eq
 from ...model.options import ActivationFunctionType
 from ..common import clip
-from ..registry import register_builtin
-from .binary import BinaryData, BinaryOp, _finish_prepare, binary_init_with_scratch, binary_invoke
+from .binary import BinaryOp, binary_init_with_scratch, register_binary
 from .common import (
     _QUANTIZED,
     T,
@@ -92,17 +91,13 @@ _ARITHMETIC = (
 # BUILTIN_REF's ADD and MUL: TFLite's reference kernels, scalar code without the SIMD blocks' rounding.
 _WITH_REFERENCE_TWIN = (BuiltinOperator.ADD, BuiltinOperator.MUL)
 for _op, _ufunc, _versions, _types in _ARITHMETIC:
-    register_builtin(
+    register_binary(
         _op,
         _versions,
-        types=_types,
-        op_data=BinaryData,
+        _types,
+        _arithmetic_prepare(_op.name, _ufunc, _types),
         init=binary_init_with_scratch,
-        prepare=_finish_prepare(_arithmetic_prepare(_op.name, _ufunc, _types)),
-        invoke=binary_invoke,
-        builtin_ref={
-            "prepare": _finish_prepare(_arithmetic_prepare(_op.name, _ufunc, _types, optimized=False))
-        }
+        builtin_ref={"prepare": _arithmetic_prepare(_op.name, _ufunc, _types, optimized=False)}
         if _op in _WITH_REFERENCE_TWIN
         else None,
     )

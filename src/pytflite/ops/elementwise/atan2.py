@@ -9,8 +9,7 @@ import numpy as np
 from ...core.types import BuiltinOperator
 from ...errors import ensure, ensure_type, ensure_types_eq
 from ..common import check_arity, input_tensor, output_tensor
-from ..registry import register_builtin
-from .binary import BinaryData, BinaryOp, _finish_prepare, binary_invoke
+from .binary import BinaryOp, register_binary
 from .common import T
 
 
@@ -42,11 +41,4 @@ def _atan2_prepare(context, node):
     return BinaryOp(atan2)
 
 
-register_builtin(
-    BuiltinOperator.ATAN2,
-    (1, 1),
-    types=(T.FLOAT32, T.FLOAT64, T.FLOAT16),
-    op_data=BinaryData,
-    prepare=_finish_prepare(_atan2_prepare),
-    invoke=binary_invoke,
-)
+register_binary(BuiltinOperator.ATAN2, (1, 1), (T.FLOAT32, T.FLOAT64, T.FLOAT16), _atan2_prepare)

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..common import clip
+from ..registry import register_builtin
 
 Runner = Callable[[list, tuple, np.ndarray], None]  # run(tensors, node.inputs, output array)
 
@@ -120,6 +121,23 @@ def _expanding_runner(compute, low, high, constants, buffers) -> Callable:
             clip(out, low, high, out)
 
     return run
+
+
+def register_binary(op, versions: tuple[int, int], types: tuple, prepare: Callable, **extra: Any) -> None:
+    """Register an elementwise binary kernel: `prepare` returns the BinaryOp it describes the op with
+    (_finish_prepare makes the BinaryData), invoke is binary_invoke. `extra`: init, and builtin_ref's
+    {"prepare": <an unwrapped prepare>} for a BUILTIN_REF twin."""
+    twin = extra.pop("builtin_ref", None)
+    register_builtin(
+        op,
+        versions,
+        types=types,
+        op_data=BinaryData,
+        prepare=_finish_prepare(prepare),
+        invoke=binary_invoke,
+        builtin_ref=None if twin is None else {"prepare": _finish_prepare(twin["prepare"])},
+        **extra,
+    )
 
 
 def _finish_prepare(prepare: Callable) -> Callable:

@@ -7,8 +7,7 @@ import numpy as np
 from ...core.types import BuiltinOperator, type_name
 from ...errors import ensure
 from ..common import clip
-from ..registry import register_builtin
-from .binary import BinaryData, BinaryOp, _finish_prepare, binary_invoke
+from .binary import BinaryOp, register_binary
 from .common import T, _binary_tensors, _output_shape
 from .widened import _widened
 
@@ -51,19 +50,5 @@ def _right_shift_prepare(context, node):
     return BinaryOp(shift)
 
 
-register_builtin(
-    BuiltinOperator.BITWISE_XOR,
-    (1, 1),
-    types=_BITWISE,
-    op_data=BinaryData,
-    prepare=_finish_prepare(_bitwise_xor_prepare),
-    invoke=binary_invoke,
-)
-register_builtin(
-    BuiltinOperator.RIGHT_SHIFT,
-    (1, 1),
-    types=_BITWISE,
-    op_data=BinaryData,
-    prepare=_finish_prepare(_right_shift_prepare),
-    invoke=binary_invoke,
-)
+register_binary(BuiltinOperator.BITWISE_XOR, (1, 1), _BITWISE, _bitwise_xor_prepare)
+register_binary(BuiltinOperator.RIGHT_SHIFT, (1, 1), _BITWISE, _right_shift_prepare)

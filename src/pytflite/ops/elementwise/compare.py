@@ -11,8 +11,7 @@ import numpy as np
 from ...core.types import BuiltinOperator, TensorType, type_name
 from ...errors import KernelError, ensure, ensure_type
 from ..quant.fixed_point import quantize_multiplier
-from ..registry import register_builtin
-from .binary import BinaryData, BinaryOp, _finish_prepare, binary_invoke
+from .binary import BinaryOp, register_binary
 from .common import T, _binary_tensors, _output_shape
 from .requantize import _mbqm_smaller_than_one
 from .widened import _widened
@@ -83,11 +82,4 @@ for _op, _ufunc, _versions, _types in (
     (BuiltinOperator.GREATER, np.greater, (1, 2), _ORDER_TYPES),
     (BuiltinOperator.GREATER_EQUAL, np.greater_equal, (1, 3), _ORDER_TYPES),
 ):
-    register_builtin(
-        _op,
-        _versions,
-        types=_types,
-        op_data=BinaryData,
-        prepare=_finish_prepare(_comparison_prepare(_op.name, _ufunc, _types)),
-        invoke=binary_invoke,
-    )
+    register_binary(_op, _versions, _types, _comparison_prepare(_op.name, _ufunc, _types))

@@ -6,8 +6,7 @@ import numpy as np
 
 from ...core.types import BuiltinOperator, type_name
 from ...errors import ensure
-from ..registry import register_builtin
-from .binary import BinaryData, BinaryOp, _finish_prepare, binary_invoke
+from .binary import BinaryOp, register_binary
 from .common import T, _binary_tensors, _float64_operands, _output_shape, _zero_check
 from .widened import _widened
 
@@ -55,22 +54,6 @@ def _floor_mod_prepare(context, node):
     return BinaryOp(floor_mod, elementwise=True)
 
 
-# --- ATAN2, ADD_N ------------------------------------------------------------------------------------------
 
-
-register_builtin(
-    BuiltinOperator.FLOOR_DIV,
-    (1, 3),
-    types=_FLOOR_DIV_TYPES,
-    op_data=BinaryData,
-    prepare=_finish_prepare(_floor_div_prepare),
-    invoke=binary_invoke,
-)
-register_builtin(
-    BuiltinOperator.FLOOR_MOD,
-    (1, 2),
-    types=_FLOOR_MOD_TYPES,
-    op_data=BinaryData,
-    prepare=_finish_prepare(_floor_mod_prepare),
-    invoke=binary_invoke,
-)
+register_binary(BuiltinOperator.FLOOR_DIV, (1, 3), _FLOOR_DIV_TYPES, _floor_div_prepare)
+register_binary(BuiltinOperator.FLOOR_MOD, (1, 2), _FLOOR_MOD_TYPES, _floor_mod_prepare)

@@ -8,7 +8,7 @@ from ...core.types import BuiltinOperator
 from ...errors import ensure, ensure_type, ensure_types_eq
 from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
-from .binary import BinaryData, BinaryOp, _finish_prepare, binary_invoke
+from .binary import BinaryOp, register_binary
 from .common import T, _binary_tensors, _output_shape
 from .widened import _widened
 
@@ -36,22 +36,10 @@ def _logical_not_invoke(context, node):
     np.logical_not(tensors[node.inputs[0]].data, out=tensors[node.outputs[0]].data)
 
 
-register_builtin(
-    BuiltinOperator.LOGICAL_AND,
-    (1, 1),
-    types=(T.BOOL,),
-    op_data=BinaryData,
-    prepare=_finish_prepare(_logical_prepare("LOGICAL_AND", np.logical_and)),
-    invoke=binary_invoke,
+register_binary(
+    BuiltinOperator.LOGICAL_AND, (1, 1), (T.BOOL,), _logical_prepare("LOGICAL_AND", np.logical_and)
 )
-register_builtin(
-    BuiltinOperator.LOGICAL_OR,
-    (1, 1),
-    types=(T.BOOL,),
-    op_data=BinaryData,
-    prepare=_finish_prepare(_logical_prepare("LOGICAL_OR", np.logical_or)),
-    invoke=binary_invoke,
-)
+register_binary(BuiltinOperator.LOGICAL_OR, (1, 1), (T.BOOL,), _logical_prepare("LOGICAL_OR", np.logical_or))
 register_builtin(
     BuiltinOperator.LOGICAL_NOT,
     (1, 1),

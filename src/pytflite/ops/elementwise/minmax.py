@@ -6,8 +6,7 @@ import numpy as np
 
 from ...core.types import BuiltinOperator
 from ...errors import ensure_type
-from ..registry import register_builtin
-from .binary import BinaryData, BinaryOp, _finish_prepare, binary_invoke
+from .binary import BinaryOp, register_binary
 from .common import T, _binary_tensors, _output_shape
 from .widened import _widened
 
@@ -43,19 +42,9 @@ def _min_max_prepare(op_name: str, propagating: np.ufunc, ignoring: np.ufunc):
     return prepare
 
 
-register_builtin(
-    BuiltinOperator.MAXIMUM,
-    (1, 4),
-    types=_MIN_MAX_TYPES,
-    op_data=BinaryData,
-    prepare=_finish_prepare(_min_max_prepare("MAXIMUM", np.maximum, np.fmax)),
-    invoke=binary_invoke,
+register_binary(
+    BuiltinOperator.MAXIMUM, (1, 4), _MIN_MAX_TYPES, _min_max_prepare("MAXIMUM", np.maximum, np.fmax)
 )
-register_builtin(
-    BuiltinOperator.MINIMUM,
-    (1, 4),
-    types=_MIN_MAX_TYPES,
-    op_data=BinaryData,
-    prepare=_finish_prepare(_min_max_prepare("MINIMUM", np.minimum, np.fmin)),
-    invoke=binary_invoke,
+register_binary(
+    BuiltinOperator.MINIMUM, (1, 4), _MIN_MAX_TYPES, _min_max_prepare("MINIMUM", np.minimum, np.fmin)
 )

@@ -11,8 +11,7 @@ from ...core.types import BuiltinOperator, type_name
 from ...errors import KernelError, ensure
 from ..common import clip
 from ..quant.fixed_point import float_to_int32
-from ..registry import register_builtin
-from .binary import BinaryData, BinaryOp, _finish_prepare, binary_invoke
+from .binary import BinaryOp, register_binary
 from .common import T, _binary_tensors, _output_shape
 
 
@@ -104,11 +103,4 @@ def _int_pow(a, b, out, x86: bool):
     np.copyto(out, float_to_int32(result, x86=x86), casting="unsafe")
 
 
-register_builtin(
-    BuiltinOperator.POW,
-    (1, 1),
-    types=(T.FLOAT32, T.INT32),
-    op_data=BinaryData,
-    prepare=_finish_prepare(_pow_prepare),
-    invoke=binary_invoke,
-)
+register_binary(BuiltinOperator.POW, (1, 1), (T.FLOAT32, T.INT32), _pow_prepare)

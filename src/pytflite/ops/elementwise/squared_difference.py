@@ -6,8 +6,7 @@ import numpy as np
 
 from ...core.types import BuiltinOperator
 from ...errors import ensure_type
-from ..registry import register_builtin
-from .binary import BinaryData, BinaryOp, _finish_prepare, binary_init_with_scratch, binary_invoke
+from .binary import BinaryOp, binary_init_with_scratch, register_binary
 from .common import T, _binary_tensors, _output_shape
 from .quantized import _quantized_arithmetic, _quantized_prepare
 
@@ -30,12 +29,10 @@ def _squared_difference(a, b, out):
 _SQUARED_DIFFERENCE_TYPES = (T.FLOAT32, T.INT32, T.INT8)
 
 
-register_builtin(
+register_binary(
     BuiltinOperator.SQUARED_DIFFERENCE,
     (1, 2),
-    types=_SQUARED_DIFFERENCE_TYPES,
-    op_data=BinaryData,
+    _SQUARED_DIFFERENCE_TYPES,
+    _squared_difference_prepare,
     init=binary_init_with_scratch,
-    prepare=_finish_prepare(_squared_difference_prepare),
-    invoke=binary_invoke,
 )
