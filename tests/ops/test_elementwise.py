@@ -102,6 +102,24 @@ def test_float_overflow_clamps_to_the_largest_float_and_keeps_nan(op, activation
     check(op, a.reshape(3, 3), b[:3], options={"fused_activation_function": activation})
 
 
+@pytest.mark.parametrize("op", [Op.ADD, Op.SUB, Op.MUL])
+@pytest.mark.parametrize("activation", ACTIVATIONS)
+@pytest.mark.parametrize("shapes", [([1], [1]), ([], [1, 1]), ([1, 1, 1], [])])
+def test_one_element_results_are_bit_identical(op, activation, shapes):
+    """One-element float outputs take a scalar path (binary._scalar_runner): the same bits as LiteRT,
+    signed zeros, NaN and the clamp of +-inf included."""
+    specials = [np.inf, -np.inf, np.nan, -0.0, 0.0, 3e38, -3e38, 1.5, -2.25, 1e-45]
+    options = {"fused_activation_function": activation}
+    for x in specials:
+        for y in specials:
+            a, b = (np.array(v, np.float32).reshape(s) for v, s in zip((x, y), shapes))
+            model, feeds = SingleOpModel(op, [Operand(a), Operand(b)], [T.FLOAT32], options).build()
+            ours, = run(pytflite.Interpreter(model_content=model), feeds)
+            theirs, = run(litert_interpreter(model), feeds)
+            assert ours.shape == theirs.shape
+            assert ours.view(np.uint32).tolist() == theirs.view(np.uint32).tolist(), (x, y)
+
+
 @pytest.mark.parametrize("activation", [*ACTIVATIONS, "TANH"])
 def test_int32_div_truncates_and_clamps(activation):
     a = np.array([7, -7, 7, -7, 0, -(2**31), 2**31 - 1, 100, -100], np.int32)

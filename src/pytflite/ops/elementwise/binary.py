@@ -5,6 +5,7 @@ BinaryData, the op data holding the runner that invoke calls."""
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -79,6 +80,9 @@ def _runner(context, node, data: BinaryOp) -> Runner:
                 buffers[i] = np.empty(shape, tensor.dtype)
     if any(x is not None for x in (*constants, *buffers)):
         return _expanding_runner(compute, low, high, constants, buffers)
+    if total == 1 and output.dtype == np.float32 and compute in _SCALAR_OPERATORS and low is not None:
+        ranks = [len(tensors[node.inputs[i]].shape) for i in (0, 1)]
+        return _scalar_runner(_SCALAR_OPERATORS[compute], low[()], high[()], (*ranks, len(shape)))
     if low is None:
 
         def run(tensors, inputs, out):
@@ -99,6 +103,24 @@ def _runner(context, node, data: BinaryOp) -> Runner:
         clip(out, low, high, out)
 
     return run_clamped
+
+
+# Float ops whose one-element form runs on NumPy float32 scalars: the same IEEE single-precision
+# operation as the ufunc, without the ufunc's per-call dispatch (which costs more than the arithmetic).
+_SCALAR_OPERATORS = {np.add: operator.add, np.subtract: operator.sub, np.multiply: operator.mul}
+
+
+def _scalar_runner(operation: Callable, low: np.float32, high: np.float32, ranks: tuple[int, ...]) -> Runner:
+    """One output element: the operation on the two float32 elements, clamped as TFLite clamps,
+    min(max(x, low), high), which keeps NaN (Python's max/min keep their first argument unless the
+    second compares greater/less, as std::max/std::min do) and turns +-inf into +-FLT_MAX."""
+    first, second, at = ((0,) * rank for rank in ranks)  # (the ranks of the inputs and the output)
+
+    def run_scalar(tensors, inputs, out):
+        value = operation(tensors[inputs[0]].data[first], tensors[inputs[1]].data[second])
+        out[at] = min(max(value, low), high)
+
+    return run_scalar
 
 
 def _expanded(x: np.ndarray, buffer: np.ndarray | None) -> np.ndarray:
