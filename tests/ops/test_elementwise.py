@@ -114,8 +114,8 @@ def test_one_element_results_are_bit_identical(op, activation, shapes):
         for y in specials:
             a, b = (np.array(v, np.float32).reshape(s) for v, s in zip((x, y), shapes))
             model, feeds = SingleOpModel(op, [Operand(a), Operand(b)], [T.FLOAT32], options).build()
-            ours, = run(pytflite.Interpreter(model_content=model), feeds)
-            theirs, = run(litert_interpreter(model), feeds)
+            (ours,) = run(pytflite.Interpreter(model_content=model), feeds)
+            (theirs,) = run(litert_interpreter(model), feeds)
             assert ours.shape == theirs.shape
             assert ours.view(np.uint32).tolist() == theirs.view(np.uint32).tolist(), (x, y)
 
