@@ -217,8 +217,7 @@ class Interpreter:
     def invoke(self) -> None:
         self._ensure_safe()
         subgraph = self._subgraphs[0]
-        with self._blas_threads, _out_of_memory_is_runtime_error("invoke"):
-            subgraph.invoke()
+        _invoke(subgraph, self._blas_threads)
         for t in subgraph.outputs:
             if t != OPTIONAL_TENSOR:
                 subgraph.delegation.ensure_tensor_data_is_readable(t)
@@ -409,8 +408,7 @@ class SignatureRunner:
         _allocate(subgraph)
         for name, array in arrays.items():
             _set_tensor(subgraph, self._inputs[name], array)
-        with self._interpreter._blas_threads, _out_of_memory_is_runtime_error("invoke"):
-            subgraph.invoke()
+        _invoke(subgraph, self._interpreter._blas_threads)
         result = {}
         for name, index in self._outputs.items():
             subgraph.delegation.ensure_tensor_data_is_readable(index)
@@ -440,19 +438,27 @@ def _tensor_index(index: Any, method: str) -> int:
     raise TypeError(f"{method}(): tensor_index must be an int, not {type(index).__name__}")
 
 
-@contextlib.contextmanager
-def _out_of_memory_is_runtime_error(step: str):
+def _out_of_memory(step: str, error: MemoryError) -> InterpreterError:
     """NumPy's MemoryError (an allocation the machine cannot give) as the runtime's RuntimeError."""
-    try:
-        yield
-    except MemoryError as error:
-        raise InterpreterError(f"{step}: out of memory ({error})", Status.ERROR) from None
+    return InterpreterError(f"{step}: out of memory ({error})", Status.ERROR)
 
 
 def _allocate(subgraph: Subgraph) -> None:
     """allocate_tensors (the planner holds the arena to the interpreter's Limits.max_bytes)."""
-    with _out_of_memory_is_runtime_error("allocate_tensors"):
+    try:
         subgraph.allocate_tensors()
+    except MemoryError as error:
+        raise _out_of_memory("allocate_tensors", error) from None
+
+
+def _invoke(subgraph: Subgraph, blas_threads) -> None:
+    """invoke with the interpreter's BLAS thread count (a try block, not a generator context manager:
+    this runs once per inference, and small graphs feel a microsecond)."""
+    try:
+        with blas_threads:
+            subgraph.invoke()
+    except MemoryError as error:
+        raise _out_of_memory("invoke", error) from None
 
 
 def _check_tensor_index(subgraph: Subgraph, index: int) -> None:

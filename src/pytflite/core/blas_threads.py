@@ -21,13 +21,16 @@ class BlasThreads:
         self._saved: list[int] = []
 
     def __enter__(self) -> None:
-        self._saved = [library.num_threads for library in self._libraries]
-        for library in self._libraries:
-            library.set_num_threads(self.count)
+        count = self.count
+        self._saved = saved = [library.get_num_threads() for library in self._libraries]
+        for library, current in zip(self._libraries, saved):
+            if current != count:  # (a setting costs more than a reading, and is often unneeded)
+                library.set_num_threads(count)
 
     def __exit__(self, *exc_info) -> None:
-        for library, count in zip(self._libraries, self._saved):
-            library.set_num_threads(count)
+        for library, previous in zip(self._libraries, self._saved):
+            if previous != self.count:
+                library.set_num_threads(previous)
 
 
 _LIBRARIES: list | None = None
