@@ -368,13 +368,26 @@ def test_nms_runtime_max_output_size_gives_dynamic_outputs(sigma):
     assert outputs[0].shape == (200,) and 0 < int(outputs[-1]) < 200
 
 
-def test_nms_degenerate_boxes_never_overlap():
+@pytest.mark.parametrize("sigma", [None, 0.0, 0.5])
+def test_nms_degenerate_boxes_never_overlap(sigma):
     # Box 1 repeats box 0 (IoU 1: dropped). The zero-area box 2 overlaps nothing, itself included, so
     # TFLite selects it again each time it returns to the queue, until 4 (the candidates) are selected.
     boxes = np.array([[0, 0, 1, 1], [0, 0, 1, 1], [0.5, 0.5, 0.5, 0.9], [0.6, 0.6, 0.7, 0.9]], np.float32)
     scores = np.array([0.9, 0.8, 0.7, 0.6], np.float32)
-    outputs = nms_model(boxes, scores, 10, 0.5, 0.0, 0.5).check(rtol=0)
+    outputs = nms_model(boxes, scores, 10, 0.5, 0.0, sigma).check(rtol=0)
     assert outputs[0].tolist() == [0, 2, 2, 2, 0, 0, 0, 0, 0, 0] and outputs[-1] == 4
+
+
+def test_hard_nms_on_huge_and_non_finite_boxes():
+    """Boxes whose IoU with themselves is not 1 (an area whose double overflows, inf or NaN corners)
+    come back after their selection, as in TFLite's queue."""
+    boxes = np.array(
+        [[0, 0, 3e19, 3e19], [0, 0, 1, 1], [0, 0, np.inf, 1], [np.nan, 0, 1, 1], [0.5, 0.5, 2, 2]], np.float32
+    )
+    scores = np.array([0.9, 0.8, 0.7, 0.6, 0.5], np.float32)
+    for sigma in (None, 0.0):
+        nms_model(boxes, scores, 8, 0.5, 0.0, sigma).check(rtol=0)
+        nms_model(boxes[1:], scores[1:], 8, 0.5, 0.0, sigma).check(rtol=0)
 
 
 @pytest.mark.parametrize("seed", [31, 32])

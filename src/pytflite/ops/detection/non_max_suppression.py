@@ -14,8 +14,10 @@ TFLite's loop is followed step for step, because its details show in the outputs
 - an undecayed candidate is selected, and (unlike TensorFlow) pushed back too while its score is above
   the threshold: it meets itself next time, and an IoU of 1 drops it, unless iou_threshold > 1 or the
   box has no area, in which case TFLite selects it again.
-The IoUs of one candidate are computed in one vectorised step; the queue is Python's heapq while
-the scores in it all differ, and the replay of libstdc++'s heap (rerun from the start) once two are equal.
+Hard NMS over distinct scores and ordinary boxes is the textbook greedy selection, run as one
+vectorised IoU row per selected box. Otherwise the loop runs as TFLite's: the IoUs of one candidate in
+one vectorised step, the queue Python's heapq while the scores in it all differ, and the replay of
+libstdc++'s heap (rerun from the start) once two are equal.
 
 The outputs hold max_output_size entries, those past num_selected zero; a max_output_size computed at
 run time makes them dynamic, sized at invoke. (LiteRT 2.3, the oracle, does so; later LiteRT sources
@@ -112,26 +114,85 @@ def _suppress(boxes, scores, max_output_size, iou_threshold, score_threshold, si
     """TFLite's reference NonMaxSuppression: the selected indices and their (decayed) scores. The
     queue's order only shows when equal scores meet in it: until then Python's heapq runs it."""
     candidates = np.flatnonzero(scores > score_threshold)
+    corners = _corners(boxes)
+    areas = box_areas(corners)
+    ranking = None if sigma > 0 else _greedy_order(candidates, scores, areas, iou_threshold)
+    if ranking is not None:
+        return _greedy(candidates, ranking, scores, corners, areas, max_output_size, iou_threshold)
     entries = list(zip(scores[candidates].tolist(), candidates.tolist()))
-    args = (boxes, entries, max_output_size, iou_threshold, score_threshold, sigma)
+    args = (corners, areas, entries, max_output_size, iou_threshold, score_threshold, sigma)
     try:
         return _select(DistinctKeyQueue(), *args)
     except EqualKeys:
         return _select(PriorityQueue(lambda a, b: a[0] < b[0]), *args)
 
 
-def _select(queue, boxes, entries, max_output_size, iou_threshold, score_threshold, sigma):
+def _corners(boxes: np.ndarray) -> np.ndarray:
+    """[4, n] corners in (ymin, xmin, ymax, xmax) order, whichever way round each box gives them."""
+    return np.concatenate(
+        [np.minimum(boxes[:, :2], boxes[:, 2:]), np.maximum(boxes[:, :2], boxes[:, 2:])], 1
+    ).T
+
+
+# Twice an area below this stays finite, so a box's IoU with itself is exactly 1.
+_HALF_FLOAT_MAX = np.float32(np.finfo(np.float32).max / 2)
+_ZERO = np.array(0, np.float32)
+
+
+def _greedy_order(candidates, scores, areas, iou_threshold) -> np.ndarray | None:
+    """The candidates' positions in descending score order where TFLite's hard NMS reduces to the
+    textbook greedy one, else None: the scores are distinct (so the queue pops them in that order,
+    and a selected box, pushed back, comes out again at once) and every candidate's IoU with itself
+    is exactly 1 (an area > 0 whose double is finite), which then drops it, as iou_threshold <= 1.
+    Otherwise the queue runs (and replays libstdc++'s heap on ties): boxes come back, selected again."""
+    chosen = areas[candidates]
+    if not (iou_threshold <= 1 and ((chosen > 0) & (chosen < _HALF_FLOAT_MAX)).all()):
+        return None
+    ranking = np.argsort(-scores[candidates])
+    ordered = scores[candidates[ranking]]
+    return None if (ordered[1:] == ordered[:-1]).any() else ranking
+
+
+def _greedy(candidates, ranking, scores, corners, areas, max_output_size, iou_threshold):
+    """Hard NMS in descending score order: each box still standing is selected and removes the later
+    ones it overlaps (IoU >= threshold), until enough are selected. TFLite's float32 IoU is symmetric
+    in its two boxes, so one vectorised row per selected box gives what the queue's one-by-one
+    comparisons give."""
+    order = candidates[ranking]
+    ymin, xmin, ymax, xmax = corners[:, order]
+    areas = areas[order]
+    standing = np.ones(order.size, bool)
+    wanted = min(order.size, max_output_size)
+    chosen: list[int] = []
+    position = 0
+    while len(chosen) < wanted and position < order.size:
+        position += int(standing[position:].argmax())
+        if not standing[position]:
+            break
+        chosen.append(position)
+        at, position = position, position + 1
+        # TFLite's IoU (common.overlaps) without its zero-area case, which no candidate here has
+        intersection = np.minimum(ymax[at], ymax[position:])
+        intersection -= np.maximum(ymin[at], ymin[position:])
+        np.maximum(intersection, _ZERO, out=intersection)
+        width = np.minimum(xmax[at], xmax[position:])
+        width -= np.maximum(xmin[at], xmin[position:])
+        np.maximum(width, _ZERO, out=width)
+        intersection *= width
+        union = areas[at] + areas[position:]
+        union -= intersection
+        intersection /= union
+        standing[position:] &= intersection < iou_threshold
+    return order[chosen].astype(np.int32), scores[order[chosen]]
+
+
+def _select(queue, corners, areas, entries, max_output_size, iou_threshold, score_threshold, sigma):
     """TFLite's selection loop over `queue`, filled with the candidates' (score, index) in index order."""
     for score, index in entries:
         queue.push((score, index, 0))  # (score, index, first selection to compare with)
     wanted = min(len(queue), max_output_size)
     if wanted == 0:
         return np.zeros(0, np.int32), np.zeros(0, np.float32)
-    # Corners in (ymin, xmin, ymax, xmax) order, whichever way round each box gives them.
-    corners = np.concatenate(
-        [np.minimum(boxes[:, :2], boxes[:, 2:]), np.maximum(boxes[:, :2], boxes[:, 2:])], 1
-    ).T
-    areas = box_areas(corners)
     # The selected boxes' corners and areas, newest last, for the vectorised comparisons.
     chosen_corners, chosen_areas = np.empty((4, wanted), np.float32), np.empty(wanted, np.float32)
     selected: list[int] = []
