@@ -102,6 +102,56 @@ def litert_interpreter(model: bytes, resolver: str, threads: int):
     return litert.Interpreter(model_content=model, experimental_op_resolver_type=kind, num_threads=threads)
 
 
+# Issue 17's speed targets, as (what, the models' ratios it covers, the bound each ratio or their mean
+# must stay within); printed with the measured values so a run shows which ones hold.
+_LOOPS = ("lstm", "gru", "control_flow")
+PER_NODE_TARGET_US = 0.4
+
+
+def target_lines(rows: list[dict], per_node_us: float) -> list[str]:
+    def verdict(ok: bool) -> str:
+        return "met" if ok else "NOT met"
+
+    lines = []
+    each = [
+        (
+            "integer models >= 1 ms, each <= 1.0x",
+            lambda r: r["kind"] == "integer" and r["builtin_ms"] >= 1.0,
+            1.0,
+        ),
+        ("hybrid models, each <= 1.5x", lambda r: r["kind"] == "hybrid", 1.5),
+        ("lstm, gru, control_flow, each <= 3x", lambda r: r["model"] in _LOOPS, 3.0),
+    ]
+    for what, chosen, bound in each:
+        picked = [r for r in rows if chosen(r)]
+        values = ", ".join(f"{r['model']} {r['vs_builtin']:.2f}x" for r in picked) or "no model"
+        held = bool(picked) and all(r["vs_builtin"] <= bound for r in picked)
+        lines.append(f"target: {what}: {values}: {verdict(held)}")
+    integer = [r["vs_builtin"] for r in rows if r["kind"] == "integer"]
+    if integer:
+        mean = geometric_mean(integer)
+        lines.append(f"target: integer models' geometric mean <= 1.2x: {mean:.2f}x: {verdict(mean <= 1.2)}")
+    lines.append(
+        f"target: per-node overhead <= {PER_NODE_TARGET_US} us: {per_node_us:.2f} us: "
+        + verdict(per_node_us <= PER_NODE_TARGET_US)
+    )
+    return lines
+
+
+def markdown_rows(rows: list[dict]) -> list[str]:
+    """The README's performance table, from one run."""
+    lines = [
+        "| model | kind | nodes | pytflite ms | LiteRT builtin ms | XNNPACK ms | / builtin |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['model']} | {r['kind']} | {r['nodes']} | {r['pytflite_ms']:.3f} | {r['builtin_ms']:.3f} "
+            f"| {r['xnnpack_ms']:.3f} | {r['vs_builtin']:.2f} |"
+        )
+    return lines
+
+
 def tiny_add_chain(length: int) -> bytes:
     builder = ModelBuilder()
     current = builder.add_input("x", TensorType.FLOAT32, [1])
@@ -120,6 +170,7 @@ def main() -> int:
     parser.add_argument("--min-time", type=float, default=0.5, help="seconds of invokes per measurement")
     parser.add_argument("--models", default="", help="comma-separated model names (default: all)")
     parser.add_argument("--json", help="also write the results to this file")
+    parser.add_argument("--markdown", action="store_true", help="also print the README's table")
     args = parser.parse_args()
 
     manifest = json.loads((CORPUS / "manifest.json").read_text())
@@ -202,8 +253,12 @@ def main() -> int:
         f"per-node overhead (chain of {chain} ADDs of one element): pytflite {per_node['pytflite'] * 1e6:.2f} us, "
         f"LiteRT builtin {per_node['builtin'] * 1e6:.2f} us"
     )
+    for line in target_lines(rows, per_node["pytflite"] * 1e6):
+        print(line)
     for name, reason in skipped:
         print(f"skipped {name}: {reason}")
+    if args.markdown:
+        print("\n".join(markdown_rows(rows)))
     if args.json:
         Path(args.json).write_text(
             json.dumps(
