@@ -17,6 +17,8 @@ import pytflite
 from pytflite import BuiltinOperator as Op
 from pytflite import TensorType as T
 from pytflite.model.builder import ModelBuilder
+from pytflite.ops.detection.postprocess import half_extents
+from pytflite.ops.quant.lut import c_double_function
 from tests.oracle import litert_interpreter, requires_litert, run
 from tests.single_op import Operand, SingleOpModel
 
@@ -121,6 +123,23 @@ def test_ssd_mobilenet_sizes(regular, quantized):
         )
     ours = check_postprocess(boxes, scores, anchors, {**SSD_OPTIONS, "use_regular_nms": regular})
     assert ours[3][0] == 10
+
+
+def test_box_sizes_decode_with_the_c_librarys_exp():
+    """NumPy's exp stands in for the C library's only where it provably gives the same float32."""
+    c_exp = c_double_function("exp")
+    rng = np.random.default_rng(5)
+    exponents = np.concatenate(
+        [
+            rng.standard_normal(100_000) * 4,
+            [709.78, 709.79, 710.0, -745.2, -800.0, np.inf, -np.inf, np.nan, 0.0],
+        ]
+    )
+    sizes = np.concatenate([rng.random(100_000) * 0.5, [1.0, 3e-308, 2.0, 1e300, 1.0, 1.0, 1.0, 1.0, -1.0]])
+    with np.errstate(all="ignore"):  # (as in invoke: overflow to infinity is a result)
+        expected = (0.5 * c_exp(exponents) * sizes).astype(np.float32)
+        ours = half_extents(exponents, sizes)
+    assert ours.view(np.uint32).tolist() == expected.view(np.uint32).tolist()
 
 
 @pytest.mark.parametrize(

@@ -57,13 +57,7 @@ def c_float_function(name: str) -> FloatFunction:
             return result.reshape(np.shape(x))
 
         return apply
-    exact = getattr(math, name[:-1])
-
-    def double(v: float) -> float:
-        try:
-            return exact(v)
-        except OverflowError:  # C returns infinity (exp, expm1 of large values)
-            return math.inf
+    double = _c_semantics(getattr(math, name[:-1]))
 
     def fallback(x: np.ndarray) -> np.ndarray:
         flat = np.asarray(x, np.float32).reshape(-1)
@@ -73,9 +67,21 @@ def c_float_function(name: str) -> FloatFunction:
     return fallback
 
 
+def _c_semantics(function: Callable[[float], float]) -> Callable[[float], float]:
+    """A math-module function that overflows to infinity, as the C function does, instead of raising."""
+
+    def call(v: float) -> float:
+        try:
+            return function(v)
+        except OverflowError:  # (exp, expm1 of large values)
+            return math.inf
+
+    return call
+
+
 def c_double_function(name: str) -> FloatFunction:
     """A double C math function over a float64 array (Python's math module calls the C library's)."""
-    double = getattr(math, name)
+    double = _c_semantics(getattr(math, name))
     return lambda x: np.fromiter(
         (double(v) for v in np.asarray(x, np.float64).reshape(-1).tolist()), np.float64
     ).reshape(np.shape(x))
