@@ -42,7 +42,8 @@ from .core.types import (
 from .errors import ErrorReporter, InterpreterError, InvalidArgumentError
 from .fidelity.host import HostProfile
 from .interpreter_builder import build_subgraphs
-from .model.reader import ModelDescription, open_model_file, read_model
+from .model.loading import load_model_content, load_model_file
+from .model.reader import ModelDescription
 from .ops.resolver import BuiltinOpResolver, BuiltinRefOpResolver, OpResolver
 
 _REFERENCE_TO_INTERNAL_DATA = """There is at least 1 reference to internal data
@@ -118,21 +119,23 @@ class Interpreter:
                 raise InvalidArgumentError("type of num_threads should be int")
             if num_threads < 1:
                 raise InvalidArgumentError("num_threads should >= 1")
-        if model_path and not model_content:
-            buffer = open_model_file(model_path)
-        elif model_content and not model_path:
-            if not isinstance(model_content, (bytes, bytearray, memoryview)):
-                raise InvalidArgumentError(f"model_content must be bytes, not {type(model_content).__name__}")
-            buffer = bytes(model_content)  # an immutable copy: constants are views on it
-        elif not model_content and not model_path:
+        if not model_content and not model_path:
             raise InvalidArgumentError("`model_path` or `model_content` must be specified.")
-        else:
+        if model_content and model_path:
             raise InvalidArgumentError("Can't both provide `model_path` and `model_content`")
+        if model_content and not isinstance(model_content, (bytes, bytearray, memoryview)):
+            raise InvalidArgumentError(f"model_content must be bytes, not {type(model_content).__name__}")
 
         self._error_reporter = ErrorReporter()
         # `limits` (a pytflite extra) caps what an untrusted model may ask for: memory, nesting, loops
         self._limits = limits if limits is not None else DEFAULT_LIMITS
-        self._model: ModelDescription = read_model(buffer, self._limits)
+        # model/loading.py: the file mapped, bytes viewed (mutable buffers copied to bytes first), one
+        # description per model shared by all its interpreters
+        self._model: ModelDescription = (
+            load_model_file(model_path, self._limits)
+            if model_path
+            else load_model_content(bytes(model_content), self._limits)
+        )
         host = experimental_host_profile if experimental_host_profile is not None else HostProfile.detect()
         if not isinstance(host, HostProfile):
             raise InvalidArgumentError(

@@ -7,6 +7,9 @@ The interpreter's options arrive as one SubgraphConfig, which each subgraph rece
 with what only the model can decide filled in here: whether the subgraph sums floats in LiteRT's exact
 order (where it has a hybrid op, on x86), and the model's explicit control dependencies.
 
+Every subgraph shares the model's DerivedConstants (core/derived.py): constants that kernels derive from
+the model's constants are computed once for all interpreters built from the same loaded model.
+
 Each operator code is resolved once: a builtin the resolver lacks fails the build with TFLite's
 "Didn't find op for builtin opcode" error; a custom op it lacks gets a placeholder that fails only at
 prepare, so that a delegate may still claim the node. Then every subgraph gets its tensors (constants
@@ -74,6 +77,8 @@ def build_subgraphs(
             control_edges=None if control_edges is None else control_edges[index],
         )
         subgraph.subgraphs = subgraphs
+        # the model's derived constants, which kernels compute once for all its interpreters
+        subgraph.derived_constants = model.derived_constants
         _add_tensors(subgraph, description)
         for operator in description.operators:
             _add_node(subgraph, operator, registrations[operator.opcode_index])

@@ -13,7 +13,7 @@ from pytflite import BuiltinOperator as Op
 from pytflite import ModelError
 from pytflite import TensorType as T
 from pytflite.model.builder import ModelBuilder
-from pytflite.model.reader import open_model_file, read_model
+from pytflite.model.reader import read_model
 from tests.oracle import CORPUS
 
 
@@ -238,14 +238,6 @@ def test_missing_file_and_directory_and_empty_file(tmp_path):
     empty.write_bytes(b"")
     with pytest.raises(ValueError, match="mmap of size 0 requested.The model allocation is null/empty"):
         pytflite.Interpreter(model_path=str(empty))
-
-
-def test_open_model_file_maps_read_only(tmp_path):
-    path = tmp_path / "m.tflite"
-    add_model().save(str(path))
-    mapping = open_model_file(path)
-    with pytest.raises(TypeError):
-        mapping[0] = 1
 
 
 def test_metadata_and_description_are_read():

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from .derived import DerivedConstants, derived_constants_of, derived_key
 from .node import OPTIONAL_TENSOR, Node, Registration
 from .tensor import Tensor
 from .types import NON_POD_TYPES, AllocationType, BuiltinOperator
@@ -75,12 +76,40 @@ def foldable_outputs(tensors: Sequence[Tensor], node: Node, registration: Regist
 
 def fold(context: Context, node: Node, outputs: list[Tensor], run: Callable) -> None:
     """Compute a node now into its `outputs` (foldable_outputs), made persistent read-only first;
-    `run(context, node)` invokes it."""
+    `run(context, node)` invokes it. A node computed from the model's constants alone gives the same
+    outputs in every interpreter of the model: they are computed once and shared (core/derived.py)."""
     for output in outputs:
-        if output.allocation_type != AllocationType.PERSISTENT_RO:
-            context.set_tensor_to_persistent_ro(output)
+        context.set_tensor_to_persistent_ro(output)
+    cache = derived_constants_of(context)
+    if cache is None or not _from_model_constants(context.tensors, node, cache):
+        _compute(context, node, outputs, run)
+        return
+
+    def compute() -> tuple:
+        _compute(context, node, outputs, run)
+        return tuple(output.data for output in outputs)
+
+    shared = cache.get(derived_key(context, node, "outputs"), compute)
+    for output, data in zip(outputs, shared):
+        output.data = data
+
+
+def _compute(context: Context, node: Node, outputs: list[Tensor], run: Callable) -> None:
+    for output in outputs:
+        if output.data is None or not output.data.flags.writeable:  # not yet given memory of its own
+            output.data = None
             context.resize_tensor(output, output.shape)
     run(context, node)
+
+
+def _from_model_constants(tensors: Sequence[Tensor], node: Node, cache: DerivedConstants) -> bool:
+    """Whether every input is a model constant or a constant derived from them (shared)."""
+    return all(
+        t == OPTIONAL_TENSOR
+        or tensors[t].allocation_type == AllocationType.MMAP_RO
+        or cache.holds(tensors[t].data)
+        for t in node.inputs
+    )
 
 
 def fold_if_known(context: Context, node: Node, registration: Registration) -> bool:

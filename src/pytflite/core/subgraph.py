@@ -23,6 +23,7 @@ from .config import SubgraphConfig
 from .context import Context
 from .delegate import DelegateFlags
 from .delegation import Delegation
+from .derived import DerivedConstants
 from .folding import fold, foldable_outputs
 from .limits import Limits
 from .node import OPTIONAL_TENSOR, Node, Registration, is_unresolved_custom_op, unresolved_op_message
@@ -76,6 +77,8 @@ class Subgraph:
         # shared with the interpreter's other subgraphs (set by the builder): control flow calls them
         self.subgraphs: list[Subgraph] = [self]
         self.resources = resources if resources is not None else Resources()
+        # the model's constants derived once for all its interpreters (interpreter_builder.py sets it)
+        self.derived_constants: DerivedConstants | None = None
         self.metadata = metadata or {}
         self.tensors: list[Tensor] = []
         self.nodes: list[tuple[Node, Registration]] = []

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import enum
 import mmap
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from ..core.derived import DerivedConstants
 from ..core.limits import DEFAULT_LIMITS, Limits, element_bound
 from ..core.quantization import (
     AffineQuantization,
@@ -152,20 +152,9 @@ class ModelDescription:
     signatures: tuple[SignatureDescription, ...]
     metadata: dict[str, bytes]
     size: int  # bytes in the model file
-
-
-def open_model_file(path: str | os.PathLike) -> mmap.mmap:
-    """Map a model file read-only; the errors read like LiteRT's."""
-    path = os.fspath(path)
-    try:
-        with open(path, "rb") as f:
-            if os.fstat(f.fileno()).st_size == 0:
-                raise ModelError("mmap of size 0 requested.The model allocation is null/empty")
-            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    except OSError as e:
-        raise ModelError(
-            f"Could not open '{path}'.The model allocation is null/empty ({e.strerror})"
-        ) from None
+    buffer: bytes | mmap.mmap = field(repr=False)  # what the constants view (kept alive with them)
+    # what kernels derive from the constants, computed once for every interpreter of this description
+    derived_constants: DerivedConstants = field(default_factory=DerivedConstants, repr=False)
 
 
 def read_model(buffer: bytes | mmap.mmap, limits: Limits = DEFAULT_LIMITS) -> ModelDescription:
@@ -261,6 +250,7 @@ class _ModelReader:
             signatures=signatures,
             metadata=metadata,
             size=self.file.size,
+            buffer=self.file.data,
         )
 
     # --- buffers -------------------------------------------------------------------------------
