@@ -40,6 +40,8 @@ def ints(*values):
 
 X4 = randn(1, 6, 7, 5)
 W_CONV = randn(4, 3, 3, 5, scale=0.3)
+X_RGB = randn(1, 9, 8, 3)
+W_RGB = randn(4, 3, 3, 3, scale=0.3)
 
 
 def _build_with_shapes(model: SingleOpModel) -> tuple[bytes, list[np.ndarray], list[np.ndarray]]:
@@ -100,6 +102,22 @@ CASES = {
         Op.CONV_2D,
         [Operand(randn(1, 8, 8, 5)), const(W_CONV), const(randn(4))],
         {**CONV, "stride_w": 2, "stride_h": 2},
+    ),
+    # a 3-channel input: a one-channel convolution over the flattened rows (no transposition)
+    "conv_rgb_stride2_same": (
+        Op.CONV_2D,
+        [Operand(X_RGB), const(W_RGB), const(randn(4))],
+        {**CONV, "stride_w": 2, "stride_h": 2, "fused_activation_function": 3},
+    ),
+    "conv_rgb_valid_dilated_h": (
+        Op.CONV_2D,
+        [Operand(X_RGB), const(W_RGB), const(randn(4))],
+        {**CONV, "padding": 1, "stride_w": 3, "dilation_h_factor": 2},
+    ),
+    "conv_rgb_dilated_w": (
+        Op.CONV_2D,
+        [Operand(X_RGB), const(W_RGB), const(randn(4))],
+        {**CONV, "dilation_w_factor": 2},
     ),
     "depthwise_multiplier2": (
         Op.DEPTHWISE_CONV_2D,
@@ -439,7 +457,7 @@ def test_partition_limits(kwargs, expected):
     assert [p.nodes for p in interpreter.delegate_partitions()] == expected
 
 
-def test_one_transpose_each_way_per_partition():
+def test_at_most_one_transpose_each_way_per_partition():
     from pytflite.delegates.onnxruntime import translate_partition
 
     interpreter, _ = _run_barrier()
@@ -450,7 +468,49 @@ def test_one_transpose_each_way_per_partition():
         runtime_transposes = [
             n for n in graph.nodes if n.op_type == "Transpose" and not n.input[0].startswith("c")
         ]
-        assert len(runtime_transposes) == 2, [n.input for n in runtime_transposes]
+        # at most one switch each way; a convolution reading a few-channel input needs none in
+        assert 1 <= len(runtime_transposes) <= 2, [n.input for n in runtime_transposes]
+
+
+@pytest.mark.parametrize(("case", "flat"), [("conv_rgb_stride2_same", True), ("conv_rgb_dilated_w", False)])
+def test_a_few_channel_input_is_convolved_without_a_transposition(case, flat):
+    from pytflite.delegates.onnxruntime import translate_partition
+
+    op, inputs, options = CASES[case]
+    built, _, _ = _build_with_shapes(SingleOpModel(op, inputs, [T.FLOAT32], options))
+    interpreter = pytflite.Interpreter(model_content=built, experimental_delegates=[OnnxRuntimeDelegate()])
+    interpreter.allocate_tensors()
+    subgraph = interpreter.subgraphs[0]
+    (partition,) = interpreter.delegate_partitions()
+    steps = [subgraph.nodes[i] for i in partition.nodes]
+    graph = translate_partition(subgraph.tensors, steps, partition.output_tensors)
+    entry = next(n for n in graph.nodes if n.input[0] == graph.inputs[0].name)
+    assert entry.op_type == ("Reshape" if flat else "Transpose")
+
+
+@pytest.mark.parametrize("keep_dims", [False, True])
+def test_spatial_mean_of_a_convolution_is_a_global_pool(keep_dims):
+    """MEAN over H and W of a channels-first value is GlobalAveragePool, which ONNX Runtime runs in
+    its blocked layout straight on the convolution's output."""
+    from pytflite.delegates.onnxruntime import translate_partition
+
+    b = ModelBuilder()
+    x = b.add_input("x", T.FLOAT32, [1, 6, 7, 5])
+    c = b.add_tensor("c", T.FLOAT32, [1, 4, 5, 4])
+    y = b.add_tensor("y", T.FLOAT32, [1, 1, 1, 4] if keep_dims else [1, 4])
+    b.add_operator(Op.CONV_2D, [x, b.add_constant("w", W_CONV), b.add_constant("bias", randn(4))], [c], CONV)
+    axes = b.add_constant("axes", np.array([1, 2], np.int32))
+    b.add_operator(Op.MEAN, [c, axes], [y], {"keep_dims": keep_dims})
+    b.add_output(y)
+    model = b.build()
+    reference = run(pytflite.Interpreter(model_content=model), [X4])
+    interpreter = pytflite.Interpreter(model_content=model, experimental_delegates=[OnnxRuntimeDelegate()])
+    assert_matches(run(interpreter, [X4])[0], reference[0])
+    (partition,) = interpreter.delegate_partitions()
+    subgraph = interpreter.subgraphs[0]
+    steps = [subgraph.nodes[i] for i in partition.nodes]
+    graph = translate_partition(subgraph.tensors, steps, partition.output_tensors)
+    assert [n.op_type for n in graph.nodes if n.op_type.endswith(("Pool", "Mean"))] == ["GlobalAveragePool"]
 
 
 # --- dynamic shapes: sessions keyed by input shapes ----------------------------------------------------
@@ -627,4 +687,17 @@ def test_corpus_float_models_match_litert(name):
     outputs = run(interpreter, feeds)
     assert interpreter.delegate_partitions(), "nothing delegated"
     for i, out in enumerate(outputs):
-        assert_matches(out, data[f"output_{i}{suffix}"], what=f"{name} output {i}")
+        reference = data[f"output_{i}{suffix}"]
+        assert_matches(out, reference, _tolerance(data, f"{i}{suffix}"), what=f"{name} output {i}")
+
+
+def _tolerance(data, key: str) -> float:
+    """1e-5 of the output's magnitude, or as far as LiteRT's own XNNPACK path lands from its builtin
+    kernels when that is further: in a hybrid model (mobilenet_v2_dynamic: 4.7e-2) the int8 kernels
+    quantize their float inputs at run time, so a one-ulp change in a delegated float partition
+    (another summation order) can move an int8 rounding downstream."""
+    reference, xnnpack = data[f"output_{key}"], data.get(f"xnnpack_output_{key}")
+    if xnnpack is None or not np.issubdtype(reference.dtype, np.floating):
+        return 1e-5
+    scale = max(float(np.max(np.abs(reference))), 1e-30)
+    return max(1e-5, float(np.max(np.abs(xnnpack.astype(np.float64) - reference))) / scale)

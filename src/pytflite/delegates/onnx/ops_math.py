@@ -249,6 +249,9 @@ _REDUCE = {
 }
 
 
+_GLOBAL_POOL = {Op.MEAN: "GlobalAveragePool", Op.REDUCE_MAX: "GlobalMaxPool"}
+
+
 def _axes(g: PartitionGraph, t: int, rank: int) -> list[int]:
     axes = g.require_constant(t, "the axes").reshape(-1).astype(np.int64)
     if any(a < -rank or a >= rank for a in axes):
@@ -281,6 +284,15 @@ def reduce(g: PartitionGraph, node: Node, op: int) -> None:
     v = g.value(x, layout)
     if boolean:
         v = g.op("Cast", [v], to=TensorProto.INT32)
+    pooled = axes == [1, 2] and layout == channels_first(4) and g.tensor(x).type == F32
+    if op in _GLOBAL_POOL and pooled and not g.quantized(x):
+        # over H and W of a channels-first value: the global pool runs in ONNX Runtime's NCHWc
+        # layout, straight on a convolution's output, where ReduceMean needs it reordered first
+        out = g.op(_GLOBAL_POOL[op], [v])
+        if not keep:
+            out = g.op("Reshape", [out, g.ints(g.shape(y))])
+        g.define(y, out, layout if keep else None)
+        return
     if not axes:
         out = g.op("Identity", [v])
     else:

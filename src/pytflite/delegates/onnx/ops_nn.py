@@ -62,28 +62,76 @@ def conv_2d(g: PartitionGraph, node: Node, op: int) -> None:
     depthwise = op == Op.DEPTHWISE_CONV_2D
     if depthwise:
         kh, kw = g.shape(w)[1:3]
-        weights = g.value(w, (3, 0, 1, 2))  # [1, H, W, C*M] -> [C*M, 1, H, W]
+        filter_layout = (3, 0, 1, 2)  # [1, H, W, C*M] -> [C*M, 1, H, W]
         group = channels
     else:
         kh, kw, in_c = g.shape(w)[1:4]
         if in_c == 0 or channels % in_c:
             raise Unsupported(f"{channels} input channels for a filter of depth {in_c}")
-        weights = g.value(w, channels_first(4))  # OHWI -> OIHW
+        filter_layout = channels_first(4)  # OHWI -> OIHW
         group = channels // in_c
     if g.shape(w)[3 if depthwise else 0] != out_c:
         raise Unsupported("filter and output channels differ")
     bias = g.bias(b, x, w)
-    inputs = [g.value(x, channels_first(4)), weights] + ([bias] if bias else [])
-    out = g.op(
-        "Conv",
-        inputs,
-        kernel_shape=[kh, kw],
-        strides=strides,
-        dilations=dilations,
-        group=group,
-        pads=_pads(options.padding, [height, width], [out_h, out_w], [kh, kw], strides, dilations),
-    )
+    pads = _pads(options.padding, [height, width], [out_h, out_w], [kh, kw], strides, dilations)
+    if _flat(g, x, w, group, dilations):
+        out = _flat_conv(g, x, w, bias, strides, dilations, pads)
+    else:
+        inputs = [g.value(x, channels_first(4)), g.value(w, filter_layout)] + ([bias] if bias else [])
+        out = g.op(
+            "Conv",
+            inputs,
+            kernel_shape=[kh, kw],
+            strides=strides,
+            dilations=dilations,
+            group=group,
+            pads=pads,
+        )
     g.define(y, activation(g, out, fused(node)), channels_first(4))
+
+
+_FLAT_CHANNELS = 4  # RGB(A) or grey images: where a transposition costs as much as the convolution
+
+
+def _flat(g: PartitionGraph, x: int, w: int, group: int, dilations: Sequence[int]) -> bool:
+    """A convolution of a few-channel value that is still channels-last (a partition input, typically
+    the image) runs as a one-channel convolution over the flattened rows, without transposing it."""
+    return (
+        group == 1
+        and dilations[1] == 1
+        and g.shape(x)[3] <= _FLAT_CHANNELS
+        and g.layout(x) is None
+        and not g.is_constant(x)
+        and not g.quantized(x)
+        and g.tensor(w).type == TensorType.FLOAT32
+        and g.is_constant(w)
+    )
+
+
+def _flat_conv(
+    g: PartitionGraph,
+    x: int,
+    w: int,
+    bias: str | None,
+    strides: Sequence[int],
+    dilations: Sequence[int],
+    pads: Sequence[int],
+) -> str:
+    """Conv over x [N, H, W, C] seen as [N, 1, H, W*C]: filter tap (ky, kx, c) lands on column kx*C + c,
+    so the OHWI filter reshaped to [O, 1, kh, kw*C] is the filter, and column strides and pads scale
+    by C. The same products as the NCHW convolution (summed in another order); channels-first output."""
+    batch, height, width, channels = g.shape(x)
+    out_c, kh, kw, _ = g.shape(w)
+    rows = g.op("Reshape", [g.value(x), g.ints([batch, 1, height, width * channels])])
+    weights = g.const(g.constant(w).reshape(out_c, 1, kh, kw * channels), f"c{w}")
+    return g.op(
+        "Conv",
+        [rows, weights] + ([bias] if bias else []),
+        kernel_shape=[kh, kw * channels],
+        strides=[strides[0], strides[1] * channels],
+        dilations=[dilations[0], 1],
+        pads=[pads[0], pads[1] * channels, pads[2], pads[3] * channels],
+    )
 
 
 @translates(Op.CONV_3D)

@@ -1,5 +1,6 @@
-"""ONNX Runtime sessions for translated partitions: options, providers, float16 relaxation, and the
-IO binding that feeds arena tensors and device values without copies on the Python side.
+"""ONNX Runtime sessions for translated partitions: options, providers, float16 relaxation, the
+rewrites for the CPU's NCHWc kernels (nchwc.py), and the IO binding that feeds arena tensors and device
+values without copies on the Python side.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from typing import Any
 import numpy as np
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
+
+from . import nchwc
 
 GPU_PROVIDERS = {"CUDAExecutionProvider": "cuda", "TensorrtExecutionProvider": "cuda"}
 DEFAULT_PROVIDERS = ("CPUExecutionProvider",)
@@ -39,6 +42,8 @@ def make_session(
     options.log_severity_level = 3
     for key, value in (config or {}).items():
         options.add_session_config_entry(key, str(value))
+    if device_of(providers)[0] == "cpu":
+        model = nchwc.for_cpu(model)
     return ort.InferenceSession(model.SerializeToString(), options, providers=list(providers))
 
 
