@@ -11,6 +11,7 @@ import pytflite
 from pytflite import BuiltinOperator as Op
 from pytflite import TensorType as T
 from pytflite.model.builder import ModelBuilder
+from pytflite.tools.profiler import Profiler
 from tests.oracle import assert_matches, litert_interpreter, requires_litert, run
 
 pytestmark = requires_litert
@@ -144,6 +145,124 @@ def test_while_loops_until_the_condition_fails(start, limit):
     x = np.array([1, -2, 0.5], np.float32)
     i, _, _ = both(counting_loop(), [np.array(start, np.int32), np.array(limit, np.int32), x])
     assert int(i) == max(start, limit)
+
+
+def _loop_node_data(interpreter):
+    (node, _), *_ = interpreter.subgraphs[0].nodes
+    return node.user_data
+
+
+def test_a_static_loop_runs_bound_and_a_profiler_sees_every_iteration():
+    """Fixed shapes: the loop runs its subgraphs' step lists directly (BoundLoop), and again after the
+    input shape changes; with a profiler attached it runs call by call, reporting each body node once
+    per iteration."""
+    model = counting_loop()
+    interpreter, reference = pytflite.Interpreter(model_content=model), litert_interpreter(model)
+    feeds = [np.array(0, np.int32), np.array(4, np.int32), np.array([1, -2, 0.5], np.float32)]
+    for a, b in zip(run(interpreter, feeds), run(reference, feeds)):
+        assert_matches(a, b)
+    loop = _loop_node_data(interpreter).loop
+    assert loop.bound() is not None
+    bound_outputs = run(interpreter, feeds)
+
+    profiler = Profiler()
+    profiler.attach(interpreter)
+    with profiler.run():
+        interpreter.invoke()
+    body_events = [e.tag for e in profiler.runs[0] if e.metadata2 == 2]
+    assert body_events == ["ADD", "MUL", "CAST", "ADD"] * 4
+    profiler.detach(interpreter)
+    for a, b in zip(
+        bound_outputs, [interpreter.get_tensor(d["index"]) for d in interpreter.get_output_details()]
+    ):
+        np.testing.assert_array_equal(a, b)
+
+    interpreter.resize_tensor_input(2, [5])  # the body is planned anew: the loop binds it again
+    x = np.linspace(-1, 1, 5, dtype=np.float32)
+    (_, _, out) = run(interpreter, [np.array(1, np.int32), np.array(3, np.int32), x])
+    expected = x
+    for i in (2, 3):
+        expected = expected * np.float32(1.5) + np.float32(i)
+    np.testing.assert_allclose(out, expected, rtol=1e-6)
+
+
+def test_a_loop_carried_scalar_that_becomes_a_one_element_vector():
+    """The body takes i as [] and returns it as [1] (TFLite counts the shapes as alike)."""
+    b = ModelBuilder()
+    main = b.main
+    i0, n = main.add_input("i", T.INT32, []), main.add_input("n", T.INT32, [])
+    outs = [main.add_tensor("i_out", T.INT32, [1]), main.add_tensor("n_out", T.INT32, [])]
+    for o in outs:
+        main.add_output(o)
+    main.add_operator(Op.WHILE, [i0, n], outs, {"cond_subgraph_index": 1, "body_subgraph_index": 2})
+    cond = b.add_subgraph("cond")
+    ci, cn = cond.add_input("i", T.INT32, []), cond.add_input("n", T.INT32, [])
+    less = cond.add_tensor("less", T.BOOL, [])
+    cond.add_operator(Op.LESS, [ci, cn], [less])
+    cond.add_output(less)
+    body = b.add_subgraph("body")
+    bi, bn = body.add_input("i", T.INT32, []), body.add_input("n", T.INT32, [])
+    three = body.add_constant("three", np.array([3], np.int32))
+    i1 = body.add_tensor("i1", T.INT32, [1])
+    body.add_operator(Op.ADD, [bi, three], [i1])
+    body.add_output(i1)
+    body.add_output(bn)
+    i, _ = both(b.build(), [np.array(1, np.int32), np.array(11, np.int32)])
+    assert i.tolist() == [13]
+
+
+def test_a_loop_whose_condition_a_nested_loop_calls_with_other_shapes():
+    """The condition subgraph is also the condition of a loop inside the body, on a tensor of another
+    shape, so each call resizes it: the outer loop runs call by call (not bound) and stays right."""
+    b = ModelBuilder()
+    main = b.main
+    specs = (("i", T.INT32, []), ("n", T.INT32, []), ("x", T.FLOAT32, [3]))
+    ins = [main.add_input(name, t, s) for name, t, s in specs]
+    outs = [main.add_tensor(name + "_out", t, s) for name, t, s in specs]
+    for o in outs:
+        main.add_output(o)
+    main.add_operator(Op.WHILE, ins, outs, {"cond_subgraph_index": 1, "body_subgraph_index": 2})
+    cond = b.add_subgraph("cond")  # i < n; it reads x (of any length) too, so each call sizes it
+    ci, cn = cond.add_input("i", T.INT32, []), cond.add_input("n", T.INT32, [])
+    cx = cond.add_input("x", T.FLOAT32, [3], shape_signature=[-1])
+    cond.add_operator(Op.SHAPE, [cx], [cond.add_tensor("x_shape", T.INT32, [1])], {"out_type": T.INT32})
+    less = cond.add_tensor("less", T.BOOL, [])
+    cond.add_operator(Op.LESS, [ci, cn], [less])
+    cond.add_output(less)
+    body = b.add_subgraph("body")  # x += 2 ** i, the 2 ** i by an inner loop over a [2] tensor
+    bi, bn, bx = (body.add_input(name, t, s) for name, t, s in specs)
+    zero, one = body.add_constant("zero", np.int32(0)), body.add_constant("one", np.int32(1))
+    start = body.add_constant("start", np.ones(2, np.float32))
+    inner = [
+        body.add_tensor(f"inner{k}", t, s)
+        for k, (t, s) in enumerate(((T.INT32, []), (T.INT32, []), (T.FLOAT32, [2])))
+    ]
+    body.add_operator(
+        Op.WHILE, [zero, bi, start], inner, {"cond_subgraph_index": 1, "body_subgraph_index": 3}
+    )
+    power = body.add_tensor("power", T.FLOAT32, [1])
+    first = body.add_constant("first", np.array([0], np.int32))
+    size = body.add_constant("size", np.array([1], np.int32))
+    body.add_operator(Op.SLICE, [inner[2], first, size], [power])
+    x1, i1 = body.add_tensor("x1", T.FLOAT32, [3]), body.add_tensor("i1", T.INT32, [])
+    body.add_operator(Op.ADD, [bx, power], [x1])
+    body.add_operator(Op.ADD, [bi, one], [i1])
+    for o in (i1, bn, x1):
+        body.add_output(o)
+    doubling = b.add_subgraph("doubling")  # j += 1; y *= 2
+    dj, dn = doubling.add_input("j", T.INT32, []), doubling.add_input("n", T.INT32, [])
+    dy = doubling.add_input("y", T.FLOAT32, [2])
+    two = doubling.add_constant("two", np.float32(2))
+    j1, y1 = doubling.add_tensor("j1", T.INT32, []), doubling.add_tensor("y1", T.FLOAT32, [2])
+    doubling.add_operator(Op.ADD, [dj, doubling.add_constant("one", np.int32(1))], [j1])
+    doubling.add_operator(Op.MUL, [dy, two], [y1])
+    for o in (j1, dn, y1):
+        doubling.add_output(o)
+    interpreter = pytflite.Interpreter(model_content=b.build())
+    x = np.array([0, 10, 20], np.float32)
+    _, _, out = run(interpreter, [np.array(0, np.int32), np.array(4, np.int32), x])
+    np.testing.assert_array_equal(out, x + 1 + 2 + 4 + 8)
+    assert _loop_node_data(interpreter).loop.bound() is None
 
 
 def swapping_loop(forward: bool) -> bytes:

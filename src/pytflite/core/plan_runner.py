@@ -45,7 +45,7 @@ class PlanRunner:
         if steps is None or self._context.profiler is not None:
             self._invoke_careful()
         else:
-            self._invoke_steps(steps)
+            self.run_steps(steps)
 
     # --- building ------------------------------------------------------------------------------------
 
@@ -107,7 +107,9 @@ class PlanRunner:
 
     # --- running -------------------------------------------------------------------------------------
 
-    def _invoke_steps(self, steps: Steps) -> None:
+    def run_steps(self, steps: Steps) -> None:
+        """Run check-free steps (`fast_steps`, or a prefix of the plan); control flow calls this directly
+        for a called subgraph whose runner it has checked."""
         context = self._context
         for invoke, node in steps:
             try:
@@ -129,7 +131,7 @@ class PlanRunner:
         start = 0
         prefix = self._prefix
         if prefix is not None and profiler is None and subgraph._next_to_prepare >= prefix[1]:
-            self._invoke_steps(prefix[0])
+            self.run_steps(prefix[0])
             start = prefix[1]
         dynamic = AllocationType.DYNAMIC
         for position in range(start, len(entries)):

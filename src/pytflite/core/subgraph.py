@@ -103,6 +103,12 @@ class Subgraph:
         """The caps on tensor sizes, arena bytes and loop iterations, or None."""
         return self.config.limits
 
+    @property
+    def runner(self) -> PlanRunner | None:
+        """What invoke runs: made anew by every allocation, None until the subgraph is allocated again
+        after a change. Control flow binds a called subgraph's memory for as long as this stays the same."""
+        return self._runner
+
     # --- building ----------------------------------------------------------------------------------
 
     def add_tensors(self, count: int) -> tuple[int, ...]:

@@ -6,12 +6,20 @@ outputs out. When the values' shapes change (an IF whose branches differ, a WHIL
 tensors grow), the subgraph is resized and allocated again before it runs, and the node's outputs are
 dynamic: resized at invoke to what the subgraph produced. TFLite shares memory between the node and the
 subgraph where it can; copying gives the same results.
+
+Most calls have fixed shapes. For those a call is bound (Bound): the called subgraph's input and output
+arrays and its check-free step list are looked up once and kept while its PlanRunner stays the same, so
+an IF runs its branch's steps directly, and a WHILE whose condition and body are both bound runs as a
+BoundLoop: each iteration copies the body's outputs into the inputs that read them and runs the two
+step lists, with no shape checks, dispatch or error-state setup in between.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NoReturn
 
 import numpy as np
 
@@ -19,7 +27,7 @@ from ..core.node import OPTIONAL_TENSOR
 from ..core.subgraph import Subgraph
 from ..core.tensor import Tensor
 from ..core.types import AllocationType, BuiltinOperator, SubgraphState, TensorType
-from ..errors import ensure, ensure_eq
+from ..errors import KernelError, ensure, ensure_eq
 from .common import ANY_TYPE, input_tensor
 from .registry import register_builtin
 
@@ -78,21 +86,30 @@ def check_output_types(context, node, target: Subgraph, role: str) -> None:
 
 class Call:
     """A prepared call of `target`: its input and output Tensor objects looked up once, so that running
-    it (every WHILE iteration) only compares shapes, copies values and invokes."""
+    it (every WHILE iteration) only compares shapes, copies values and invokes.
 
-    __slots__ = ("target", "inputs", "outputs", "outputs_are_inputs")
+    `skip_unread` leaves out the inputs no node of `target` reads and no output passes on (TFLite's
+    RemoveUnusedInputs, done for a WHILE condition): their values are neither copied nor sized."""
 
-    def __init__(self, target: Subgraph):
+    __slots__ = ("target", "inputs", "outputs", "outputs_are_inputs", "_bound")
+
+    def __init__(self, target: Subgraph, skip_unread: bool = False):
         self.target = target
         tensors = target.tensors
-        self.inputs = [(p, tensors[i]) for p, i in enumerate(target.inputs) if i != OPTIONAL_TENSOR]
+        read = _read_tensors(target) if skip_unread else None
+        self.inputs = [
+            (p, tensors[i])
+            for p, i in enumerate(target.inputs)
+            if i != OPTIONAL_TENSOR and (read is None or i in read)
+        ]
         self.outputs = [tensors[i] for i in target.outputs]
         # an output that is an input at another position would be overwritten while copying values in
         self.outputs_are_inputs = any(
             i in target.inputs and target.inputs.index(i) != p for p, i in enumerate(target.outputs)
         )
+        self._bound: Bound | None = None
 
-    def run(self, values: Sequence[np.ndarray | None], copy: bool = True) -> list[np.ndarray]:
+    def run(self, values: Sequence[np.ndarray | None], copy: bool = True) -> Sequence[np.ndarray]:
         """Copy `values` into the inputs (resizing and allocating the subgraph if their shapes changed),
         invoke it, and return its outputs. Runs inside the caller's invoke (np.errstate set).
 
@@ -100,6 +117,10 @@ class Call:
         before this subgraph runs again, except as `values` of its next run (which reads them before
         anything overwrites them: inputs and outputs never share arena bytes).
         """
+        bound = self.bound()
+        if bound is not None and bound.accepts(values):
+            outputs = bound.run(values)
+            return [o.copy() for o in outputs] if copy else outputs
         target = self.target
         count = len(values)
         inputs = [(t, values[p]) for p, t in self.inputs if p < count and values[p] is not None]
@@ -125,6 +146,86 @@ class Call:
             outputs.append(tensor.data.copy() if copy else tensor.data)
         return outputs
 
+    def bound(self) -> Bound | None:
+        """This call with `target`'s current memory and step list bound, or None when it cannot run
+        that way now (not allocated, dynamic shapes, delegate buffers, a profiler listening)."""
+        target = self.target
+        bound = self._bound
+        if bound is None or bound.runner is not target.runner:
+            bound = self._bound = Bound(self)
+        if bound.steps is None or target.context.profiler is not None:
+            return None
+        return bound
+
+
+class Bound:
+    """A call of a subgraph whose shapes are fixed, as the arrays it copies between and the check-free
+    steps it runs. Valid while the subgraph keeps the PlanRunner it was made for: every allocation
+    makes a new one (and a resize or a delegate drops it), so `runner` identity is the whole check."""
+
+    __slots__ = ("runner", "steps", "inputs", "shapes", "outputs")
+
+    def __init__(self, call: Call):
+        target = call.target
+        runner = target.runner
+        self.runner = runner
+        self.inputs = tuple((p, t.data) for p, t in call.inputs)
+        self.shapes = tuple((p, t.shape) for p, t in call.inputs)
+        self.outputs = tuple(t.data for t in call.outputs)
+        usable = (
+            runner is not None
+            and not call.outputs_are_inputs
+            and all(t.delegate is None and t.data is not None for t in call.outputs)
+            and all(t.data is not None for _, t in call.inputs)
+        )
+        self.steps = runner.fast_steps if usable else None
+
+    def accepts(self, values: Sequence[np.ndarray | None]) -> bool:
+        """Every value is present and has its input's shape (else the subgraph must be resized)."""
+        count = len(values)
+        for p, shape in self.shapes:
+            if p >= count or values[p] is None or values[p].shape != shape:
+                return False
+        return True
+
+    def run(self, values: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
+        """Copy `values` in, run the steps, return the output arrays (the subgraph's own memory)."""
+        for p, array in self.inputs:
+            value = values[p]
+            if value is not array:
+                array[...] = value
+        self.runner.run_steps(self.steps)
+        return self.outputs
+
+
+def _read_tensors(subgraph: Subgraph) -> set[int]:
+    """The tensors some node of `subgraph` reads or its outputs pass on."""
+    read = set(subgraph.outputs)
+    for node, _ in subgraph.nodes:
+        read.update(node.inputs)
+    return read
+
+
+def _called_subgraphs(subgraphs: Sequence[Subgraph], first: Subgraph) -> set[int]:
+    """The subgraphs the nodes of `first` call, directly or through other calls (IF, WHILE, CALL_ONCE,
+    the StableHLO calls: every option named *subgraph_index or *subgraph_indices)."""
+    found: set[int] = set()
+    pending = [first]
+    while pending:
+        for node, _ in pending.pop().nodes:
+            options = node.builtin_data
+            if options is None or not dataclasses.is_dataclass(options):
+                continue
+            for field in dataclasses.fields(options):
+                if "subgraph_ind" not in field.name:
+                    continue
+                value = getattr(options, field.name)
+                for index in value if isinstance(value, (tuple, list)) else (value,):
+                    if isinstance(index, int) and 0 <= index < len(subgraphs) and index not in found:
+                        found.add(index)
+                        pending.append(subgraphs[index])
+    return found
+
 
 def write_outputs(context, node, values: Sequence[np.ndarray], dynamic: bool) -> None:
     for index, value in zip(node.outputs, values):
@@ -133,7 +234,7 @@ def write_outputs(context, node, values: Sequence[np.ndarray], dynamic: bool) ->
         output = context.tensors[index]
         if dynamic:
             context.resize_tensor(output, value.shape)
-        np.copyto(output.data, value)
+        output.data[...] = value
 
 
 def _values(context, indices: Sequence[int]) -> list[np.ndarray | None]:
@@ -171,6 +272,7 @@ def _is_dynamic(tensor: Tensor) -> bool:
 class IfData:
     then_call: Call
     else_call: Call
+    arguments: tuple[int, ...]  # the node's inputs passed to the branch (all but the condition)
     dynamic: bool  # the node's outputs are resized at invoke to what the branch produced
 
 
@@ -192,14 +294,14 @@ def if_prepare(context, node):
         check_output_types(context, node, branch, role)
     then_shapes, else_shapes = (_output_shapes(b) for b in branches)
     dynamic = any(b.has_dynamic_tensors for b in branches) or then_shapes != else_shapes
-    node.user_data = IfData(Call(branches[0]), Call(branches[1]), dynamic)
+    node.user_data = IfData(Call(branches[0]), Call(branches[1]), tuple(node.inputs[1:]), dynamic)
     _resize_or_dynamic(context, node, None if dynamic else then_shapes)
 
 
 def if_invoke(context, node):
     data = node.user_data
-    call = data.then_call if context.tensors[node.inputs[0]].data.reshape(-1)[0] else data.else_call
-    write_outputs(context, node, call.run(_values(context, node.inputs[1:]), copy=False), data.dynamic)
+    call = data.then_call if context.tensors[node.inputs[0]].data.item() else data.else_call
+    write_outputs(context, node, call.run(_values(context, data.arguments), copy=False), data.dynamic)
 
 
 # --- WHILE -------------------------------------------------------------------------------------------
@@ -207,9 +309,104 @@ def if_invoke(context, node):
 
 @dataclass(frozen=True, slots=True)
 class WhileData:
-    condition: Call
-    body: Call
-    dynamic: bool  # the node's outputs are resized at invoke to what the loop produced
+    loop: Loop
+
+
+class Loop:
+    """A WHILE's condition and body calls, and their bound form (BoundLoop) while one is valid."""
+
+    __slots__ = ("condition", "body", "dynamic", "_bound")
+
+    def __init__(self, condition: Call, body: Call, dynamic: bool):
+        self.condition, self.body = condition, body
+        self.dynamic = dynamic  # the node's outputs are resized at invoke to what the loop produced
+        self._bound: BoundLoop | None = None
+
+    def bound(self) -> BoundLoop | None:
+        """The loop with both subgraphs bound, or None when it must run call by call."""
+        condition, body = self.condition.bound(), self.body.bound()
+        bound = self._bound
+        if bound is None or bound.condition is not condition or bound.body is not body:
+            bound = self._bound = BoundLoop(self, condition, body)
+        return bound if bound.usable else None
+
+    def run_call_by_call(self, values: Sequence[np.ndarray], limit: int | None) -> Sequence[np.ndarray]:
+        """The general loop: each iteration runs the condition and the body as calls, which resize and
+        allocate them when the values' shapes change."""
+        condition, body = self.condition, self.body
+        condition_output = condition.outputs[0]
+        iterations = 0
+        while True:
+            (keep_going,) = condition.run(values, copy=False)
+            _check_condition(condition_output)
+            if not keep_going.reshape(-1)[0]:
+                return values
+            if limit is not None and iterations >= limit:
+                _too_many_iterations(iterations, limit)
+            iterations += 1
+            values = body.run(values, copy=False)
+
+
+class BoundLoop:
+    """A WHILE whose condition and body have fixed shapes, bound for many invokes: their memory and
+    check-free steps (Bound), the condition's flag, and each iteration's copies as pairs of arrays:
+    body outputs to the condition inputs it reads and to the body's inputs (TFLite's Eval_static).
+
+    Valid while both calls keep their Bound. Nothing inside the loop can replace them: neither subgraph
+    is called from the condition or the body (else `usable` is False and the loop runs call by call)."""
+
+    __slots__ = ("condition", "body", "flag", "to_condition", "to_body", "usable")
+
+    def __init__(self, loop: Loop, condition: Bound | None, body: Bound | None):
+        self.condition, self.body = condition, body
+        self.usable = False
+        if condition is None or body is None or loop.dynamic:
+            return
+        targets = (loop.condition.target.index, loop.body.target.index)
+        subgraphs = loop.body.target.subgraphs
+        called = set()
+        for index in targets:
+            called |= _called_subgraphs(subgraphs, subgraphs[index])
+        if called.intersection(targets):
+            return
+        _check_condition(loop.condition.outputs[0])
+        outputs = body.outputs
+        if any(outputs[p].size != array.size for p, array in (*condition.inputs, *body.inputs)):
+            return  # the condition was last sized by another caller: the next call sizes it again
+        # [] and [1] count as alike (while_prepare): a value is copied through a view of its new shape
+        self.to_condition = tuple((array, outputs[p].reshape(array.shape)) for p, array in condition.inputs)
+        self.to_body = tuple(
+            (array, outputs[p].reshape(array.shape)) for p, array in body.inputs if outputs[p] is not array
+        )
+        self.flag = condition.outputs[0].reshape(-1)
+        self.usable = True
+
+    def run(self, values: list[np.ndarray], limit: int | None) -> Sequence[np.ndarray]:
+        """Loop from the node's input `values` (in the bound inputs' shapes); returns the final values."""
+        condition, body, flag = self.condition, self.body, self.flag
+        run_condition = condition.runner.run_steps
+        run_body = body.runner.run_steps
+        condition_steps, body_steps = condition.steps, body.steps
+        for p, array in condition.inputs:
+            array[...] = values[p]
+        run_condition(condition_steps)
+        if not flag[0]:
+            return values
+        for p, array in body.inputs:
+            array[...] = values[p]
+        iterations = 0
+        while True:
+            if limit is not None and iterations >= limit:
+                _too_many_iterations(iterations, limit)
+            iterations += 1
+            run_body(body_steps)
+            for array, value in self.to_condition:
+                array[...] = value
+            run_condition(condition_steps)
+            if not flag[0]:
+                return body.outputs
+            for array, value in self.to_body:
+                array[...] = value
 
 
 def _check_condition(tensor: Tensor) -> None:
@@ -254,30 +451,27 @@ def while_prepare(context, node):
         # here it is dynamic and runs.)
         if before.shape != after.shape and {before.shape, after.shape} != {(), (1,)}:
             dynamic = True
-    node.user_data = WhileData(Call(condition), Call(body), dynamic)
+    node.user_data = WhileData(Loop(Call(condition, skip_unread=True), Call(body), dynamic))
     _resize_or_dynamic(context, node, None if dynamic else _output_shapes(body))
 
 
 def while_invoke(context, node):
-    data = node.user_data
-    condition, body = data.condition, data.body
-    condition_output = condition.outputs[0]
+    loop = node.user_data.loop
     limits = context.subgraph.limits
     limit = None if limits is None else limits.max_while_iterations  # None: unbounded, as TFLite
     values = _values(context, node.inputs)
-    iterations = 0
-    while True:
-        (keep_going,) = condition.run(values, copy=False)
-        _check_condition(condition_output)
-        if not keep_going.reshape(-1)[0]:
-            break
-        ensure(
-            limit is None or iterations < limit,
-            f"WHILE ran {iterations} iterations, the limit (Limits.max_while_iterations) is {limit}",
-        )
-        iterations += 1
-        values = body.run(values, copy=False)
-    write_outputs(context, node, values, data.dynamic)
+    bound = loop.bound()
+    if bound is not None and bound.condition.accepts(values) and bound.body.accepts(values):
+        values = bound.run(values, limit)
+    else:
+        values = loop.run_call_by_call(values, limit)
+    write_outputs(context, node, values, loop.dynamic)
+
+
+def _too_many_iterations(iterations: int, limit: int) -> NoReturn:
+    raise KernelError(
+        f"WHILE ran {iterations} iterations, the limit (Limits.max_while_iterations) is {limit}"
+    )
 
 
 # --- CALL_ONCE ---------------------------------------------------------------------------------------

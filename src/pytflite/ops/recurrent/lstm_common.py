@@ -108,6 +108,9 @@ class _LstmFloatWeights:
     layer_norm: np.ndarray | None = None  # [gates, n_cell]
     projection: np.ndarray | None = None  # [n_cell, n_output]
     projection_bias: np.ndarray | None = None
+    # recurrent_weights with the sigmoid gates' (input, forget, output) columns halved: lstm_float's
+    # plain steps compute those sigmoids as 0.5 * tanh(x / 2) + 0.5 (no CIFG, no peephole)
+    halved_recurrent: np.ndarray | None = None
 
 
 @dataclass
@@ -167,6 +170,9 @@ def _pack_lstm(direction: _LstmDirection, t: dict) -> Any:
             for g in ("input", "forget", "output")
             if g in order
         }
+    if not (direction.cifg or direction.peephole):  # gates i f o g: lstm_float's plain steps
+        packed.halved_recurrent = packed.recurrent_weights.copy()
+        packed.halved_recurrent[:, : 3 * n] *= F32(0.5)
     if direction.projection:
         packed.projection = np.ascontiguousarray(t["projection_weights"].data.T.astype(F32))
         if t["projection_bias"] is not None:

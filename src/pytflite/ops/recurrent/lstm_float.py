@@ -15,6 +15,8 @@ from .common import _ONE, F32, _sequence_matmul
 from .hybrid import _hybrid_product
 from .lstm_common import _LstmDirection, _LstmRun
 
+_HALF = np.array(0.5, F32)  # a 0-d array operand: faster ufunc calls than a scalar
+
 
 def _layer_norm(x, coefficients, bias) -> None:
     """TFLite's MeanStddevNormalization over the last axis (sequential float32 sums), times the
@@ -66,6 +68,9 @@ def _run_lstm(
         pre += weights.bias
         if aux is not None:
             pre += _sequence_matmul(aux, weights.aux_weights)
+    if _plain(direction, run):
+        _run_plain_lstm(weights, run, pre, h, c, out, forward)
+        return
     quirk = run.activation == ActivationFunctionType.NONE
     if quirk:
         zero_rows = _zero_input_rows(direction, run, x, aux)
@@ -154,6 +159,56 @@ def _run_lstm(
         else:
             np.multiply(output_gate, activated, out=hidden)
     h[...] = hidden
+
+
+def _plain(direction: _LstmDirection, run: _LstmRun) -> bool:
+    """The common float LSTM: four gates (input, forget, output, cell: the packed order), tanh, and no
+    peephole, layer norm or projection."""
+    return (
+        not direction.hybrid
+        and not direction.cifg
+        and not direction.peephole
+        and not direction.layer_norm
+        and not direction.projection
+        and run.activation == ActivationFunctionType.TANH
+    )
+
+
+def _run_plain_lstm(weights, run: _LstmRun, pre, h, c, out, forward: bool) -> None:
+    """_run_lstm's time steps for a _plain LSTM, in nine NumPy calls a step (ten with a cell clip), on
+    `pre` [time, batch, gates * n_cell], the input terms of all steps. The sigmoid gates are
+    0.5 * tanh(x / 2) + 0.5, from pre-activations and recurrent weights halved in advance (exact: a
+    power of two), so that one tanh covers all four gates; the gates and the cell state share one
+    buffer [i f o g c], so that i * g and f * c are one product."""
+    batch, width = pre.shape[1], pre.shape[2]
+    n = width // 4
+    pre[:, :, : 3 * n] *= _HALF
+    recurrent = weights.halved_recurrent
+    buffer = np.empty((batch, 5 * n), F32)
+    gates, sigmoids, output_gate = buffer[:, :width], buffer[:, : 3 * n], buffer[:, 2 * n : 3 * n]
+    cell = buffer[:, width:]
+    cell[...] = c
+    products = np.empty((batch, 2 * n), F32)
+    activated = np.empty((batch, n), F32)
+    product = np.dot if gates.flags.c_contiguous else np.matmul  # dot is faster, for contiguous `out`
+    limit = np.array(run.cell_clip, F32) if run.cell_clip > 0 else None
+    low = None if limit is None else -limit
+    hidden = h
+    for t in range(pre.shape[0]) if forward else range(pre.shape[0] - 1, -1, -1):
+        product(hidden, recurrent, out=gates)
+        gates += pre[t]
+        np.tanh(gates, out=gates)
+        sigmoids *= _HALF
+        sigmoids += _HALF
+        np.multiply(buffer[:, : 2 * n], buffer[:, 3 * n :], out=products)  # [i * g, f * c]
+        np.add(products[:, :n], products[:, n:], out=cell)
+        if limit is not None:
+            clip(cell, low, limit, out=cell)
+        np.tanh(cell, out=activated)
+        hidden = out[t]
+        np.multiply(output_gate, activated, out=hidden)
+    h[...] = hidden
+    c[...] = cell
 
 
 def _sigmoid_scalar_elements(direction: _LstmDirection, batch: int, batch_major: bool) -> np.ndarray:
