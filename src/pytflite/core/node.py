@@ -8,7 +8,15 @@ A `Registration` (TfLiteRegistration) is a kernel: plain functions for each life
     invoke(context, node)                        compute, writing into the preallocated outputs
     free(context, user_data)                     teardown
     profiling_string(context, node) -> str       extra text for the profiler
+    bind(context, node) -> step                  (pytflite's own, optional) after each allocation: a
+                                                 function of (context, node) doing what invoke does,
+                                                 for the memory tensors have now
 prepare and invoke may return None or Status.OK on success, another Status on failure, or raise.
+
+`bind` is for kernels whose invoke is short next to looking up its tensors: the step it returns may hold
+the input and output arrays themselves (and anything derived from them, such as views), because the
+check-free step list it goes into (core/plan_runner.py) is made again whenever memory may have moved;
+invoke still serves every other caller (the careful loop, profilers, delegates' kernels).
 """
 
 from __future__ import annotations
@@ -41,6 +49,7 @@ class Registration:
     builtin_code: int = BuiltinOperator.CUSTOM
     custom_name: str | None = None
     version: int = 1
+    bind: Callable[[Context, Node], KernelFn] | None = None  # pytflite's own: see the module docstring
 
     @property
     def op_name(self) -> str:

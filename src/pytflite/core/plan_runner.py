@@ -62,7 +62,8 @@ class PlanRunner:
                 t != OPTIONAL_TENSOR and _held_elsewhere(subgraph.tensors[t]) for t in node.inputs
             ):
                 return None
-            steps.append((registration.invoke, node))
+            bind = registration.bind
+            steps.append((registration.invoke if bind is None else bind(subgraph.context, node), node))
         return steps
 
     def _fast_prefix(self) -> tuple[Steps, int] | None:

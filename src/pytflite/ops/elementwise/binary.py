@@ -16,13 +16,14 @@ from ..common import clip
 from ..registry import register_builtin
 
 Runner = Callable[[list, tuple, np.ndarray], None]  # run(tensors, node.inputs, output array)
+Compute = Callable[[np.ndarray, np.ndarray, np.ndarray], None]  # compute(first, second, output array)
 
 
 @dataclass(frozen=True)
 class BinaryOp:
     """What invoke computes: ufunc(first, second, out=output), then the clamp to [low, high] if low is set.
 
-    An op's prepare returns this; _finish_prepare then turns it into the runner invoke calls."""
+    An op's prepare returns this; _finish_prepare then turns it into the functions invoke calls."""
 
     ufunc: Callable[..., Any]
     low: Any = None
@@ -33,11 +34,13 @@ class BinaryOp:
 
 @dataclass(frozen=True, slots=True)
 class BinaryData:
-    """The op data of the binary ops: the runner prepare built for the node's shapes and types, and the
-    temporaries init added where the op has a quantized path (quantized.py's index arrays)."""
+    """The op data of the binary ops: the runner prepare built for the node's shapes and types, the
+    temporaries init added where the op has a quantized path (quantized.py's index arrays), and, for the
+    runners made from a BinaryOp, the same computation on the arrays themselves (what bind binds)."""
 
     run: Runner | None
     scratch: tuple[int, ...] = ()
+    compute: Compute | None = None
 
 
 def binary_init_with_scratch(context, buffer, length):
@@ -50,26 +53,57 @@ def binary_invoke(context, node):
     node.user_data.run(tensors, node.inputs, tensors[node.outputs[0]].data)
 
 
+def binary_bind(context, node):
+    """The check-free step: the computation with the node's arrays in hand (Registration.bind)."""
+    data = node.user_data
+    tensors = context.tensors
+    out = tensors[node.outputs[0]].data
+    if data.compute is None:
+        run, inputs = data.run, node.inputs
+
+        def run_step(context, node):
+            run(tensors, inputs, out)
+
+        return run_step
+    compute = data.compute
+    first, second = (tensors[i].data for i in node.inputs[:2])
+
+    def step(context, node):
+        compute(first, second, out)
+
+    return step
+
+
+def _on_tensors(compute: Compute) -> Runner:
+    """A runner that looks the inputs up and computes."""
+
+    def run(tensors, inputs, out):
+        compute(tensors[inputs[0]].data, tensors[inputs[1]].data, out)
+
+    return run
+
+
 # Up to this many output elements, an input that broadcasts is first expanded to the output's shape: a
 # constant once in prepare, a computed input by one copy into a scratch array per call. NumPy's broadcasting
 # loop costs 0.3-0.5 us more per call than a same-shape loop (and than the copy).
 _EXPANDED_LIMIT = 16384
 
 
-def _runner(context, node, data: BinaryOp) -> Runner:
-    """The function invoke calls with (tensors, node.inputs, output array) for this BinaryOp.
+def _compute(context, node, data: BinaryOp) -> Compute:
+    """The function of (first, second, output array) that computes this BinaryOp for the node's shapes.
 
     A plain ufunc on a small output gets its broadcasting inputs expanded (see _EXPANDED_LIMIT). A
+    one-element float output of ADD/SUB/MUL is computed on scalars (_scalar_compute). Another
     one-element output with a clamp is computed into a scratch element and clamped into the output:
     NumPy's in-place operations on one-element arrays take a slow path (about 0.5 us more)."""
-    compute, low, high = data.ufunc, data.low, data.high
+    ufunc, low, high = data.ufunc, data.low, data.high
     tensors = context.tensors
     output = tensors[node.outputs[0]]
     shape = tuple(output.shape)
     total = math.prod(shape)
     constants: list[np.ndarray | None] = [None, None]  # an input expanded once, here
     buffers: list[np.ndarray | None] = [None, None]  # where an input is expanded at each call
-    if (data.elementwise or isinstance(compute, np.ufunc)) and 1 < total <= _EXPANDED_LIMIT:
+    if (data.elementwise or isinstance(ufunc, np.ufunc)) and 1 < total <= _EXPANDED_LIMIT:
         for i in (0, 1):
             tensor = tensors[node.inputs[i]]
             if tuple(tensor.shape) == shape:
@@ -79,30 +113,30 @@ def _runner(context, node, data: BinaryOp) -> Runner:
             elif math.prod(tensor.shape) > 1:  # (a single value broadcasts at full speed)
                 buffers[i] = np.empty(shape, tensor.dtype)
     if any(x is not None for x in (*constants, *buffers)):
-        return _expanding_runner(compute, low, high, constants, buffers)
-    if total == 1 and output.dtype == np.float32 and compute in _SCALAR_OPERATORS and low is not None:
+        return _expanding_compute(ufunc, low, high, constants, buffers)
+    if total == 1 and output.dtype == np.float32 and ufunc in _SCALAR_OPERATORS and low is not None:
         ranks = [len(tensors[node.inputs[i]].shape) for i in (0, 1)]
-        return _scalar_runner(_SCALAR_OPERATORS[compute], low[()], high[()], (*ranks, len(shape)))
+        return _scalar_compute(_SCALAR_OPERATORS[ufunc], low[()], high[()], (*ranks, len(shape)))
     if low is None:
 
-        def run(tensors, inputs, out):
-            compute(tensors[inputs[0]].data, tensors[inputs[1]].data, out=out)
+        def compute(a, b, out):
+            ufunc(a, b, out=out)
 
-        return run
+        return compute
     if total == 1:
         scratch = np.empty(shape, output.dtype)
 
-        def run_one(tensors, inputs, out):
-            compute(tensors[inputs[0]].data, tensors[inputs[1]].data, out=scratch)
+        def compute_one(a, b, out):
+            ufunc(a, b, out=scratch)
             clip(scratch, low, high, out)
 
-        return run_one
+        return compute_one
 
-    def run_clamped(tensors, inputs, out):
-        compute(tensors[inputs[0]].data, tensors[inputs[1]].data, out=out)
+    def compute_clamped(a, b, out):
+        ufunc(a, b, out=out)
         clip(out, low, high, out)
 
-    return run_clamped
+    return compute_clamped
 
 
 # Float ops whose one-element form runs on NumPy float32 scalars: the same IEEE single-precision
@@ -110,17 +144,20 @@ def _runner(context, node, data: BinaryOp) -> Runner:
 _SCALAR_OPERATORS = {np.add: operator.add, np.subtract: operator.sub, np.multiply: operator.mul}
 
 
-def _scalar_runner(operation: Callable, low: np.float32, high: np.float32, ranks: tuple[int, ...]) -> Runner:
+def _scalar_compute(
+    operation: Callable, low: np.float32, high: np.float32, ranks: tuple[int, ...]
+) -> Compute:
     """One output element: the operation on the two float32 elements, clamped as TFLite clamps,
-    min(max(x, low), high), which keeps NaN (Python's max/min keep their first argument unless the
-    second compares greater/less, as std::max/std::min do) and turns +-inf into +-FLT_MAX."""
+    std::min(std::max(x, low), high): x < low gives low, x > high gives high, anything else (NaN, and
+    -0.0 against a low of 0) stays x; +-inf become +-FLT_MAX. (Written as comparisons: Python's
+    min/max calls cost as much as the rest.)"""
     first, second, at = ((0,) * rank for rank in ranks)  # (the ranks of the inputs and the output)
 
-    def run_scalar(tensors, inputs, out):
-        value = operation(tensors[inputs[0]].data[first], tensors[inputs[1]].data[second])
-        out[at] = min(max(value, low), high)
+    def compute_scalar(a, b, out):
+        x = operation(a[first], b[second])
+        out[at] = low if x < low else high if x > high else x
 
-    return run_scalar
+    return compute_scalar
 
 
 def _expanded(x: np.ndarray, buffer: np.ndarray | None) -> np.ndarray:
@@ -131,18 +168,18 @@ def _expanded(x: np.ndarray, buffer: np.ndarray | None) -> np.ndarray:
     return buffer
 
 
-def _expanding_runner(compute, low, high, constants, buffers) -> Callable:
+def _expanding_compute(ufunc, low, high, constants, buffers) -> Compute:
     first, second = constants
     first_buffer, second_buffer = buffers
 
-    def run(tensors, inputs, out):
-        a = first if first is not None else _expanded(tensors[inputs[0]].data, first_buffer)
-        b = second if second is not None else _expanded(tensors[inputs[1]].data, second_buffer)
-        compute(a, b, out=out)
+    def compute(a, b, out):
+        a = first if first is not None else _expanded(a, first_buffer)
+        b = second if second is not None else _expanded(b, second_buffer)
+        ufunc(a, b, out=out)
         if low is not None:
             clip(out, low, high, out)
 
-    return run
+    return compute
 
 
 def register_binary(op, versions: tuple[int, int], types: tuple, prepare: Callable, **extra: Any) -> None:
@@ -157,6 +194,7 @@ def register_binary(op, versions: tuple[int, int], types: tuple, prepare: Callab
         op_data=BinaryData,
         prepare=_finish_prepare(prepare),
         invoke=binary_invoke,
+        bind=binary_bind,
         builtin_ref=None if twin is None else {"prepare": _finish_prepare(twin["prepare"])},
         **extra,
     )
@@ -164,12 +202,13 @@ def register_binary(op, versions: tuple[int, int], types: tuple, prepare: Callab
 
 def _finish_prepare(prepare: Callable) -> Callable:
     """`prepare`, which returns the BinaryOp it describes the op with, followed by leaving the BinaryData
-    of its runner. (Quantized arithmetic leaves its own BinaryData and returns None.)"""
+    of its computation. (Quantized arithmetic leaves its own BinaryData and returns None.)"""
 
     def run_prepare(context, node):
         scratch = node.user_data.scratch if node.user_data is not None else ()
         op = prepare(context, node)
         if op is not None:
-            node.user_data = BinaryData(_runner(context, node, op), scratch)
+            compute = _compute(context, node, op)
+            node.user_data = BinaryData(_on_tensors(compute), scratch, compute)
 
     return run_prepare
