@@ -6,6 +6,8 @@ optimized kernels and its reference ones (BUILTIN_REF)."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -16,6 +18,7 @@ from pytflite import BuiltinOperator as Op
 from pytflite import TensorType as T
 from pytflite.core.quantization import AffineQuantization
 from pytflite.model.builder import ModelBuilder
+from pytflite.ops.conv.program import Program
 from tests.oracle import (
     assert_matches,
     compare_with_litert,
@@ -1092,6 +1095,65 @@ def _int8_conv_model(**changes) -> bytes:
         version=3,
         output_quantization=[parts["out_q"]],
     ).build()[0]
+
+
+def test_program_rebuilds_its_calls_only_for_new_operands():
+    """program.py: the calls are built once for the same operand objects, again for a new one."""
+    built = []
+
+    def build(target, addend):
+        built.append(target)
+        return [partial(np.add, target, addend, out=target)]
+
+    program = Program(build)
+    first, ones = np.zeros(3), np.ones(3)
+    program.run(first, ones)
+    program.run(first, ones)
+    second = np.zeros(3)
+    program.run(second, ones)
+    assert len(built) == 2
+    assert first.tolist() == [2, 2, 2] and second.tolist() == [1, 1, 1]
+
+
+@pytest.mark.parametrize("op", [Op.CONV_2D, Op.DEPTHWISE_CONV_2D])
+@pytest.mark.parametrize("resolver", RESOLVERS)
+def test_int8_calls_follow_resized_tensors(op, resolver):
+    """The int8 kernels run calls bound to the arena's arrays (program.py): invokes before and after
+    resizes (new arrays, new staging and im2col geometry) match LiteRT's."""
+    rng = np.random.default_rng(7)
+    channels = 8  # whole NEON blocks: no scalar tail in the optimized depthwise kernel
+    scales = _affine(np.linspace(0.01, 0.03, channels), axis=0 if op == Op.CONV_2D else 3)
+    shape = (channels, 3, 3, 3) if op == Op.CONV_2D else (1, 3, 3, channels)
+    changes = {
+        "op": op,
+        "w": Operand(rng.integers(-127, 128, shape).astype(np.int8), constant=True, quantization=scales),
+        "b": Operand(
+            rng.integers(-500, 500, channels).astype(np.int32),
+            constant=True,
+            quantization=_affine(np.linspace(0.001, 0.003, channels)),
+        ),
+        "options": {"padding": "SAME", "stride_h": 2, "stride_w": 1},
+    }
+    if op == Op.DEPTHWISE_CONV_2D:
+        changes["x"] = Operand(np.zeros((1, 4, 4, channels), np.int8), quantization=(0.1, 2))
+        changes["options"]["depth_multiplier"] = 1
+    model = _int8_conv_model(**changes)
+    kind = getattr(litert.OpResolverType, resolver)
+    ours = pytflite.Interpreter(model_content=model, experimental_op_resolver_type=kind)
+    theirs = litert_interpreter(model, experimental_op_resolver_type=kind)
+    depth = 3 if op == Op.CONV_2D else channels
+    for size in [(1, 4, 4), (2, 7, 5), (1, 4, 4)]:
+        for interpreter in (ours, theirs):
+            interpreter.resize_tensor_input(0, (*size, depth))
+        for _ in range(2):
+            x = rng.integers(-128, 128, (*size, depth)).astype(np.int8)
+            np.testing.assert_array_equal(run(ours, [x])[0], run(theirs, [x])[0])
+    integer = ours.subgraphs[0].nodes[ours.subgraphs[0].execution_plan[0]][0].user_data.integer
+    simd = integer.requant.rounding == "simd"  # the optimized kernels': requantized in float64
+    if op == Op.CONV_2D:  # the product with a constant filter is calls, and the float64 requantization
+        assert integer.program is not None and integer.requantizes == simd
+    else:  # the depthwise kernel has calls for the float64 requantization only
+        assert (integer.program is not None) == simd
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,9 @@ input into a zero- (or identity-) bordered scratch array, so that every window i
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -140,17 +141,24 @@ class Staging:
     repeat: int = 1
 
     def fill(self, x: np.ndarray, scratch: np.ndarray, pad_value) -> None:
+        for call in self.calls(x, scratch, pad_value):
+            call()
+
+    def calls(self, x: np.ndarray, scratch: np.ndarray, pad_value) -> list[Callable[[], object]]:
+        """fill as a list of calls on views of `x` and `scratch`, for kernels that keep them from one
+        invoke to the next (ops/conv/program.py): each copy of an input region, then each border."""
         if self.repeat == 1:
-            for dst, src in self.copies:
-                scratch[dst] = x[src]
+            calls: list = [partial(np.copyto, scratch[dst], x[src]) for dst, src in self.copies]
         else:
             target = scratch.reshape(*self.shape[:-1], -1, self.repeat)
-            for dst, src in self.copies:
-                region = x[src]
-                for m in range(self.repeat):  # a copy per repeat: one broadcast copy runs in 1-element loops
-                    target[(*dst, m)] = region
+            calls = [
+                partial(np.copyto, target[(*dst, m)], x[src])  # one broadcast copy runs in 1-element loops
+                for dst, src in self.copies
+                for m in range(self.repeat)
+            ]
         for offset, shape, strides in self.borders:
-            np.ndarray(shape, scratch.dtype, scratch, offset, strides).fill(pad_value)
+            calls.append(partial(np.ndarray(shape, scratch.dtype, scratch, offset, strides).fill, pad_value))
+        return calls
 
 
 def _progressions(items: list, key, alike=lambda first, item: True) -> list[tuple]:

@@ -11,7 +11,10 @@ derivable from shapes is planned in prepare; invoke makes a handful of NumPy cal
   sum the products landing on each output: gathered with precomputed row indices, or scatter-added per
   tap (a *tap plan*: per kernel tap, the output positions it reaches and the inputs they read).
 Constant filters are laid out for the matrix product once, in prepare (constants never change). The
-temporaries are arena tensors, shared with other nodes: every invoke writes what it reads of them.
+temporaries are arena tensors, shared with other nodes: every invoke writes what it reads of them. With
+a constant filter, those NumPy calls (staging, im2col, product, bias, activation, and the float64
+requantization) are built once over views of the tensors' arrays and rebuilt only when an array changes
+(Program, program.py): on small layers the views and the Python between the calls cost as much as they.
 
 With context.exact_float_summation (the Interpreter sets it in subgraphs with hybrid ops, where a 1e-7
 difference can become a quantization step downstream), the float CONV_2D and DEPTHWISE_CONV_2D sum in
@@ -40,6 +43,7 @@ invoke after prepare only (stale when a runtime filter changes).
 Modules: conv2d.py, depthwise.py, transpose.py and conv3d.py (CONV_3D, CONV_3D_TRANSPOSE) register the
 kernels; im2col.py plans and runs the CONV_2D / CONV_3D matrix products; requant.py holds Requant;
 rows.py applies per-channel values (bias, scales, requantization) without NumPy's per-call buffers;
+program.py runs an invoke's calls bound once per allocation (and Staging's copies as calls);
 common.py the shared types, checks and quantization parameters.
 """
 

@@ -76,14 +76,18 @@ def _float_range(activation) -> tuple[float, float]:
     }.get(activation, (-np.inf, np.inf))
 
 
-def _quantize_input(x: np.ndarray, per_channel: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+def _quantize_input(
+    x: np.ndarray, per_channel: bool, out: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Each batch of a hybrid kernel's input quantized (asymmetrically when `per_channel`), as float32
-    (q - zero point) values shaped like x (exact); the per-batch scaling factors and zero points."""
+    (q - zero point) values shaped like x (exact; into the float32 `out` when given); the per-batch
+    scaling factors and zero points."""
     rows = x.reshape(x.shape[0], -1)
+    target = None if out is None else out.reshape(rows.shape)
     if per_channel:
-        quantized, scales, zero_points = quantize_rows_asymmetric(rows, centered=True)
+        quantized, scales, zero_points = quantize_rows_asymmetric(rows, centered=True, out=target)
     else:
-        (quantized, scales), zero_points = quantize_rows_symmetric(rows), None
+        (quantized, scales), zero_points = quantize_rows_symmetric(rows, out=target), None
     return quantized.reshape(x.shape), scales, zero_points
 
 

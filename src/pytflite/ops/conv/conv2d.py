@@ -44,14 +44,19 @@ from .common import (
 )
 from .im2col import (
     ConvState,
+    _col,
     _conv_compute,
     _conv_draft,
     _conv_init,
     _conv_product,
+    _float_program,
     _owned,
     _plan_conv,
     _plan_float_bias,
+    _product_calls,
+    _stage,
 )
+from .program import Program
 from .requant import Requant
 from .rows import apply_row, channel_row, fill_row
 
@@ -67,6 +72,8 @@ class IntegerConv:
     bias: np.ndarray | None = None  # int64 [O]: bias - zp * sum(w), for a constant bias and filter
     sums: np.ndarray | None = None  # int64 [O]: sum(w) per output channel, for a constant filter
     scaled: bool = False  # the product is the requantized value before its floor (Requant.finish)
+    program: Program | None = None  # constant filter: the product as calls (program.py)
+    requantizes: bool = False  # and the requantization too (constant terms, float64 arithmetic)
 
     def weights(self, filt: np.ndarray, layout: Callable[[np.ndarray], np.ndarray]):
         """The filter as the product's float matrix, and its sum per output channel."""
@@ -102,6 +109,7 @@ class HybridConv:
     factors: np.ndarray | None = None
     bias_row: np.ndarray | None = None
     bias_constant: bool = False
+    product: Program | None = None  # constant filter: the calls of the product
 
     def split(self, raw: np.ndarray, layout, dtype):
         """The filter [O, ...] as the product's matrix, and the matrix of its flipped weights (or None)."""
@@ -210,6 +218,7 @@ def _conv2d_float(context, node, state, options, source, weights, bias, output, 
     _plan_float_bias(state, bias, source.shape[0] * window.out[0] * window.out[1])
     set_temporaries(context, node, _owned(state), temporaries)
     state.clamp = activation_clamp(options.fused_activation_function)
+    state.program = _float_program(state)
 
 
 def _conv2d_integer(context, node, state, options, source, weights, bias, output, window, optimized):
@@ -303,6 +312,9 @@ def _conv2d_integer(context, node, state, options, source, weights, bias, output
             temporaries.append(state.wide)
     if not integer.scaled:
         requant.prepare(pixels, integer.bias)
+    if pixels and matrix is not None:
+        integer.requantizes = integer.scaled or requant.float_path(integer.bias)
+        integer.program = Program(_integer_calls)
     set_temporaries(context, node, _owned(state), temporaries)
 
 
@@ -378,12 +390,18 @@ def _conv2d_hybrid(context, node, state, options, source, weights, bias, output,
     hybrid.bias_row = channel_row(values, per_batch, np.float32)
     pixels = source.shape[0] * window.out[0] * window.out[1]
     if pixels:
-        if dtype != np.float32:  # the quantized input, as the product's type
-            scratch_tensor(context, state.wide, _FLOAT_TYPES[np.dtype(dtype)], source.shape)
-            temporaries.append(state.wide)
+        # the quantized input, as the product's type (float32: quantized into it)
+        scratch_tensor(context, state.wide, _FLOAT_TYPES[np.dtype(dtype)], source.shape)
         scratch_tensor(context, state.acc, _FLOAT_TYPES[np.dtype(dtype)], (pixels, out_channels))
-        temporaries.append(state.acc)
+        temporaries += [state.wide, state.acc]
+        if matrix is not None:
+            hybrid.product = Program(_hybrid_product_calls)
     set_temporaries(context, node, _owned(state), temporaries)
+
+
+def _hybrid_product_calls(state: ConvState, quantized, stage, col, acc) -> list:
+    """The product of a hybrid CONV_2D with a constant filter into acc [pixels, O], as calls (program.py)."""
+    return _product_calls(state, quantized, stage, col, state.weights, acc)
 
 
 def _conv2d_hybrid_invoke(context, node, state: ConvState) -> None:
@@ -392,11 +410,12 @@ def _conv2d_hybrid_invoke(context, node, state: ConvState) -> None:
     if out.size == 0:
         return
     hybrid = state.hybrid
-    quantized, scales, zero_points = _quantize_input(tensors[node.inputs[0]].data, hybrid.per_channel)
-    if state.dtype != quantized.dtype:
-        staged = tensors[state.wide].data
+    staged = tensors[state.wide].data
+    into = staged if staged.dtype == np.float32 else None
+    quantized, scales, zero_points = _quantize_input(tensors[node.inputs[0]].data, hybrid.per_channel, into)
+    if into is None:
         np.copyto(staged, quantized)
-        quantized = staged
+    quantized = staged
     w, flipped, stale = state.weights, hybrid.flipped, hybrid.stale
     if w is None:
         raw = tensors[node.inputs[1]].data
@@ -404,7 +423,10 @@ def _conv2d_hybrid_invoke(context, node, state: ConvState) -> None:
         stale = hybrid.stale_sums(raw) if hybrid.row_sums else None
     batches, channels = out.shape[0], out.shape[-1]
     acc = tensors[state.acc].data
-    _conv_product(tensors, state, quantized, w, acc.reshape(-1, channels))
+    if hybrid.product is not None:
+        hybrid.product.run(state, quantized, _stage(tensors, state), _col(tensors, state), acc)
+    else:
+        _conv_product(tensors, state, quantized, w, acc.reshape(-1, channels))
     rows = out.reshape(batches, -1)  # a batch's outputs, [OH*OW*C]
     sums = acc.reshape(rows.shape)
     if flipped is not None:  # the SSE kernel's -128 * |x| (rare: computed apart, exact)
@@ -435,25 +457,38 @@ def _conv2d_hybrid_invoke(context, node, state: ConvState) -> None:
         clip(rows, np.float32(hybrid.low), np.float32(hybrid.high), out=rows)
 
 
+def _integer_calls(state: ConvState, x, out, stage, col, acc, wide) -> list:
+    """A quantized CONV_2D's product with its constant filter, and its requantization where that is
+    float64 arithmetic on constant terms, as calls (program.py)."""
+    integer = state.integer
+    calls = _product_calls(state, x, stage, col, state.weights, acc)  # acc: [pixels, O]
+    if integer.scaled:
+        return calls + integer.requant.finish_calls(acc, out)
+    if integer.requantizes:
+        shaped = acc.reshape(out.shape)
+        calls += integer.requant.float_calls(shaped, integer.bias, wide.reshape(out.shape), out)
+    return calls
+
+
 def _conv2d_integer_invoke(context, node, state: ConvState) -> None:
     tensors = context.tensors
     out = tensors[node.outputs[0]].data
     if out.size == 0:
         return
     integer = state.integer
-    w, terms = state.weights, integer.bias
-    if w is None:
+    x, acc = tensors[node.inputs[0]].data, tensors[state.acc].data
+    wide = None if integer.scaled else tensors[state.wide].data
+    if integer.program is not None:
+        integer.program.run(state, x, out, _stage(tensors, state), _col(tensors, state), acc, wide)
+        if integer.requantizes:
+            return
+        terms = integer.bias
+        if terms is None:
+            terms = integer.bias_terms(tensors[node.inputs[2]].data, integer.sums)
+    else:
         w, sums = integer.weights(tensors[node.inputs[1]].data, state.layout)
         terms = integer.bias_terms(tensors[node.inputs[2]].data, sums)
-    elif terms is None:
-        terms = integer.bias_terms(tensors[node.inputs[2]].data, integer.sums)
-    channels = out.shape[-1]
-    acc = tensors[state.acc].data.reshape(-1, channels)
-    _conv_product(tensors, state, tensors[node.inputs[0]].data, w, acc)
-    if integer.scaled:
-        integer.requant.finish(acc.reshape(out.shape), out)
-        return
-    wide = tensors[state.wide].data.reshape(-1, channels)
+        _conv_product(tensors, state, x, w, acc)
     integer.requant.requantize(acc.reshape(out.shape), terms, wide.reshape(out.shape), out)
 
 

@@ -17,7 +17,16 @@ from ..common import (
 from ..registry import register_builtin
 from ..windows import output_size, padding_before_after
 from .common import _FLOAT, _check_bias, _check_float, _constant_data, _positive
-from .im2col import ConvState, _conv_compute, _conv_draft, _conv_init, _owned, _plan_conv, _plan_float_bias
+from .im2col import (
+    ConvState,
+    _conv_compute,
+    _conv_draft,
+    _conv_init,
+    _float_program,
+    _owned,
+    _plan_conv,
+    _plan_float_bias,
+)
 from .transpose import (
     TransposeState,
     _transpose_draft,
@@ -80,6 +89,7 @@ def conv3d_prepare(context, node):
     _plan_float_bias(state, bias, source.shape[0] * int(np.prod(out_spatial, dtype=np.int64)))
     set_temporaries(context, node, _owned(state), temporaries)
     state.clamp = activation_clamp(options.fused_activation_function)
+    state.program = _float_program(state)
     node.user_data = ConvState(**vars(state))
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -62,8 +63,9 @@ from .common import (
     _positive,
     _quantize_input,
 )
+from .program import Program
 from .requant import Requant
-from .rows import apply_row, channel_row, fill_row
+from .rows import apply_row, channel_row, fill_row, row_calls
 
 # einsum's C function itself: np.einsum's Python layer costs more than a small depthwise layer (~1 us).
 try:
@@ -80,6 +82,7 @@ class IntegerDepthwise:
     dtype: Any
     bias: np.ndarray | None = None  # int64 [C]: bias - zp * sum over taps of w, when constant
     sums: np.ndarray | None = None  # int64 [C]: sum over taps of w, for a constant filter
+    program: Program | None = None  # constant filter and terms, float64 requantization: the calls
 
     def weights(self, filt: np.ndarray, width: int):
         values = filt.astype(np.int64) - self.filter_offset
@@ -128,6 +131,7 @@ class DepthwiseState:
     # bias is the first term (LiteRT's optimized kernel) or the last (its reference kernel)
     exact: bool = False
     bias_first: bool = True
+    program: Program | None = None  # float, constant filter, not exact: depthwise_invoke's calls
 
 
 def _depthwise_init(context, buffer, length):
@@ -251,6 +255,8 @@ def _depthwise_prepare(context, node, state, optimized: bool) -> None:
         values = bias.data if state.bias_constant else np.zeros(out_channels, np.float32)
         state.bias = channel_row(values, n * window.out[0] * window.out[1], np.float32)
     state.clamp = activation_clamp(options.fused_activation_function)
+    if state.weights is not None and not state.exact:
+        state.program = Program(_float_calls)
 
 
 def _depthwise_multiplier(options, channels: int, out_channels: int, op: str) -> None:
@@ -324,6 +330,8 @@ def _depthwise_integer(context, node, state, options, source, weights, bias, out
     if state.acc in temporaries:
         scratch_tensor(context, state.wide, TensorType.INT64, output.shape)
         temporaries.append(state.wide)
+        if state.weights is not None and integer.bias is not None and requant.float_path(integer.bias):
+            integer.program = Program(_integer_calls)
     set_temporaries(context, node, (state.scratch, state.acc, state.wide), temporaries)
 
 
@@ -372,7 +380,7 @@ def _depthwise_hybrid(context, node, state, options, source, weights, bias, outp
     if constant is not None:
         state.weights = _tile_weights(constant.astype(dtype), window.out[1])
     temporaries = _plan_depthwise_sums(context, node, state, source, window, out_channels, dtype, stage=False)
-    if dtype != np.float32 and state.acc in temporaries:  # the quantized input, as the sums' type
+    if state.acc in temporaries:  # the quantized input, as the sums' type (float32: quantized into it)
         scratch_tensor(context, state.wide, _FLOAT_TYPES[np.dtype(dtype)], source.shape)
         temporaries.append(state.wide)
     set_temporaries(context, node, (state.scratch, state.acc, state.wide), temporaries)
@@ -406,8 +414,41 @@ def _depthwise_exact(tensors, state: DepthwiseState, x, w: np.ndarray, bias, row
 def _depthwise_sums(tensors, state: DepthwiseState, x: np.ndarray, w: np.ndarray, rows: np.ndarray) -> None:
     """rows [N, OH, OW*C] = the sum over taps of the (staged) input times the tiled weights."""
     x = staged_input(state.staging, x, tensors, state.scratch, state.pad_value)
+    _sums_call(state, x, w, rows)()
+
+
+def _sums_call(state: DepthwiseState, staged: np.ndarray, w: np.ndarray, rows: np.ndarray):
+    """The einsum of _depthwise_sums on the staged input, as a call to make."""
     shape, strides = state.view
-    _einsum("nijhq,ijq->nhq", np.ndarray(shape, x.dtype, x, 0, strides), w, out=rows)
+    return partial(
+        _einsum, "nijhq,ijq->nhq", np.ndarray(shape, staged.dtype, staged, 0, strides), w, out=rows
+    )
+
+
+def _float_calls(state: DepthwiseState, x, out, scratch, bias) -> list:
+    """depthwise_invoke's float32 sums, bias and activation as calls (program.py)."""
+    calls = []
+    if state.staging is not None:
+        calls += state.staging.calls(x, scratch, state.pad_value)
+        x = scratch
+    rows = out.reshape(out.shape[0], out.shape[1], -1)
+    calls.append(_sums_call(state, x, state.weights, rows))
+    if state.bias is not None:
+        if not state.bias_constant:
+            calls.append(partial(fill_row, state.bias, bias))
+        calls += row_calls(np.add, rows, state.bias, rows)
+    if state.clamp is not None:
+        calls.append(partial(state.clamp, out))
+    return calls
+
+
+def _integer_calls(state: DepthwiseState, x, out, scratch, acc, wide) -> list:
+    """The invoke of a quantized DEPTHWISE_CONV_2D with a constant filter and terms, as calls
+    (program.py): the staging, the sums, the requantization."""
+    integer = state.integer
+    calls = state.staging.calls(x, scratch, state.pad_value)
+    calls.append(_sums_call(state, scratch, state.weights, acc))
+    return calls + integer.requant.float_calls(acc.reshape(out.shape), integer.bias, wide, out)
 
 
 def depthwise_invoke(context, node):
@@ -421,6 +462,10 @@ def depthwise_invoke(context, node):
         return
     if state.hybrid is not None:
         _depthwise_hybrid_invoke(context, node, state, out)
+        return
+    if state.program is not None:
+        bias = tensors[node.inputs[2]].data if state.bias is not None else None
+        state.program.run(state, tensors[node.inputs[0]].data, out, tensors[state.scratch].data, bias)
         return
     w = state.weights
     if w is None:
@@ -443,6 +488,10 @@ def depthwise_invoke(context, node):
 def _depthwise_integer_invoke(context, node, state: DepthwiseState, out: np.ndarray) -> None:
     tensors = context.tensors
     integer = state.integer
+    if integer.program is not None:
+        x, scratch = tensors[node.inputs[0]].data, tensors[state.scratch].data
+        integer.program.run(state, x, out, scratch, tensors[state.acc].data, tensors[state.wide].data)
+        return
     w, terms = state.weights, integer.bias
     bias = tensors[node.inputs[2]].data if len(node.inputs) == 3 else None
     if w is None:
@@ -458,11 +507,12 @@ def _depthwise_integer_invoke(context, node, state: DepthwiseState, out: np.ndar
 def _depthwise_hybrid_invoke(context, node, state: DepthwiseState, out: np.ndarray) -> None:
     tensors = context.tensors
     hybrid = state.hybrid
-    quantized, scales, _ = _quantize_input(tensors[node.inputs[0]].data, True)
-    if state.dtype != quantized.dtype:
-        staged = tensors[state.wide].data
+    staged = tensors[state.wide].data
+    into = staged if staged.dtype == np.float32 else None
+    quantized, scales, _ = _quantize_input(tensors[node.inputs[0]].data, True, into)
+    if into is None:
         np.copyto(staged, quantized)
-        quantized = staged
+    quantized = staged
     w = state.weights
     if w is None:
         w = _tile_weights(tensors[node.inputs[1]].data.astype(state.dtype), out.shape[2])

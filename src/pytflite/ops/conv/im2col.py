@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -17,7 +18,8 @@ from ...fidelity.eigen_order import eigen_product, sequential_products
 from ..common import scratch_tensor
 from ..windows import Staging, byte_strides, make_staging, padded_copies, staged_input
 from .common import _FLOAT_TYPES, _constant_data, _draft
-from .rows import apply_row, channel_row, fill_row
+from .program import Program
+from .rows import apply_row, channel_row, fill_row, row_calls
 
 if TYPE_CHECKING:
     from .conv2d import HybridConv, IntegerConv
@@ -54,6 +56,7 @@ class ConvState:
     clamp: Callable[[np.ndarray], None] | None = None
     integer: IntegerConv | None = None
     hybrid: HybridConv | None = None
+    program: Program | None = None  # float, constant filter, not exact: _conv_compute's calls
 
 
 # im2col goes [K, pixels] when the contiguous run of a window row (kernel width x channels) is shorter.
@@ -187,28 +190,49 @@ def _bias(tensors, state: ConvState) -> np.ndarray:
 
 def _conv_product(tensors, state: ConvState, x: np.ndarray, w: np.ndarray, rows: np.ndarray) -> None:
     """rows [pixels, O] = the windows of x times the weights (one matrix product per group)."""
+    for call in _product_calls(state, x, _stage(tensors, state), _col(tensors, state), w, rows):
+        call()
+
+
+def _stage(tensors, state: ConvState) -> np.ndarray | None:
+    """The staged input's scratch, or None (no padding)."""
+    return None if state.staging is None else tensors[state.stage].data
+
+
+def _col(tensors, state: ConvState) -> np.ndarray | None:
+    """The im2col scratch, or None (direct mode)."""
+    return None if state.mode == "direct" else tensors[state.scratch].data
+
+
+def _product_calls(state: ConvState, x, stage, col, w: np.ndarray, rows: np.ndarray) -> list:
+    """_conv_product as calls to make (program.py), on the input `x`, the staging scratch `stage`
+    (None: no padding) and the im2col scratch `col` (None: direct)."""
     groups = state.groups
     pixels = rows.shape[0]
+    calls = []
     if state.mode == "direct":
         lhs = x.reshape(pixels, -1)
     else:
-        x = staged_input(state.staging, x, tensors, state.stage, state.pad_value)
-        col = tensors[state.scratch].data
+        if state.staging is not None:
+            calls += state.staging.calls(x, stage, state.pad_value)
+            x = stage
         shape, view, columns = state.windows
-        np.copyto(np.ndarray(shape, col.dtype, col, 0, columns), np.ndarray(shape, x.dtype, x, 0, view))
+        windows = np.ndarray(shape, col.dtype, col, 0, columns)
+        calls.append(partial(np.copyto, windows, np.ndarray(shape, x.dtype, x, 0, view)))
         if state.mode == "im2col_t":
             if state.folded:
-                col[-1] = 1
+                calls.append(partial(np.copyto, col[-1], 1))
             lhs = col.T
         else:
             if state.folded:
-                col.reshape(pixels, groups, state.depth)[:, :, -1] = 1
+                calls.append(partial(np.copyto, col.reshape(pixels, groups, state.depth)[:, :, -1], 1))
             lhs = col
     if groups == 1:
-        np.matmul(lhs, w[0], out=rows)
+        calls.append(partial(np.matmul, lhs, w[0], out=rows))
     else:
         lhs = lhs.reshape(pixels, groups, -1).transpose(1, 0, 2)
-        np.matmul(lhs, w, out=rows.reshape(pixels, groups, -1).transpose(1, 0, 2))
+        calls.append(partial(np.matmul, lhs, w, out=rows.reshape(pixels, groups, -1).transpose(1, 0, 2)))
+    return calls
 
 
 def _conv_exact_product(tensors, state: ConvState, x: np.ndarray, w: np.ndarray, rows: np.ndarray) -> None:
@@ -230,12 +254,33 @@ def _conv_exact_product(tensors, state: ConvState, x: np.ndarray, w: np.ndarray,
         apply_row(np.add, rows, _bias(tensors, state), rows)
 
 
+def _float_program(state) -> Program | None:
+    """A Program of _conv_compute for a float convolution with a constant filter (not in exact mode)."""
+    return Program(_float_calls) if state.weights is not None and state.mode != "exact" else None
+
+
+def _float_calls(state: ConvState, x, out, stage, col, bias) -> list:
+    """_conv_compute's product, bias and activation as calls (program.py)."""
+    calls = _product_calls(state, x, stage, col, state.weights, out.reshape(-1, out.shape[-1]))
+    if state.bias >= 0:
+        if not state.bias_constant:
+            calls.append(partial(fill_row, state.bias_row, bias))
+        calls += row_calls(np.add, out, state.bias_row, out)
+    if state.clamp is not None:
+        calls.append(partial(state.clamp, out))
+    return calls
+
+
 def _conv_compute(context, node, state: ConvState) -> None:
     tensors = context.tensors
     out = tensors[node.outputs[0]].data
     if out.size == 0:
         return
     x = tensors[node.inputs[0]].data
+    if state.program is not None:
+        bias = tensors[state.bias].data if state.bias >= 0 else None
+        state.program.run(state, x, out, _stage(tensors, state), _col(tensors, state), bias)
+        return
     pixels = out.size // out.shape[-1]
     rows = out.reshape(pixels, -1)
     w = state.weights if state.weights is not None else state.layout(tensors[node.inputs[1]].data)

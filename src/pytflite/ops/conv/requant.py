@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -10,7 +11,7 @@ import numpy as np
 from ...errors import ensure
 from ..common import clip
 from ..quant import fixed_point as fp
-from .rows import apply_row, channel_row
+from .rows import apply_row, channel_row, row_calls
 
 
 def _uniform(values: np.ndarray):
@@ -43,6 +44,11 @@ class Requant:
     constant are integers below 2**53 (so the product, the sum and the floor are exact) and acc << left
     stays in int32 (no wrap): floor(product * m' + c') with m' = m * 2**(left - 31 - r) and
     c' = (constant + terms * m * 2**left) * 2**(-31 - r), four passes instead of seven in int64.
+    For an 8-bit clamp range the constant also holds -low (in the same exact integer numerator), so
+    the clamped value lies in [0, high - low]: its cast to the unsigned type of the output's width
+    truncates, which for a non-negative value is the floor (a pass over float64 values saved), and
+    adding low back in the output's wrapping integer arithmetic gives the result (a pass over bytes).
+    Wider ranges (int16) keep the floor: their -low would cost the constant up to 16 bits of room.
     """
 
     multiplier: np.ndarray  # int64 [C]
@@ -62,6 +68,7 @@ class Requant:
     _add_zero_point: bool = True
     _fast: Any = None  # (terms, (m', c')) of the float64 path for constant terms
     _rows: Any = None  # _Rows: the per-channel values tiled over rows, for the last pixels and terms
+    _bounds: Any = None  # finish_calls' 0-d bounds, unsigned type and low (made on first use)
 
     def __post_init__(self) -> None:
         m = np.asarray(self.multiplier, np.int64).reshape(-1)
@@ -113,7 +120,7 @@ class Requant:
         for c in range(channels):
             m, left, r = int(self.multiplier[c]), max(int(self.shift[c]), 0), int(right[c])
             total = 31 + r
-            constant = (1 << 30) + ((1 << (30 + r)) if r else 0) + (self.zero_point << total)
+            constant = (1 << 30) + ((1 << (30 + r)) if r else 0) + ((self.zero_point - self._offset) << total)
             constant += terms_list[c] * m << left
             if (self.product_bound + abs(terms_list[c])) << left >= 2**31:
                 break  # acc << left could wrap in int32
@@ -160,25 +167,50 @@ class Requant:
         """out = the requantized product + terms. `product`: exact integer-valued floats shaped like
         `out` ([..., C]); `terms`: int64 per-channel terms or None; `wide`: an int64 scratch shaped
         like `out`. The per-channel values apply over long rows (rows.py): no NumPy buffers."""
-        channels = out.shape[-1]
-        rows = self._tiled(out.size // channels if channels else 0, terms)
-        if rows.fast is None:
+        calls = self.float_calls(product, terms, wide, out)
+        if calls is None:
+            channels = out.shape[-1]
+            rows = self._tiled(out.size // channels if channels else 0, terms)
             np.copyto(wide, product, casting="unsafe")  # exact integers
             if terms is not None:
                 apply_row(np.add, wide, rows.terms_row, wide)
             self._apply(wide, out, rows)
             return
+        for call in calls:
+            call()
+        self._scalar_tails(product, terms, out)
+
+    def float_path(self, terms) -> bool:
+        """Whether requantize takes the float64 path for these terms with no scalar tails (float_calls
+        is then all of it)."""
+        return not self.has_tails and self._float_constants(terms) is not None
+
+    @property
+    def has_tails(self) -> bool:
+        """Whether some outputs are rounded by scalar code after the rest (scalar_from, scalar_tail)."""
+        return self.scalar_tail > 0 or (
+            self.scalar_from is not None and self.scalar_from < self.multiplier.size
+        )
+
+    def float_calls(self, product: np.ndarray, terms, wide: np.ndarray, out: np.ndarray) -> list | None:
+        """requantize's float64 path on these arrays as calls to make (program.py), but for the scalar
+        tails; None when the int64 path applies."""
+        channels = out.shape[-1]
+        rows = self._tiled(out.size // channels if channels else 0, terms)
+        if rows.fast is None:
+            return None
         scale, constant = rows.fast
         t = wide.view(np.float64)
-        values = product
-        if product.dtype != t.dtype:
-            np.copyto(t, product)  # exact: a cast inside the product would run buffered
+        values, calls = product, []
+        if product.dtype != t.dtype:  # exact: a cast inside the product would run buffered
+            calls.append(partial(np.copyto, t, product))
             values = t
-        apply_row(np.multiply, values, scale, t)
-        apply_row(np.add, t, constant, t)
-        np.floor(t, out=t)
-        clip(t, self.low, self.high, out=t)
-        np.copyto(out, t, casting="unsafe")
+        calls += row_calls(np.multiply, values, scale, t)
+        calls += row_calls(np.add, t, constant, t)
+        return calls + self.finish_calls(t, out)
+
+    def _scalar_tails(self, product: np.ndarray, terms, out: np.ndarray) -> None:
+        channels = out.shape[-1]
         if self.scalar_from is not None and self.scalar_from < channels:
             tail = (Ellipsis, slice(self.scalar_from, None))
             acc = product[tail].astype(np.int64)
@@ -195,12 +227,34 @@ class Requant:
             flat[-count:] = np.clip(values + self.zero_point, self.low, self.high)
 
     def finish(self, scaled: np.ndarray, out: np.ndarray) -> None:
-        """The float64 path's last steps on values already multiplied and offset (in place)."""
-        width = out.shape[-2] * out.shape[-1] if out.ndim > 1 else out.shape[-1]
-        rows = scaled.reshape(-1, width)
-        np.floor(rows, out=rows)
-        clip(rows, self.low, self.high, out=rows)
-        np.copyto(out.reshape(-1, width), rows, casting="unsafe")
+        """The float64 path's last steps on values already multiplied and offset (overwritten)."""
+        for call in self.finish_calls(scaled, out):
+            call()
+
+    @property
+    def _offset(self) -> int:
+        """What the float64 path's values are offset by (-offset): low for an 8-bit clamp range, else 0."""
+        return self.low if self.low >= -128 and self.high <= 255 else 0
+
+    def finish_calls(self, values: np.ndarray, out: np.ndarray) -> list:
+        """out = clamp(floor(values + offset), low, high) for the float64 path's values (overwritten; as
+        many as out has), as calls to make. With an offset: the clamp to [0, high - low], the cast to the
+        unsigned view of out (truncation is the floor of a non-negative value), then low added back,
+        wrapping."""
+        bounds = self._bounds
+        if bounds is None:
+            low = np.array(self.low, out.dtype) if self._offset else None
+            floor = self.low - self._offset, self.high - self._offset
+            unsigned = out.dtype if low is None else np.dtype(f"u{out.dtype.itemsize}")
+            bounds = self._bounds = (*(np.array(float(v)) for v in floor), unsigned, low)
+        lowest, highest, unsigned, low = bounds
+        values = values.reshape(out.shape)
+        calls = [partial(np.floor, values, out=values)] if low is None else []
+        calls.append(partial(clip, values, lowest, highest, out=values))
+        calls.append(partial(np.copyto, out.view(unsigned), values, casting="unsafe"))
+        if low is not None:
+            calls.append(partial(np.add, out, low, out=out))
+        return calls
 
     def _apply(self, acc: np.ndarray, out: np.ndarray, rows: _Rows) -> None:
         """Requantize `acc` (int64, overwritten) into `out` (same shape, the output's integer type)."""

@@ -11,6 +11,8 @@ does not divide the pixels, the last pixels as a 1-D tail against the row's star
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 
@@ -44,18 +46,29 @@ def fill_row(row: np.ndarray, values: np.ndarray) -> np.ndarray:
 def apply_row(ufunc, a: np.ndarray, row: np.ndarray, out: np.ndarray) -> None:
     """out = ufunc(a, the row repeated): `a` and `out` C-contiguous [..., C], as many values, `out` may be
     `a`; `row` from channel_row for their pixels."""
+    for x, r, o in _row_operands(a, row, out):
+        ufunc(x, r, out=o)
+
+
+def row_calls(ufunc, a: np.ndarray, row: np.ndarray, out: np.ndarray) -> list:
+    """apply_row as calls to make later (program.py)."""
+    return [partial(ufunc, x, r, out=o) for x, r, o in _row_operands(a, row, out)]
+
+
+def _row_operands(a: np.ndarray, row: np.ndarray, out: np.ndarray) -> tuple[tuple, ...]:
+    """apply_row's (a, row, out) operands: [rows, length] views against the row, and a 1-D tail against
+    the row's start when the row's length does not divide the size."""
     length = row.shape[0]
     size = out.size
     if size == length:  # one row: 1-D
         target = out.reshape(-1)
-        ufunc(target if a is out else a.reshape(-1), row, out=target)
-        return
+        return ((target if a is out else a.reshape(-1), row, target),)
     whole = size - size % length
     if whole == size:
         target = out.reshape(-1, length)
-        ufunc(target if a is out else a.reshape(-1, length), row, out=target)
-        return
+        return ((target if a is out else a.reshape(-1, length), row, target),)
     a, out = a.reshape(-1), out.reshape(-1)
-    if whole:
-        ufunc(a[:whole].reshape(-1, length), row, out=out[:whole].reshape(-1, length))
-    ufunc(a[whole:], row[: size - whole], out=out[whole:])
+    tail = (a[whole:], row[: size - whole], out[whole:])
+    if not whole:
+        return (tail,)
+    return ((a[:whole].reshape(-1, length), row, out[:whole].reshape(-1, length)), tail)

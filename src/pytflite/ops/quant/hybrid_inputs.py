@@ -38,6 +38,7 @@ _127 = np.float32(127)
 _M128 = np.float32(-128)
 _ONE = np.float32(1)
 _BOUNDS = np.array([-128, 127], np.float32)
+_MIN, _MAX = np.minimum.reduce, np.maximum.reduce  # without ndarray.min's Python layer
 
 
 @functools.lru_cache(maxsize=64)
@@ -85,8 +86,11 @@ def _has_zero(row: np.ndarray) -> bool:
     return 0.0 in row.tolist() if row.size <= 64 else bool((row == 0).any())
 
 
-def quantize_rows_symmetric(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """int8-valued float32 [rows, size] and float32 scales [rows] (NeonSymmetricQuantizeFloats)."""
+def quantize_rows_symmetric(
+    values: np.ndarray, out: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """int8-valued float32 [rows, size] (into `out` when given) and float32 scales [rows]
+    (NeonSymmetricQuantizeFloats)."""
     values = np.asarray(values, np.float32)
     rows, size = values.shape
     if size == 0:
@@ -101,7 +105,7 @@ def quantize_rows_symmetric(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]
         extent[zero] = _127  # scale 1 and factor 1; the rows' -0.0 are made 0 below
     scales = extent / _127
     inverse = _127 / extent
-    quantized = values * (inverse[0] if rows == 1 else inverse[:, None])
+    quantized = np.multiply(values, inverse[0] if rows == 1 else inverse[:, None], out=out)
     _round_rows(quantized)
     clip(quantized, -_127, _127, out=quantized)
     if any_zero:
@@ -185,18 +189,18 @@ def _asymmetric_row(low: float, high: float) -> tuple[float, int, float]:
 
 
 def quantize_rows_asymmetric(
-    values: np.ndarray, centered: bool = False
+    values: np.ndarray, centered: bool = False, out: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """int8-valued float32 [rows, size], float32 scales [rows] and int64 zero points [rows]
-    (NeonAsymmetricQuantizeFloats). With `centered`, the values come back minus their row's zero point
-    (clamp(r + zp, -128, 127) - zp, exact): what a kernel that subtracts the zero point multiplies.
-    A row whose range is empty (all zeros) gives zeros, scale 1 and zero point 0."""
+    """int8-valued float32 [rows, size] (into `out` when given), float32 scales [rows] and int64 zero
+    points [rows] (NeonAsymmetricQuantizeFloats). With `centered`, the values come back minus their
+    row's zero point (clamp(r + zp, -128, 127) - zp, exact): what a kernel that subtracts the zero point
+    multiplies. A row whose range is empty (all zeros) gives zeros, scale 1 and zero point 0."""
     values = np.asarray(values, np.float32)
     rows = values.shape[0]
     if values.shape[1] == 0:
         return np.zeros(values.shape, np.float32), np.ones(rows, np.float32), np.zeros(rows, np.int64)
     if rows == 1:
-        result = _quantize_row_asymmetric(values, centered)
+        result = _quantize_row_asymmetric(values, centered, out)
         if result is not None:
             return result
     ends = np.empty((2, rows), np.float32)
@@ -223,7 +227,7 @@ def quantize_rows_asymmetric(
         factor, offsets = inverse[0], np.float32(nudged[0])  # NaN's zero point: as C's casts give
     else:
         factor, offsets = inverse[:, None], nudged[:, None].astype(np.float32)
-    quantized = values * factor
+    quantized = np.multiply(values, factor, out=out)
     _round_rows(quantized)
     if centered:
         if rows == 1:
@@ -239,15 +243,16 @@ def quantize_rows_asymmetric(
     return quantized, scales, nudged
 
 
-def _quantize_row_asymmetric(values: np.ndarray, centered: bool):
+def _quantize_row_asymmetric(values: np.ndarray, centered: bool, out: np.ndarray | None):
     """quantize_rows_asymmetric of a single row with Python scalars for its parameters; None when its
     range is not finite."""
-    low, high = min(values.min().item(), 0.0), max(values.max().item(), 0.0)  # NeonMinMax starts from 0
+    # NeonMinMax starts from 0
+    low, high = min(float(_MIN(values, axis=None)), 0.0), max(float(_MAX(values, axis=None)), 0.0)
     if not (math.isfinite(low) and math.isfinite(high)):
         return None
     flat = low == high
     scale, nudged, inverse = (1.0, 0, 1.0) if flat else _asymmetric_row(low, high)
-    quantized = values * np.float32(inverse)
+    quantized = np.multiply(values, np.float32(inverse), out=out)
     _round_rows(quantized)
     if centered:
         clip(quantized, np.float32(-128 - nudged), np.float32(127 - nudged), out=quantized)
