@@ -16,6 +16,7 @@ from .core.quantization import AffineQuantization, QuantizationParams, SparsityP
 from .core.subgraph import Subgraph
 from .core.tensor import Tensor
 from .core.types import AllocationType, BuiltinOperator, Status, TensorType
+from .delegates.loading import load_delegate
 from .errors import (
     InterpreterError,
     InvalidArgumentError,
@@ -27,7 +28,7 @@ from .errors import (
     ensure_types_eq,
 )
 from .fidelity.host import KNOWN_PROFILES, HostProfile
-from .interpreter import Interpreter, OpResolverType, SignatureRunner
+from .interpreter import Interpreter, InterpreterWithCustomOps, OpResolverType, SignatureRunner
 from .model import options
 from .model.builder import ModelBuilder
 from .model.custom_options import decode_custom_options
@@ -51,6 +52,7 @@ __all__ = [
     "HostProfile",
     "Interpreter",
     "InterpreterError",
+    "InterpreterWithCustomOps",
     "InvalidArgumentError",
     "KernelError",
     "Limits",
@@ -75,5 +77,6 @@ __all__ = [
     "ensure_eq",
     "ensure_type",
     "ensure_types_eq",
+    "load_delegate",
     "options",
 ]

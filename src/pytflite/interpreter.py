@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import importlib
 import math
 import os
 import sys
@@ -39,12 +40,13 @@ from .core.types import (
     tensor_type_for_dtype,
     type_name,
 )
+from .delegates.loading import load_delegate  # noqa: F401 (LiteRT's interpreter module exports it)
 from .errors import ErrorReporter, InterpreterError, InvalidArgumentError
 from .fidelity.host import HostProfile
 from .interpreter_builder import build_subgraphs
 from .model.loading import load_model_content, load_model_file
 from .model.reader import ModelDescription
-from .ops.resolver import BuiltinOpResolver, BuiltinRefOpResolver, OpResolver
+from .ops.resolver import BuiltinOpResolver, BuiltinRefOpResolver, MutableOpResolver, OpResolver
 
 _REFERENCE_TO_INTERNAL_DATA = """There is at least 1 reference to internal data
       in the interpreter in the form of a numpy array or slice. Be sure to
@@ -153,7 +155,11 @@ class Interpreter:
             None if experimental_exact_float_summation is None else bool(experimental_exact_float_summation)
         )
         self._subgraphs: list[Subgraph] = build_subgraphs(
-            self._model, resolver, self._error_reporter, config, exact_float_summation=exact
+            self._model,
+            self._with_custom_ops(resolver),
+            self._error_reporter,
+            config,
+            exact_float_summation=exact,
         )
         self._blas_threads = BlasThreads(num_threads) if num_threads is not None else contextlib.nullcontext()
         self._experimental_compress_quantization_zero_points = experimental_compress_quantization_zero_points
@@ -172,6 +178,11 @@ class Interpreter:
             # teardown must not raise; a kernel whose free fails leaks only its own state
             with contextlib.suppress(Exception):
                 subgraph.free()
+
+    def _with_custom_ops(self, resolver: OpResolver) -> OpResolver:
+        """The resolver the model's ops are found in, asked once the model has loaded (as LiteRT runs its
+        custom op registerers then); InterpreterWithCustomOps adds its registerers' ops."""
+        return resolver
 
     # --- pytflite extras ------------------------------------------------------------------------------
 
@@ -375,6 +386,55 @@ class Interpreter:
         return self._experimental_compress_quantization_zero_points
 
 
+class InterpreterWithCustomOps(Interpreter):
+    """An Interpreter whose op resolver also holds the ops its custom op registerers add (LiteRT's class).
+
+    Each registerer is a function taking a MutableOpResolver that already holds the builtins (LiteRT
+    passes a pointer to a C++ one), or the name of such a function. LiteRT looks names up as symbols in
+    the process; pytflite imports them: `module:function` or `module.function`. A name that cannot be
+    found fails with LiteRT's ValueError text, once the model has loaded, as in LiteRT.
+    """
+
+    def __init__(self, custom_op_registerers: Sequence[Any] | None = None, **kwargs: Any):
+        self._custom_op_registerers = list(custom_op_registerers or [])
+        super().__init__(**kwargs)
+
+    def _with_custom_ops(self, resolver: OpResolver) -> OpResolver:
+        if not self._custom_op_registerers:
+            return resolver
+        extended = MutableOpResolver()
+        extended.add_all(resolver)
+        # LiteRT runs the named registerers first, then the functions, each in list order
+        registerers = sorted(self._custom_op_registerers, key=lambda r: not isinstance(r, str))
+        for registerer in registerers:
+            _registerer_function(registerer)(extended)
+        return extended
+
+
+def _registerer_function(registerer: Any) -> Any:
+    """A custom op registerer as a function: itself, or the function its name imports to."""
+    if not isinstance(registerer, str):
+        if not callable(registerer):
+            raise TypeError(
+                f"custom_op_registerers: {registerer!r} is neither a function nor a function's name"
+            )
+        return registerer
+    separator = ":" if ":" in registerer else "."
+    module_name, _, attribute = registerer.rpartition(separator)
+    if not module_name:
+        reason = "pytflite finds registerers by Python name, 'module:function' or 'module.function'"
+    else:
+        try:
+            function = getattr(importlib.import_module(module_name), attribute, None)
+        except ImportError as error:
+            reason = f"cannot import module {module_name}: {error}"
+        else:
+            if callable(function):
+                return function
+            reason = f"module {module_name} has no function {attribute}"
+    raise InvalidArgumentError(f"Looking up symbol '{registerer}' failed with error '{reason}'.")
+
+
 class SignatureRunner:
     """Runs one SignatureDef of a model by input and output names (tf.lite SignatureRunner)."""
 
@@ -409,8 +469,8 @@ class SignatureRunner:
         for name, array in arrays.items():
             Interpreter._resize(subgraph, self._inputs[name], array.shape, strict=False)
         _allocate(subgraph)
-        for name, array in arrays.items():
-            _set_tensor(subgraph, self._inputs[name], array)
+        for name, value in kwargs.items():  # the values themselves: a string input must be an array
+            _set_tensor(subgraph, self._inputs[name], value)
         _invoke(subgraph, self._interpreter._blas_threads)
         result = {}
         for name, index in self._outputs.items():
@@ -572,9 +632,7 @@ def _set_tensor(subgraph: Subgraph, index: int, value: Any) -> None:
                 f"of input {index}."
             )
     if tensor.type == TensorType.STRING:
-        tensor.data = np.array(
-            [v.encode("utf-8") if isinstance(v, str) else bytes(v) for v in array.reshape(-1)], dtype=object
-        ).reshape(array.shape)
+        tensor.data = _string_elements(value, array)
         return
     if tensor.data is None and tensor.bytes:
         raise InvalidArgumentError(
@@ -587,6 +645,41 @@ def _set_tensor(subgraph: Subgraph, index: int, value: Any) -> None:
             f"Cannot set tensor: tensor {index} ({tensor.name}) is a read-only constant."
         )
     np.copyto(tensor.data, array.view(tensor.data.dtype) if raw_float8 else array)
+
+
+def _string_elements(value: Any, array: np.ndarray) -> np.ndarray:
+    """A string tensor's new elements (bytes objects), as LiteRT's FillStringBufferWithPyArray makes them.
+
+    Only a NumPy array is taken. A 0-d bytes or str array is one string of its raw buffer, as LiteRT
+    copies the memory: trailing NULs stay (NumPy strips them from the item), and a str array gives its
+    UCS-4 bytes. Other elements are bytes as they are, str encoded as UTF-8.
+    """
+    if not isinstance(value, np.ndarray):
+        raise InvalidArgumentError(
+            f"Passed in value type is not a numpy array, got type {_c_type_name(type(value))}."
+        )
+    if array.ndim == 0 and array.dtype.kind in "SU":
+        return np.array(array.tobytes(), dtype=object)
+    return np.array([_string_bytes(v) for v in array.reshape(-1)], dtype=object).reshape(array.shape)
+
+
+def _string_bytes(element: Any) -> bytes:
+    if isinstance(element, str):
+        return element.encode("utf-8")
+    if isinstance(element, bytes):
+        return bytes(element)
+    raise InvalidArgumentError("PyBytes_AsStringAndSize() failed.")  # LiteRT's text for a non-string
+
+
+_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class defined in Python
+
+
+def _c_type_name(kind: type) -> str:
+    """A type's name as LiteRT's C++ prints it (tp_name): a Python class's or builtin's bare name, an
+    extension type's dotted one (numpy.bytes_)."""
+    if kind.__flags__ & _HEAP_TYPE or kind.__module__ == "builtins":
+        return kind.__name__
+    return f"{kind.__module__}.{kind.__name__}"
 
 
 def tensor_details(subgraph: Subgraph, tensor: Tensor) -> dict[str, Any]:

@@ -1,15 +1,15 @@
 """BLAS thread count for an interpreter's invokes (what `num_threads` means for NumPy kernels).
 
 NumPy's matrix products run on the BLAS library's own thread pool. When an interpreter is given
-`num_threads`, each invoke sets that pool's size and restores it afterwards, through threadpoolctl (an
-optional dependency: `pip install pytflite[threads]`); without threadpoolctl the setting is ignored with
-a warning. The pool is process-wide, so interpreters invoked concurrently with different `num_threads`
-see each other's setting; one interpreter per thread with equal `num_threads` is fine.
+`num_threads`, each invoke sets that pool's size and restores it afterwards, through threadpoolctl (a
+dependency of pytflite, imported when the first interpreter with `num_threads` is made, so `import
+pytflite` stays light). Where threadpoolctl sees no BLAS library (Pyodide's NumPy has no threaded BLAS,
+a NumPy built without BLAS), there is no pool to size and the setting changes nothing. The pool is
+process-wide, so interpreters invoked concurrently with different `num_threads` see each other's
+setting; one interpreter per thread with equal `num_threads` is fine.
 """
 
 from __future__ import annotations
-
-import warnings
 
 
 class BlasThreads:
@@ -39,13 +39,7 @@ _LIBRARIES: list | None = None
 def _blas_libraries() -> list:
     global _LIBRARIES
     if _LIBRARIES is None:
-        try:
-            from threadpoolctl import ThreadpoolController
-        except ImportError:
-            warnings.warn(
-                "num_threads needs threadpoolctl (pip install pytflite[threads]); ignoring it", stacklevel=4
-            )
-            _LIBRARIES = []
-        else:
-            _LIBRARIES = [c for c in ThreadpoolController().lib_controllers if c.user_api == "blas"]
+        from threadpoolctl import ThreadpoolController
+
+        _LIBRARIES = [c for c in ThreadpoolController().lib_controllers if c.user_api == "blas"]
     return _LIBRARIES

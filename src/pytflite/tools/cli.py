@@ -2,7 +2,7 @@
 
     pytflite run MODEL [--input name=file.npy|file.png|random] [--signature KEY] [--debug N]
     pytflite benchmark MODEL [--num_runs N] [--warmup_runs N] [--enable_op_profiling] [--compare-litert]
-    pytflite profile MODEL [--num_runs N] [--csv FILE] [--plot FILE.png]
+    pytflite profile MODEL [--num_runs N] [--csv FILE] [--plot FILE.png] [--model-explorer FILE.json]
     pytflite analyze MODEL [--delegate SPEC]
     pytflite visualize MODEL -o graph.html [--delegate SPEC]
     pytflite compare MODEL (--delegate SPEC | --litert) [--atol A] [--rtol R]
@@ -49,7 +49,8 @@ def _add_model_arguments(
             action="append",
             default=[],
             metavar="SPEC",
-            help="module:Factory or file.py:Factory returning a delegate, or replay:OP,OP (repeatable)",
+            help="module:Factory or file.py:Factory returning a delegate, a module or file.py with "
+            "tflite_plugin_create_delegate(options), or replay:OP,OP (repeatable)",
         )
     if delegates and delegate_options:
         parser.add_argument(
@@ -135,6 +136,11 @@ def build_parser() -> argparse.ArgumentParser:
     profile.add_argument("--warmup_runs", type=int, default=1)
     profile.add_argument("--csv", metavar="FILE", help="write the tables as CSV")
     profile.add_argument("--plot", metavar="FILE.png", help="write a bar chart of time by node type")
+    profile.add_argument(
+        "--model-explorer",
+        metavar="FILE.json",
+        help="write per-op avg ms (FILE.json) and %% of total (FILE.percent.json) as Model Explorer node data",
+    )
     profile.add_argument("--top", type=int, default=10, help="rows of 'Top by Computation Time'")
 
     analyze = commands.add_parser("analyze", help="describe a model (tf.lite.experimental.Analyzer)")

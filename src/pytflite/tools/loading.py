@@ -2,23 +2,21 @@
 custom ops (`--custom-ops ops.py`) and delegates (`--delegate module:Factory`).
 
 A custom-ops module exposes `register(resolver)`, which adds its ops to a MutableOpResolver that
-already holds the builtins; the op packs pytflite ships go by a short name (`--custom-ops mediapipe`). A delegate spec names a module (dotted name, or a path to a .py file) and a
-factory in it, called with the `--delegate-option key=value` pairs (values read as Python literals);
-`replay:OP,OP` is the built-in ReplayDelegate claiming those builtin ops, handy to preview partitions.
+already holds the builtins; the op packs pytflite ships go by a short name (`--custom-ops mediapipe`).
+A delegate spec is what `pytflite.load_delegate` takes (`module:Factory`, `file.py:Factory`, a module
+with LiteRT's plugin entry, `replay:OP,OP`), with the `--delegate-option key=value` pairs (values read as
+Python literals) as its options.
 """
 
 from __future__ import annotations
 
 import ast
-import importlib
-import importlib.util
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ..core.delegate import Delegate
-from ..core.types import BuiltinOperator
+from ..delegates import loading as delegate_loading
 from ..interpreter import Interpreter
 from ..ops.resolver import BuiltinOpResolver, MutableOpResolver
 
@@ -29,22 +27,10 @@ class ToolError(Exception):
 
 def import_module_from(spec: str) -> Any:
     """A module by dotted name, or from a `.py` file path."""
-    if spec.endswith(".py") or "/" in spec or "\\" in spec:
-        path = Path(spec)
-        if not path.is_file():
-            raise ToolError(f"no such Python file: {spec}")
-        name = f"_pytflite_user_{path.stem}_{abs(hash(str(path.resolve())))}"
-        module_spec = importlib.util.spec_from_file_location(name, path)
-        if module_spec is None or module_spec.loader is None:
-            raise ToolError(f"cannot import {spec}")
-        module = importlib.util.module_from_spec(module_spec)
-        sys.modules[name] = module  # dataclasses and pickling look modules up by name
-        module_spec.loader.exec_module(module)
-        return module
     try:
-        return importlib.import_module(spec)
+        return delegate_loading.import_module_from(spec)
     except ImportError as error:
-        raise ToolError(f"cannot import module {spec}: {error}") from None
+        raise ToolError(str(error)) from None
 
 
 # The op packs pytflite ships (opt-in custom ops), by the short name --custom-ops takes for them.
@@ -80,41 +66,12 @@ def parse_options(pairs: Sequence[str]) -> dict[str, Any]:
     return options
 
 
-def _builtin_ops(names: str) -> list[int]:
-    ops = []
-    for name in filter(None, (n.strip() for n in names.split(","))):
-        try:
-            ops.append(BuiltinOperator[name.upper()])
-        except KeyError:
-            raise ToolError(f"unknown builtin operator {name!r}") from None
-    return ops
-
-
 def load_delegate(spec: str, options: dict[str, Any] | None = None) -> Delegate:
-    """A delegate from `module:Factory`, `path/to/file.py:Factory` or `replay:OP,OP,...`."""
-    options = dict(options or {})
-    module_name, sep, attribute = spec.rpartition(":")
-    if not sep or not module_name or not attribute:
-        raise ToolError(f"delegate spec {spec!r} is not module:Factory")
-    if module_name == "replay":
-        from ..delegates.replay import ReplayDelegate
-
-        return ReplayDelegate(ops=_builtin_ops(attribute), **options)
-    module = import_module_from(module_name)
-    factory = getattr(module, attribute, None)
-    if factory is None:
-        raise ToolError(f"{module_name} has no attribute {attribute}")
-    if isinstance(factory, Delegate):
-        if options:
-            raise ToolError(f"{spec} is a delegate object and takes no options")
-        return factory
+    """The delegate `spec` names (pytflite.load_delegate's forms, see delegates/loading.py)."""
     try:
-        delegate = factory(**options)
-    except TypeError as error:
-        raise ToolError(f"{spec}({', '.join(options)}): {error}") from None
-    if not isinstance(delegate, Delegate) and not callable(getattr(delegate, "prepare", None)):
-        raise ToolError(f"{spec} did not return a delegate (got {type(delegate).__name__})")
-    return delegate
+        return delegate_loading.load_delegate(spec, options)
+    except delegate_loading.DelegateLoadError as error:
+        raise ToolError(str(error).replace("\n", ": ", 1)) from None
 
 
 def apply_partition_limits(delegate: Any, max_partitions: int | None, min_nodes: int | None) -> None:

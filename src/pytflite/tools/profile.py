@@ -1,5 +1,5 @@
 """`pytflite profile`: per-operator times as benchmark_model's --enable_op_profiling prints them, as CSV,
-and as a PNG bar chart of time by node type."""
+as a PNG bar chart of time by node type, and as Model Explorer node data (model_explorer.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Any
 from .chart import bar_chart_png
 from .inputs import parse_range, resolve_inputs
 from .loading import ToolError, build_interpreter, delegate_from_args
+from .model_explorer import write_node_data
 from .profiler import ProfileSummary, profile_interpreter
 from .session import Session
 
@@ -31,6 +32,7 @@ def command(args: Any) -> int:
         args.input, session.input_details, session.input_names, parse_range(args.image_range), args.seed
     )
     session.set_inputs(values)
+    model = interpreter.model
     if session.subgraph_index != 0:
         interpreter = _SignatureView(interpreter, session)
     try:
@@ -49,6 +51,10 @@ def command(args: Any) -> int:
             plot_by_node_type(summary, f"time by node type: {name} (avg ms per run)", session.subgraph_index)
         )
         print(f"wrote {args.plot}")
+    if args.model_explorer:
+        written = write_node_data(summary, model, args.model_explorer)
+        paths = ",".join(map(str, written))
+        print(f"wrote {paths}; to see them: model-explorer {args.model} --node_data_paths={paths}")
     return 0
 
 

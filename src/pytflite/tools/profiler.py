@@ -153,6 +153,7 @@ class NodeDetail:
     name: str
     type: str
     run_order: int
+    node_index: int | None = None  # the node's index in its subgraph (None: not a node of the model's)
     start_us: Stat = dataclasses.field(default_factory=Stat)
     elapsed_us: Stat = dataclasses.field(default_factory=Stat)
     times_called: int = 0
@@ -181,10 +182,18 @@ class StatsTable:
     def num_runs(self) -> int:
         return max(self.run_total_us.count, 1)
 
-    def add_node(self, name: str, node_type: str, run_order: int, start_us: float, elapsed_us: float) -> None:
+    def add_node(
+        self,
+        name: str,
+        node_type: str,
+        run_order: int,
+        start_us: float,
+        elapsed_us: float,
+        node_index: int | None = None,
+    ) -> None:
         detail = self.details.get(name)
         if detail is None:
-            detail = self.details[name] = NodeDetail(name, node_type, run_order)
+            detail = self.details[name] = NodeDetail(name, node_type, run_order, node_index)
         detail.start_us.add(start_us)
         detail.elapsed_us.add(elapsed_us)
         detail.times_called += 1
@@ -331,7 +340,9 @@ class ProfileSummary:
             elapsed = event.elapsed_us
             if event.event_type == EventType.OPERATOR_INVOKE_EVENT:
                 node_type, outputs = self._operator_details(event)
-                table.add_node(f"{outputs}:{event.metadata1}", node_type, run_order, start_us, elapsed)
+                table.add_node(
+                    f"{outputs}:{event.metadata1}", node_type, run_order, start_us, elapsed, event.metadata1
+                )
             elif event.event_type == EventType.DELEGATE_OPERATOR_INVOKE_EVENT:
                 name = f"Delegate/{event.tag}:{event.metadata1}"
                 self.delegate.add_node(name, "DelegateOpInvoke", run_order, start_us, elapsed)
@@ -339,7 +350,12 @@ class ProfileSummary:
                 continue
             elif event.event_type == EventType.DELEGATE_PROFILED_OPERATOR_INVOKE_EVENT:
                 table.add_node(
-                    f"Delegate/{event.tag}:{event.metadata1}", event.tag, run_order, start_us, elapsed
+                    f"Delegate/{event.tag}:{event.metadata1}",
+                    event.tag,
+                    run_order,
+                    start_us,
+                    elapsed,
+                    event.metadata1,  # the delegated node's own index
                 )
             else:
                 table.add_node(f"{event.tag}/{event.metadata2}", event.tag, run_order, start_us, elapsed)
