@@ -54,6 +54,5 @@ def _floor_mod_prepare(context, node):
     return BinaryOp(floor_mod, elementwise=True)
 
 
-
 register_binary(BuiltinOperator.FLOOR_DIV, (1, 3), _FLOOR_DIV_TYPES, _floor_div_prepare)
 register_binary(BuiltinOperator.FLOOR_MOD, (1, 2), _FLOOR_MOD_TYPES, _floor_mod_prepare)
