@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import threadpoolctl
 
 import pytflite
 from pytflite import TensorType as T
 from pytflite.model.builder import ModelBuilder
 
-threadpoolctl = pytest.importorskip("threadpoolctl")
 
 
 def _blas_threads() -> list[int]:
