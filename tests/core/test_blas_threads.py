@@ -11,7 +11,6 @@ from pytflite import TensorType as T
 from pytflite.model.builder import ModelBuilder
 
 
-
 def _blas_threads() -> list[int]:
     return [info["num_threads"] for info in threadpoolctl.threadpool_info() if info["user_api"] == "blas"]
 
