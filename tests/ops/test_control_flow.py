@@ -85,6 +85,18 @@ def test_if_branches_of_different_shapes_make_dynamic_outputs(condition):
     assert out.shape == ((3, 2) if condition else (4, 3))
 
 
+def test_if_with_fixed_shapes_switches_branches_across_invokes():
+    """A static IF runs as a bound step; it must take the branch each invoke's condition picks."""
+    model = if_model()
+    interpreter, reference = pytflite.Interpreter(model_content=model), litert_interpreter(model)
+    for k, condition in enumerate((True, False, False, True, False)):
+        x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3) * (k + 1)
+        feeds = [np.array(condition), x]
+        (ours,) = run(interpreter, feeds)
+        assert_matches(ours, run(reference, feeds)[0])
+        assert np.array_equal(ours, x * 2 + 1 if condition else np.abs(x))
+
+
 def test_if_invoked_repeatedly_switches_branches():
     model = if_model(then_shape=(6, 1), else_shape=(4, 3))
     interpreter, reference = pytflite.Interpreter(model_content=model), litert_interpreter(model)

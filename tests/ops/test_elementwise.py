@@ -120,6 +120,35 @@ def test_one_element_results_are_bit_identical(op, activation, shapes):
             assert ours.view(np.uint32).tolist() == theirs.view(np.uint32).tolist(), (x, y)
 
 
+@pytest.mark.parametrize("op", [Op.ADD, Op.SUB, Op.MUL])
+@pytest.mark.parametrize("dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("activation", ["NONE", "RELU6"])
+def test_one_element_integer_results_wrap_as_litert(op, dtype, activation):
+    """One-element integer outputs are computed on NumPy scalars: they wrap around as the ufunc does."""
+    info = np.iinfo(dtype)
+    version = 1 if dtype == np.int32 else {Op.ADD: 4, Op.SUB: 4, Op.MUL: 6}[op]
+    for x, y in [(info.max, 1), (info.min, -1), (info.max, info.max), (info.min, info.max), (-7, 3)]:
+        a, b = np.array(x, dtype), np.array([y], dtype)
+        check(op, a, b, version=version, options={"fused_activation_function": activation})
+
+
+@pytest.mark.parametrize("op", [Op.LESS, Op.LESS_EQUAL, Op.GREATER, Op.GREATER_EQUAL, Op.EQUAL, Op.NOT_EQUAL])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.int64])
+def test_one_element_comparisons(op, dtype):
+    """One-element comparisons are computed on NumPy scalars (NaN compares false, -0.0 equals 0.0)."""
+    specials = [np.nan, -0.0, 0.0, -1.5, 2.0] if dtype == np.float32 else [-3, 0, 5]
+    for x in specials:
+        for y in specials:
+            check(op, np.array([x], dtype), np.array(y, dtype), out=T.BOOL)
+
+
+@pytest.mark.parametrize("op", [Op.LOGICAL_AND, Op.LOGICAL_OR])
+def test_one_element_logical_ops(op):
+    for x in (False, True):
+        for y in (False, True):
+            check(op, np.array(x), np.array([[y]]))
+
+
 @pytest.mark.parametrize("activation", [*ACTIVATIONS, "TANH"])
 def test_int32_div_truncates_and_clamps(activation):
     a = np.array([7, -7, 7, -7, 0, -(2**31), 2**31 - 1, 100, -100], np.int32)

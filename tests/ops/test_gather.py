@@ -198,6 +198,40 @@ def test_gather_out_of_range(positions, pattern):
     )
 
 
+@pytest.mark.parametrize(
+    ("position", "pattern"),
+    [
+        (3, r"^gather index out of boundsNode number 0 \(GATHER\) failed to invoke\.$"),
+        (-1, r"^indices_has_only_positive_elements was not true\.gather index out of bounds"),
+    ],
+)
+@pytest.mark.parametrize("shape", [(), (1,)])
+def test_gather_one_position_out_of_range(position, pattern, shape):
+    """One position is checked as a Python int (the bound step of loop bodies), with the same errors."""
+    params = np.zeros([2, 3, 2], np.float32)
+    fails(
+        SingleOpModel(
+            Op.GATHER,
+            [Operand(params), Operand(np.array(position, np.int32).reshape(shape))],
+            [T.FLOAT32],
+            {"axis": 1},
+        ),
+        pattern,
+    )
+
+
+def test_gather_one_position_each_invoke():
+    """The bound one-position step reads the position anew at every invoke."""
+    params = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    model, _ = SingleOpModel(
+        Op.GATHER, [Operand(params), Operand(np.array([0], np.int32))], [T.FLOAT32], {"axis": 1}
+    ).build()
+    interpreter = pytflite.Interpreter(model_content=model)
+    for position in (2, 0, 1):
+        (out,) = run(interpreter, [params, np.array([position], np.int32)])
+        assert np.array_equal(out, params[:, [position]])
+
+
 def test_gather_bad_axis():
     model = SingleOpModel(
         Op.GATHER,

@@ -304,6 +304,33 @@ def if_invoke(context, node):
     write_outputs(context, node, call.run(_values(context, data.arguments), copy=False), data.dynamic)
 
 
+def if_bind(context, node):
+    """An IF with fixed output shapes, for the memory its tensors have now: the condition, argument and
+    output arrays looked up once, and each branch's Bound checked against the arguments once (until the
+    branch is allocated again); a branch that is not bound runs through if_invoke."""
+    data = node.user_data
+    if data.dynamic:
+        return if_invoke
+    tensors = context.tensors
+    flag = tensors[node.inputs[0]].data.reshape(-1)
+    values = _values(context, data.arguments)
+    outputs = tuple((tensors[i].data, p) for p, i in enumerate(node.outputs) if i != OPTIONAL_TENSOR)
+    calls = (data.else_call, data.then_call)
+    accepted: list[Bound | None] = [None, None]  # per branch: its Bound last seen to accept `values`
+
+    def if_step(context, node):
+        taken = 1 if flag[0] else 0
+        bound = calls[taken].bound()
+        if bound is None or (bound is not accepted[taken] and not bound.accepts(values)):
+            return if_invoke(context, node)
+        accepted[taken] = bound
+        results = bound.run(values)
+        for out, p in outputs:
+            out[...] = results[p]
+
+    return if_step
+
+
 # --- WHILE -------------------------------------------------------------------------------------------
 
 
@@ -502,7 +529,13 @@ def call_once_invoke(context, node):
 
 
 register_builtin(
-    BuiltinOperator.IF, (1, 1), types=ANY_TYPE, op_data=IfData, prepare=if_prepare, invoke=if_invoke
+    BuiltinOperator.IF,
+    (1, 1),
+    types=ANY_TYPE,
+    op_data=IfData,
+    prepare=if_prepare,
+    invoke=if_invoke,
+    bind=if_bind,
 )
 register_builtin(
     BuiltinOperator.WHILE,

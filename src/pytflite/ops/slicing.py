@@ -62,7 +62,7 @@ _QUANTIZED = (TensorType.UINT8, TensorType.INT8, TensorType.INT16)
 
 
 def _ints(tensor) -> list[int]:
-    return [int(v) for v in tensor.data.reshape(-1)] if tensor.data is not None else []
+    return tensor.data.reshape(-1).tolist() if tensor.data is not None else []
 
 
 def _ensure_vector(tensor, what: str, op_name: str) -> None:
@@ -80,7 +80,8 @@ def plan_slice(shape: tuple[int, ...], begin: list[int], size: list[int]) -> tup
             if extent != -1:
                 raise KernelError("Invalid size.")
             extent = dim - start
-        ensure(start >= 0 and extent >= 0 and start + extent <= dim, "Invalid begin and size.")
+        if start < 0 or extent < 0 or start + extent > dim:
+            raise KernelError("Invalid begin and size.")
         out_shape.append(extent)
         index.append(slice(start, start + extent))
     return tuple(out_shape), tuple(index)

@@ -114,9 +114,10 @@ def _compute(context, node, data: BinaryOp) -> Compute:
                 buffers[i] = np.empty(shape, tensor.dtype)
     if any(x is not None for x in (*constants, *buffers)):
         return _expanding_compute(ufunc, low, high, constants, buffers)
-    if total == 1 and output.dtype == np.float32 and ufunc in _SCALAR_OPERATORS and low is not None:
+    if total == 1 and _on_scalars(ufunc, tensors[node.inputs[0]].dtype):
         ranks = [len(tensors[node.inputs[i]].shape) for i in (0, 1)]
-        return _scalar_compute(_SCALAR_OPERATORS[ufunc], low[()], high[()], (*ranks, len(shape)))
+        bounds = () if low is None else (low[()], high[()])
+        return _scalar_compute(_SCALAR_OPERATORS[ufunc], bounds, (*ranks, len(shape)))
     if low is None:
 
         def compute(a, b, out):
@@ -139,25 +140,53 @@ def _compute(context, node, data: BinaryOp) -> Compute:
     return compute_clamped
 
 
-# Float ops whose one-element form runs on NumPy float32 scalars: the same IEEE single-precision
-# operation as the ufunc, without the ufunc's per-call dispatch (which costs more than the arithmetic).
-_SCALAR_OPERATORS = {np.add: operator.add, np.subtract: operator.sub, np.multiply: operator.mul}
+# Ops whose one-element form runs on NumPy scalars: the same operation as the ufunc (IEEE single
+# precision, wrapping integers, NumPy's comparisons) without the ufunc's per-call dispatch, which costs
+# more than the arithmetic. Arithmetic for the types below (others keep the ufunc), comparisons for any
+# number or bool, logic for bools (on NumPy bools & and | are the logical and and or).
+_SCALAR_ARITHMETIC = {np.add: operator.add, np.subtract: operator.sub, np.multiply: operator.mul}
+_SCALAR_ARITHMETIC_TYPES = tuple(np.dtype(t) for t in (np.float32, np.int32, np.int64, np.uint32))
+_SCALAR_OPERATORS = {
+    **_SCALAR_ARITHMETIC,
+    np.less: operator.lt,
+    np.less_equal: operator.le,
+    np.greater: operator.gt,
+    np.greater_equal: operator.ge,
+    np.equal: operator.eq,
+    np.not_equal: operator.ne,
+    np.logical_and: operator.and_,
+    np.logical_or: operator.or_,
+}
 
 
-def _scalar_compute(
-    operation: Callable, low: np.float32, high: np.float32, ranks: tuple[int, ...]
-) -> Compute:
-    """One output element: the operation on the two float32 elements, clamped as TFLite clamps,
-    std::min(std::max(x, low), high): x < low gives low, x > high gives high, anything else (NaN, and
-    -0.0 against a low of 0) stays x; +-inf become +-FLT_MAX. (Written as comparisons: Python's
-    min/max calls cost as much as the rest.)"""
+def _on_scalars(ufunc: Callable, dtype: np.dtype) -> bool:
+    """The one-element form of `ufunc` on inputs of `dtype` may run on scalars (_SCALAR_OPERATORS)."""
+    if ufunc in _SCALAR_ARITHMETIC:
+        return dtype in _SCALAR_ARITHMETIC_TYPES
+    if ufunc in (np.logical_and, np.logical_or):
+        return dtype.kind == "b"
+    return ufunc in _SCALAR_OPERATORS and dtype.kind in "biuf"
+
+
+def _scalar_compute(operation: Callable, bounds: tuple, ranks: tuple[int, ...]) -> Compute:
+    """One output element: the operation on the two input elements, clamped, when `bounds` holds
+    (low, high), as TFLite clamps, std::min(std::max(x, low), high): x < low gives low, x > high gives
+    high, anything else (NaN, and -0.0 against a low of 0) stays x; float +-inf become +-FLT_MAX.
+    (Written as comparisons: Python's min/max calls cost as much as the rest.)"""
     first, second, at = ((0,) * rank for rank in ranks)  # (the ranks of the inputs and the output)
+    if not bounds:
 
-    def compute_scalar(a, b, out):
+        def compute_scalar(a, b, out):
+            out[at] = operation(a[first], b[second])
+
+        return compute_scalar
+    low, high = bounds
+
+    def compute_scalar_clamped(a, b, out):
         x = operation(a[first], b[second])
         out[at] = low if x < low else high if x > high else x
 
-    return compute_scalar
+    return compute_scalar_clamped
 
 
 def _expanded(x: np.ndarray, buffer: np.ndarray | None) -> np.ndarray:

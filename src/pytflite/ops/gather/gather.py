@@ -91,20 +91,28 @@ def gather_prepare(context, node):
     context.resize_tensor(output, shape)
 
 
+def _check_positions(context, data, params, low: int, high: int) -> None:
+    """TFLite's bounds checks, given the smallest and largest position."""
+    if low < 0:
+        context.report_error("indices_has_only_positive_elements was not true.")
+        raise KernelError("gather index out of bounds")
+    if high >= data.axis_size and data.check_bounds:
+        if params.type == T.STRING:
+            context.report_error("pos < num_strings was not true.")
+        raise KernelError("gather index out of bounds")
+
+
 def gather_invoke(context, node):
     data = node.user_data
     tensors = context.tensors
     params = tensors[node.inputs[0]]
     indices = tensors[node.inputs[1]].data
     out = tensors[node.outputs[0]].data
+    if indices.size == 1 and data.row_base is None:
+        _gather_one(context, data, params, _by_position(params.data, data), indices, out)
+        return
     if indices.size:
-        if indices.min() < 0:
-            context.report_error("indices_has_only_positive_elements was not true.")
-            raise KernelError("gather index out of bounds")
-        if indices.max() >= data.axis_size and data.check_bounds:
-            if params.type == T.STRING:
-                context.report_error("pos < num_strings was not true.")
-            raise KernelError("gather index out of bounds")
+        _check_positions(context, data, params, indices.min(), indices.max())
     if out.size == 0:
         return
     source = params.data.reshape(data.params_shape)
@@ -121,6 +129,52 @@ def gather_invoke(context, node):
         np.take(source, rows, axis=0, out=out.reshape(data.output_shape), mode="clip")
 
 
+def _by_position(params: np.ndarray, data: GatherData) -> np.ndarray:
+    """params as (axis, outer, inner) (a view): one position's values are one row of it."""
+    return params.reshape(data.params_shape).transpose(1, 0, 2)
+
+
+def _gather_one(context, data, params, rows: np.ndarray, indices: np.ndarray, out: np.ndarray) -> None:
+    """One position (batch_dims 0): checked as a Python int, copied as one row of `rows`."""
+    position = indices.item()
+    _check_positions(context, data, params, position, position)
+    if out.size:
+        out.reshape(rows.shape[1:])[...] = rows[position]
+
+
+def gather_bind(context, node):
+    """One position (the loop bodies' time-step GATHER): the views made once, the position checked as a
+    Python int; other gathers run their invoke."""
+    data = node.user_data
+    tensors = context.tensors
+    params = tensors[node.inputs[0]]
+    indices = tensors[node.inputs[1]].data
+    out = tensors[node.outputs[0]].data
+    if (
+        indices.size != 1
+        or data.row_base is not None
+        or out.size == 0
+        or not (params.data.flags.c_contiguous and out.flags.c_contiguous)  # views, not copies
+    ):
+        return gather_invoke
+    rows = _by_position(params.data, data)
+    target = out.reshape(rows.shape[1:])
+
+    def gather_one_step(context, node):
+        position = indices.item()
+        if position < 0 or position >= data.axis_size:
+            _check_positions(context, data, params, position, position)
+        target[...] = rows[position]
+
+    return gather_one_step
+
+
 register_builtin(
-    Op.GATHER, (1, 8), types=_GATHER_TYPES, op_data=GatherData, prepare=gather_prepare, invoke=gather_invoke
+    Op.GATHER,
+    (1, 8),
+    types=_GATHER_TYPES,
+    op_data=GatherData,
+    prepare=gather_prepare,
+    invoke=gather_invoke,
+    bind=gather_bind,
 )

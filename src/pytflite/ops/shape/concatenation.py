@@ -82,11 +82,12 @@ def concatenation_prepare(context, node):
         axis < rank or (rank == 0 and axis == 0),
         "axis < t0->dims->size || (t0->dims->size == 0 && axis == 0) was not true.",
     )
-    ensure_eq(
-        ActivationFunctionType(options.fused_activation_function).name,
-        "NONE",
-        "CONCATENATION fused activation",
-    )
+    if options.fused_activation_function != ActivationFunctionType.NONE:
+        ensure_eq(
+            ActivationFunctionType(options.fused_activation_function).name,
+            "NONE",
+            "CONCATENATION fused activation",
+        )
     ensure_type(first, _CONCATENATION_TYPES, "input", "CONCATENATION")
     if rank == 0 and all(t.is_constant_or_persistent for t in inputs):
         # constant scalars make a vector, copied without requantizing
@@ -103,10 +104,9 @@ def concatenation_prepare(context, node):
     for t in inputs[1:]:
         ensure_eq(len(t.shape), rank, "CONCATENATION input rank")
         ensure_types_eq(t, first, "CONCATENATION input types")
+        total += t.shape[axis]
         for d in range(rank):
-            if d == axis:
-                total += t.shape[d]
-            else:
+            if d != axis and t.shape[d] != first.shape[d]:
                 ensure_eq(t.shape[d], first.shape[d], f"CONCATENATION input dimension {d}")
     shape = (*first.shape[:axis], total, *first.shape[axis + 1 :])
     ensure_types_eq(output, first, "CONCATENATION output/input types")
@@ -122,13 +122,18 @@ def concatenation_prepare(context, node):
         for t in inputs:
             ensure_eq(t.params.zero_point, 0, "CONCATENATION int16 input zero point")
         ensure_eq(output.params.zero_point, 0, "CONCATENATION int16 output zero point")
-    nonempty = tuple(i for i, t in zip(node.inputs, inputs) if t.shape[axis] > 0)
     empty = _prod64(shape) == 0
-    node.user_data = ConcatenationData(
-        axis,
-        () if empty else nonempty,
-        None if empty else _concatenation_rescaling(inputs, node.inputs, output, axis),
-    )
+    nonempty = () if empty else tuple([i for i, t in zip(node.inputs, inputs) if t.shape[axis] > 0])
+    pieces = None if empty else _concatenation_rescaling(inputs, node.inputs, output, axis)
+    kept = node.user_data  # (a WHILE body may prepare it again at every iteration, mostly alike)
+    if not (
+        pieces is None
+        and isinstance(kept, ConcatenationData)
+        and kept.pieces is None
+        and kept.axis == axis
+        and kept.inputs == nonempty
+    ):
+        node.user_data = ConcatenationData(axis, nonempty, pieces)
     context.resize_tensor(output, shape)
 
 

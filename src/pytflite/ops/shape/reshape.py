@@ -20,7 +20,7 @@ class ReshapeData:
 def _requested_shape(context, node) -> list[int]:
     shape_tensor = optional_input_tensor(context, node, 1)
     if shape_tensor is not None and len(shape_tensor.shape) == 1 and shape_tensor.type == TensorType.INT32:
-        return [int(d) for d in shape_tensor.data]
+        return shape_tensor.data.tolist()
     requested = list(node.builtin_data.new_shape)
     if requested == [0]:  # legacy converters wrote [0] for a scalar
         requested = []
@@ -30,25 +30,28 @@ def _requested_shape(context, node) -> list[int]:
 def resolve_reshape(input_shape: tuple[int, ...], requested: list[int]) -> tuple[int, ...]:
     """Fill in the one -1 dimension and check the element counts agree (reshape_utils)."""
     count = _prod64(input_shape)
-    nonzero_count = _prod64([d for d in input_shape if d != 0])
-    stretch = [i for i, d in enumerate(requested) if d == -1]
-    ensure(len(stretch) <= 1, "Reshape: only one dimension may be -1")
-    ensure(
-        all(d >= 0 for i, d in enumerate(requested) if i not in stretch),
-        "output shape contains negative dimension",
-    )
+    stretch = requested.count(-1)
+    ensure(stretch <= 1, "Reshape: only one dimension may be -1")
+    ensure(min(requested, default=0) >= -1, "output shape contains negative dimension")
     shape = list(requested)
     if stretch:
-        known = [d for i, d in enumerate(requested) if i != stretch[0]]
+        at = requested.index(-1)
+        known = requested[:at] + requested[at + 1 :]
         known_nonzero = _prod64([d for d in known if d != 0])
         if count == 0 and _prod64(known) != 0:
-            shape[stretch[0]] = 0
+            shape[at] = 0
+        elif known_nonzero:
+            shape[at] = _prod64([d for d in input_shape if d != 0]) // known_nonzero
         else:
-            shape[stretch[0]] = nonzero_count // known_nonzero if known_nonzero else 0
+            shape[at] = 0
     total = _prod64(shape)
     if total != count:
         raise KernelError(f"num_input_elements != num_output_elements ({count} != {total})")
     return tuple(shape)
+
+
+# (made once: a frozen dataclass costs a microsecond to build, and a WHILE body may re-prepare each time)
+_SHAPE_KNOWN, _SHAPE_AT_INVOKE = ReshapeData(shape_known=True), ReshapeData(shape_known=False)
 
 
 def reshape_prepare(context, node):
@@ -57,10 +60,10 @@ def reshape_prepare(context, node):
     ensure_eq(source.type, output.type, "RESHAPE input/output type")
     shape_tensor = optional_input_tensor(context, node, 1)
     if shape_tensor is None or shape_tensor.is_constant_or_persistent:
-        node.user_data = ReshapeData(shape_known=True)
+        node.user_data = _SHAPE_KNOWN
         context.resize_tensor(output, resolve_reshape(source.shape, _requested_shape(context, node)))
         return Status.OK
-    node.user_data = ReshapeData(shape_known=False)
+    node.user_data = _SHAPE_AT_INVOKE
     return Status.OUTPUT_SHAPE_NOT_KNOWN
 
 

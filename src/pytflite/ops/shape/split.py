@@ -84,6 +84,27 @@ def _split_copy(context, node, source_index: int, plan) -> None:
         np.copyto(tensors[i].data, source[where])
 
 
+def _split_bind(source_index: int, invoke):
+    """The bind of SPLIT / SPLIT_V: with the sizes known in prepare, the copies as (output, view of the
+    input) pairs made once; else their invoke."""
+
+    def bind(context, node):
+        slices = node.user_data.slices
+        if slices is None:
+            return invoke
+        tensors = context.tensors
+        source = tensors[node.inputs[source_index]].data
+        copies = tuple((tensors[i].data, source[where]) for i, where in zip(node.outputs, slices))
+
+        def split_step(context, node):
+            for out, part in copies:
+                np.copyto(out, part)
+
+        return split_step
+
+    return bind
+
+
 def split_invoke(context, node):
     _split_copy(context, node, 1, _split_plan)
 
@@ -136,6 +157,7 @@ register_builtin(
     op_data=SplitData,
     prepare=split_prepare,
     invoke=split_invoke,
+    bind=_split_bind(1, split_invoke),
 )
 register_builtin(
     BuiltinOperator.SPLIT_V,
@@ -144,4 +166,5 @@ register_builtin(
     op_data=SplitData,
     prepare=split_v_prepare,
     invoke=split_v_invoke,
+    bind=_split_bind(0, split_v_invoke),
 )
