@@ -35,8 +35,23 @@ CASES = [
     (np.int8, [1395864371], [-9], 3, (3, 3), 2**18),  # a single-value range
     (np.uint8, [2**30, 1717986918], [-8, -3], 0, None, 2**19),
     (np.uint8, [2**31 - 1], [-12], 255, (200, 255), 2**21),
-    (np.int16, [1288490189, 2**30], [-4, -6], 0, None, 2**21),  # no offset: floor
+    (np.int16, [1288490189, 2**30], [-4, -6], 0, None, 2**21),  # lifted in int32
+    # a shift of 45: a lift of 256 would leave 2**53, so -low (128) lifts and is added back
+    (np.int8, [2**31 - 1], [-14], 0, None, 2**20),
 ]
+
+
+def test_cases_cover_every_finish():
+    """The cases reach each finish: values cast to int16 and to int32, the lift wrapped away by the
+    cast and added back."""
+    seen = set()
+    for dtype, multipliers, shifts, zero_point, clamp, bound in CASES:
+        low, high = clamp if clamp is not None else _RANGES[dtype]
+        requant = Requant(np.array(multipliers), np.array(shifts), zero_point, low, high, dtype)
+        requant.product_bound = bound
+        fast = requant._float_constants(None)
+        seen.add((fast.low.dtype.name, fast.back is not None))
+    assert {("int16", False), ("int32", False), ("int16", True)} <= seen
 
 
 @pytest.mark.parametrize("dtype, multipliers, shifts, zero_point, clamp, bound", CASES)
@@ -49,7 +64,7 @@ def test_float_path_matches_simd_rounding(dtype, multipliers, shifts, zero_point
     terms = rng.integers(-1000, 1000, channels)
     for pixels in (7, 3000):  # one row, and several rows with a tail (rows.py)
         acc = _accumulators(rng, pixels, channels, bound)
-        requant = Requant(multiplier, shift, zero_point, low, high)
+        requant = Requant(multiplier, shift, zero_point, low, high, dtype)
         requant.product_bound = bound
         assert requant._float_constants(terms) is not None, "the float64 path must be the one tested"
         out = np.empty((1, pixels, channels), dtype)
@@ -64,17 +79,18 @@ def test_float_path_matches_simd_rounding(dtype, multipliers, shifts, zero_point
 @pytest.mark.parametrize("dtype, multipliers, shifts, zero_point, clamp, bound", CASES)
 def test_folded_product_finish_matches_simd_rounding(dtype, multipliers, shifts, zero_point, clamp, bound):
     """CONV_2D's scaled path: the product already multiplied by m' and offset by c' (as the weights and
-    the bias row carry them), then Requant.finish."""
+    the bias row carry them), then Requant.finish_calls."""
     rng = np.random.default_rng(bound)
     channels = len(multipliers)
     multiplier, shift = np.array(multipliers, np.int64), np.array(shifts, np.int64)
     low, high = clamp if clamp is not None else _RANGES[dtype]
     terms = rng.integers(-1000, 1000, channels)
     acc = _accumulators(rng, 500, channels, bound)
-    requant = Requant(multiplier, shift, zero_point, low, high)
+    requant = Requant(multiplier, shift, zero_point, low, high, dtype)
     requant.product_bound = bound
-    scale, constant = requant._float_constants(terms)
-    scaled = acc * scale + constant  # exact: the integer numerators stay below 2**53
+    fast = requant._float_constants(terms)
+    scaled = acc * fast.scale + fast.constant  # exact: the integer numerators stay below 2**53
     out = np.empty(acc.shape, dtype)
-    requant.finish(scaled, out)
+    for call in requant.finish_calls(scaled, out, np.empty(acc.shape, np.int32), terms):
+        call()
     np.testing.assert_array_equal(out, _reference(acc, terms, multiplier, shift, zero_point, low, high))

@@ -270,7 +270,8 @@ def _conv2d_integer(context, node, state, options, source, weights, bias, output
     dtype = _float_dtype(bound)
     constant_bias = _constant_data(bias)
     wrap = rounding != "wide" and _may_leave_int32(source, bound // magnitude, constant_bias)
-    requant = Requant(multiplier, shift, output.params.zero_point, low, high, rounding, wrap=wrap)
+    out_dtype = storage_dtype(output.type)
+    requant = Requant(multiplier, shift, output.params.zero_point, low, high, out_dtype, rounding, wrap=wrap)
     requant.product_bound = bound  # the staged input is raw: |x| <= magnitude
     integer = IntegerConv(requant, zero_point, offset, dtype)
     matrix = fold = None
@@ -286,8 +287,8 @@ def _conv2d_integer(context, node, state, options, source, weights, bias, output
                 # m', the constant c' in a row of the weights (exact for the same reason)
                 dtype = integer.dtype = np.float64
                 groups_matrix = matrix.astype(np.float64)
-                matrix = groups_matrix * fast[0].reshape(groups, 1, -1)
-                fold, integer.scaled = fast[1], True
+                matrix = groups_matrix * fast.scale.reshape(groups, 1, -1)
+                fold, integer.scaled = fast.constant, True
     state.integer = integer
     state.pad_value = zero_point
     temporaries = _plan_conv2d(
@@ -307,9 +308,10 @@ def _conv2d_integer(context, node, state, options, source, weights, bias, output
     if pixels:
         scratch_tensor(context, state.acc, _FLOAT_TYPES[np.dtype(dtype)], (pixels, out_channels))
         temporaries.append(state.acc)
-        if not integer.scaled:
-            scratch_tensor(context, state.wide, TensorType.INT64, (pixels, out_channels))
-            temporaries.append(state.wide)
+        # int64 accumulators, or the scaled product's lifted integers (Requant.finish_calls)
+        wide_type = TensorType.INT32 if integer.scaled else TensorType.INT64
+        scratch_tensor(context, state.wide, wide_type, (pixels, out_channels))
+        temporaries.append(state.wide)
     if not integer.scaled:
         requant.prepare(pixels, integer.bias)
     if pixels and matrix is not None:
@@ -463,7 +465,7 @@ def _integer_calls(state: ConvState, x, out, stage, col, acc, wide) -> list:
     integer = state.integer
     calls = _product_calls(state, x, stage, col, state.weights, acc)  # acc: [pixels, O]
     if integer.scaled:
-        return calls + integer.requant.finish_calls(acc, out)
+        return calls + integer.requant.finish_calls(acc, out, wide, integer.bias)
     if integer.requantizes:
         shaped = acc.reshape(out.shape)
         calls += integer.requant.float_calls(shaped, integer.bias, wide.reshape(out.shape), out)
@@ -477,7 +479,7 @@ def _conv2d_integer_invoke(context, node, state: ConvState) -> None:
         return
     integer = state.integer
     x, acc = tensors[node.inputs[0]].data, tensors[state.acc].data
-    wide = None if integer.scaled else tensors[state.wide].data
+    wide = tensors[state.wide].data
     if integer.program is not None:
         integer.program.run(state, x, out, _stage(tensors, state), _col(tensors, state), acc, wide)
         if integer.requantizes:

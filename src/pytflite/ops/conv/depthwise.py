@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ...core.quantization import AffineQuantization
-from ...core.types import BuiltinOperator, TensorType
+from ...core.types import BuiltinOperator, TensorType, storage_dtype
 from ...errors import KernelError, ensure, ensure_eq, ensure_type
 from ...fidelity.eigen_order import sum_in_order
 from ..common import (
@@ -313,8 +313,9 @@ def _depthwise_integer(context, node, state, options, source, weights, bias, out
     dtype = _float_dtype(magnitude * weight_sum)
     constant_bias = _constant_data(bias)
     wrap = rounding != "wide" and _may_leave_int32(source, weight_sum, constant_bias)
+    zero_point_out, out_dtype = output.params.zero_point, storage_dtype(output.type)
     requant = Requant(
-        multiplier, shift, output.params.zero_point, low, high, rounding, scalar_from, wrap=wrap
+        multiplier, shift, zero_point_out, low, high, out_dtype, rounding, scalar_from, wrap=wrap
     )
     requant.product_bound = magnitude * weight_sum  # the staged input is raw: |x| <= magnitude
     integer = IntegerDepthwise(requant, source.params.zero_point, offset, dtype)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -44,11 +44,12 @@ class Requant:
     constant are integers below 2**53 (so the product, the sum and the floor are exact) and acc << left
     stays in int32 (no wrap): floor(product * m' + c') with m' = m * 2**(left - 31 - r) and
     c' = (constant + terms * m * 2**left) * 2**(-31 - r), four passes instead of seven in int64.
-    For an 8-bit clamp range the constant also holds -low (in the same exact integer numerator), so
-    the clamped value lies in [0, high - low]: its cast to the unsigned type of the output's width
-    truncates, which for a non-negative value is the floor (a pass over float64 values saved), and
-    adding low back in the output's wrapping integer arithmetic gives the result (a pass over bytes).
-    Wider ranges (int16) keep the floor: their -low would cost the constant up to 16 bits of room.
+    The constant also holds a lift K >= -low, a multiple of 2**bits for the output's width where that
+    stays exact, else -low (in the same exact integer numerator): every reachable value lies within
+    int32 (the numerator is below 2**53 and the shift at least 31) and, once clamped, is non-negative,
+    so its cast to int32 (int16 when the bounds allow) truncates to the floor wherever the clamp does
+    not replace it; the clamp to [low + K, high + K] runs on those narrow integers, and their cast to
+    the unsigned view of the output wraps K away (a K of -low is added back, wrapping).
     """
 
     multiplier: np.ndarray  # int64 [C]
@@ -56,6 +57,7 @@ class Requant:
     zero_point: int
     low: int
     high: int
+    dtype: np.dtype  # the output's
     rounding: str = "simd"
     scalar_from: int | None = None
     scalar_tail: int = 0
@@ -66,11 +68,11 @@ class Requant:
     _add: Any = None
     _total: Any = None
     _add_zero_point: bool = True
-    _fast: Any = None  # (terms, (m', c')) of the float64 path for constant terms
+    _fast: Any = None  # (terms, FloatMap) of the float64 path for constant terms
     _rows: Any = None  # _Rows: the per-channel values tiled over rows, for the last pixels and terms
-    _bounds: Any = None  # finish_calls' 0-d bounds, unsigned type and low (made on first use)
 
     def __post_init__(self) -> None:
+        self.dtype = np.dtype(self.dtype)
         m = np.asarray(self.multiplier, np.int64).reshape(-1)
         s = np.asarray(self.shift, np.int64).reshape(-1)
         self.multiplier, self.shift = m, s
@@ -103,35 +105,58 @@ class Requant:
                 _uniform(total),
             )
 
-    def _float_constants(self, terms: np.ndarray | None):
-        """(m', c') of the float64 path for these per-channel terms, or None when it is not exact."""
+    def _float_constants(self, terms: np.ndarray | None) -> FloatMap | None:
+        """The float64 path's map for these per-channel terms, or None when it is not exact."""
         if self.rounding != "simd" or self.wrap or self.product_bound is None:
             return None
         fast = self._fast
         if fast is not None and fast[0] is terms:
             return fast[1]
+        self._fast = (terms, self._float_map(terms))
+        return self._fast[1]
+
+    def _float_map(self, terms: np.ndarray | None) -> FloatMap | None:
         channels = self.multiplier.size
         terms_list = (
             [0] * channels if terms is None else [int(t) for t in np.broadcast_to(terms, (channels,))]
         )
-        scales, constants = [], []
+        scales, numerators, lowest, highest = [], [], self.low, self.high
         right = np.maximum(-self.shift, 0)
-        result = None
         for c in range(channels):
             m, left, r = int(self.multiplier[c]), max(int(self.shift[c]), 0), int(right[c])
             total = 31 + r
-            constant = (1 << 30) + ((1 << (30 + r)) if r else 0) + ((self.zero_point - self._offset) << total)
-            constant += terms_list[c] * m << left
+            numerator = (1 << 30) + ((1 << (30 + r)) if r else 0) + (self.zero_point << total)
+            numerator += terms_list[c] * m << left
             if (self.product_bound + abs(terms_list[c])) << left >= 2**31:
-                break  # acc << left could wrap in int32
-            if (self.product_bound * m << left) + abs(constant) >= 2**53:
-                break
+                return None  # acc << left could wrap in int32
+            span = self.product_bound * m << left  # |product * m * 2**left|
+            lowest = min(lowest, (numerator - span) >> total)
+            highest = max(highest, (numerator + span) >> total)
             scales.append(m * 2.0 ** (left - total))
-            constants.append(constant * 2.0**-total)
+            numerators.append((numerator, total, span))
+        unit = 1 << (8 * self.dtype.itemsize)
+        # the lift that the cast to the output's unsigned view wraps away, else the least one (added back)
+        for lift in dict.fromkeys((-(self.low // unit) * unit, max(-self.low, 0))):
+            constants = []
+            for numerator, total, span in numerators:
+                numerator += lift << total
+                if span + abs(numerator) >= 2**53:
+                    break
+                constants.append(numerator * 2.0**-total)
+            else:
+                break
         else:
-            result = (np.array(scales, np.float64), np.array(constants, np.float64))
-        self._fast = (terms, result)
-        return result
+            return None
+        narrow = unit == 256 and lowest + lift > -(1 << 15) and highest + lift < (1 << 15) - 1
+        lifted = np.dtype(np.int16 if narrow else np.int32)
+        back = np.array(-lift, self.dtype) if lift % unit else None  # wraps: -lift modulo 2**bits
+        return FloatMap(
+            np.array(scales, np.float64),
+            np.array(constants, np.float64),
+            np.array(self.low + lift, lifted),
+            np.array(self.high + lift, lifted),
+            back,
+        )
 
     def _scalar(self, acc: np.ndarray, channels) -> np.ndarray:
         result = fp.multiply_by_quantized_multiplier(acc, self.multiplier[channels], self.shift[channels])
@@ -152,7 +177,7 @@ class Requant:
         rows = self._rows = _Rows(
             pixels,
             terms,
-            None if fast is None else tuple(channel_row(v, pixels) for v in fast),
+            None if fast is None else tuple(channel_row(v, pixels) for v in (fast.scale, fast.constant)),
             None if terms is None else channel_row(np.broadcast_to(terms, (channels,)), pixels, np.int64),
             *(tile(v) for v in (self._left, self._m, self._add, self._total)),
         )
@@ -165,8 +190,9 @@ class Requant:
 
     def requantize(self, product: np.ndarray, terms, wide: np.ndarray, out: np.ndarray) -> None:
         """out = the requantized product + terms. `product`: exact integer-valued floats shaped like
-        `out` ([..., C]); `terms`: int64 per-channel terms or None; `wide`: an int64 scratch shaped
-        like `out`. The per-channel values apply over long rows (rows.py): no NumPy buffers."""
+        `out` ([..., C], C-contiguous, a scratch: overwritten); `terms`: int64 per-channel terms or None;
+        `wide`: an int64 scratch shaped like `out`. The per-channel values apply over long rows
+        (rows.py): no NumPy buffers."""
         calls = self.float_calls(product, terms, wide, out)
         if calls is None:
             channels = out.shape[-1]
@@ -176,9 +202,11 @@ class Requant:
                 apply_row(np.add, wide, rows.terms_row, wide)
             self._apply(wide, out, rows)
             return
+        tails = self._scalar_tails(product, terms, out)  # before the calls reuse the product's memory
         for call in calls:
             call()
-        self._scalar_tails(product, terms, out)
+        for target, values in tails:
+            target[...] = values
 
     def float_path(self, terms) -> bool:
         """Whether requantize takes the float64 path for these terms with no scalar tails (float_calls
@@ -194,7 +222,7 @@ class Requant:
 
     def float_calls(self, product: np.ndarray, terms, wide: np.ndarray, out: np.ndarray) -> list | None:
         """requantize's float64 path on these arrays as calls to make (program.py), but for the scalar
-        tails; None when the int64 path applies."""
+        tails; None when the int64 path applies. The lifted integers go into the product's memory."""
         channels = out.shape[-1]
         rows = self._tiled(out.size // channels if channels else 0, terms)
         if rows.fast is None:
@@ -207,53 +235,44 @@ class Requant:
             values = t
         calls += row_calls(np.multiply, values, scale, t)
         calls += row_calls(np.add, t, constant, t)
-        return calls + self.finish_calls(t, out)
+        return calls + self.finish_calls(t, out, product, terms)
 
-    def _scalar_tails(self, product: np.ndarray, terms, out: np.ndarray) -> None:
+    def _scalar_tails(self, product: np.ndarray, terms, out: np.ndarray) -> list:
+        """The outputs scalar code rounds, as (view of out, values) pairs."""
         channels = out.shape[-1]
+        tails = []
         if self.scalar_from is not None and self.scalar_from < channels:
             tail = (Ellipsis, slice(self.scalar_from, None))
             acc = product[tail].astype(np.int64)
             if terms is not None:
                 acc += np.broadcast_to(terms, (channels,))[self.scalar_from :]
-            out[tail] = np.clip(self._scalar(acc, slice(self.scalar_from, None)), self.low, self.high)
+            values = self._scalar(acc, slice(self.scalar_from, None))
+            tails.append((out[tail], np.clip(values, self.low, self.high)))
         if self.scalar_tail:
-            flat = out.reshape(-1)
             count = self.scalar_tail
             acc = product.reshape(-1)[-count:].astype(np.int64)
             if terms is not None:
                 acc += np.tile(np.broadcast_to(terms, (channels,)), count // channels + 2)[-count:]
             values = fp.multiply_by_quantized_multiplier(acc, self.multiplier[0], self.shift[0])
-            flat[-count:] = np.clip(values + self.zero_point, self.low, self.high)
+            tails.append((out.reshape(-1)[-count:], np.clip(values + self.zero_point, self.low, self.high)))
+        return tails
 
-    def finish(self, scaled: np.ndarray, out: np.ndarray) -> None:
-        """The float64 path's last steps on values already multiplied and offset (overwritten)."""
-        for call in self.finish_calls(scaled, out):
-            call()
-
-    @property
-    def _offset(self) -> int:
-        """What the float64 path's values are offset by (-offset): low for an 8-bit clamp range, else 0."""
-        return self.low if self.low >= -128 and self.high <= 255 else 0
-
-    def finish_calls(self, values: np.ndarray, out: np.ndarray) -> list:
-        """out = clamp(floor(values + offset), low, high) for the float64 path's values (overwritten; as
-        many as out has), as calls to make. With an offset: the clamp to [0, high - low], the cast to the
-        unsigned view of out (truncation is the floor of a non-negative value), then low added back,
-        wrapping."""
-        bounds = self._bounds
-        if bounds is None:
-            low = np.array(self.low, out.dtype) if self._offset else None
-            floor = self.low - self._offset, self.high - self._offset
-            unsigned = out.dtype if low is None else np.dtype(f"u{out.dtype.itemsize}")
-            bounds = self._bounds = (*(np.array(float(v)) for v in floor), unsigned, low)
-        lowest, highest, unsigned, low = bounds
-        values = values.reshape(out.shape)
-        calls = [partial(np.floor, values, out=values)] if low is None else []
-        calls.append(partial(clip, values, lowest, highest, out=values))
-        calls.append(partial(np.copyto, out.view(unsigned), values, casting="unsafe"))
-        if low is not None:
-            calls.append(partial(np.add, out, low, out=out))
+    def finish_calls(self, values: np.ndarray, out: np.ndarray, scratch: np.ndarray, terms) -> list:
+        """out = clamp(floor(values) - lift, low, high) for the float64 path's values for these terms
+        (`values` = product * m' + c', as many as out has), as calls to make: the cast to integers (in
+        `scratch`, a C-contiguous array of at least 4 bytes per output, not `values`), their clamp,
+        their cast to the unsigned view of out, which wraps the lift away (else it is added back)."""
+        fast = self._float_constants(terms)
+        lifted = scratch.reshape(-1).view(np.uint8)[: out.size * fast.low.itemsize]
+        lifted = lifted.view(fast.low.dtype).reshape(out.shape)
+        unsigned = out.view(np.dtype(f"u{out.dtype.itemsize}"))
+        calls = [
+            partial(np.copyto, lifted, values.reshape(out.shape), casting="unsafe"),
+            partial(clip, lifted, fast.low, fast.high, out=lifted),
+            partial(np.copyto, unsigned, lifted, casting="unsafe"),
+        ]
+        if fast.back is not None:
+            calls.append(partial(np.add, out, fast.back, out=out))
         return calls
 
     def _apply(self, acc: np.ndarray, out: np.ndarray, rows: _Rows) -> None:
@@ -296,6 +315,18 @@ def _per_channel(ufunc, acc: np.ndarray, values) -> None:
         ufunc(acc, values, out=acc)
     else:
         apply_row(ufunc, acc, values, acc)
+
+
+class FloatMap(NamedTuple):
+    """The float64 path: values = product * scale + constant (per channel), every reachable one in
+    (-2**31, 2**31) (in (-2**15, 2**15) when `low` is int16) and, in the clamp range, non-negative: the
+    constant lifts them by a multiple of 2**bits, or by -low (and `back` adds that back, wrapping)."""
+
+    scale: np.ndarray  # float64 [C]: m * 2**(left - 31 - r)
+    constant: np.ndarray  # float64 [C]: (rounding + zero point + lift + terms * m * 2**left) * 2**(-31 - r)
+    low: np.ndarray  # 0-d, the cast's integer type: the clamp's low + lift
+    high: np.ndarray
+    back: np.ndarray | None  # 0-d, the output's type: -lift (None: the cast wraps it away)
 
 
 @dataclass(frozen=True)

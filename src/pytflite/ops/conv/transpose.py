@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ...core.types import AllocationType, BuiltinOperator, TensorType
+from ...core.types import AllocationType, BuiltinOperator, TensorType, storage_dtype
 from ...errors import KernelError, ensure, ensure_eq
 from ...model.options import Padding
 from ..common import (
@@ -297,8 +297,9 @@ def _transpose_integer(state, options, source, weights, bias, output, optimized:
     dtype = _float_dtype(magnitude * weight_sum)
     constant_bias = _constant_data(bias)
     wrap = rounding != "wide" and _may_leave_int32(source, weight_sum, constant_bias)
+    zero_point_out, out_dtype = output.params.zero_point, storage_dtype(output.type)
     requant = Requant(
-        multiplier, shift, output.params.zero_point, low, high, rounding, scalar_from, wrap=wrap
+        multiplier, shift, zero_point_out, low, high, out_dtype, rounding, scalar_from, wrap=wrap
     )
     requant.product_bound = magnitude * weight_sum  # the input is offset: |x - zp| <= magnitude
     state.integer = IntegerTranspose(
