@@ -61,6 +61,7 @@ from .common import (
 )
 from .quant.fixed_point import activation_range, quantize_multiplier, quantize_multipliers, wrap
 from .quant.hybrid_inputs import (
+    AsymmetricRowQuantizer,
     quantize_rows_4bit_kernel,
     quantize_rows_asymmetric,
     quantize_rows_symmetric,
@@ -238,22 +239,45 @@ def _check_types(source, weights, bias, output, hybrid: bool) -> None:
         )
 
 
-def fully_connected_invoke(context, node):
-    tensors = context.tensors
-    data = node.user_data
+def _fc_arrays(tensors, node, data: FullyConnectedData):
+    """The node's arrays as the computation takes them: input [batch, depth], weights, bias (`units`
+    values in any shape: [1, 1, units] broadcasts wrongly against [batch, units]) or None, and output
+    [batch, units]."""
+    inputs = node.inputs
+    x = tensors[inputs[0]].data.reshape(data.batch, data.depth)
+    bias = tensors[inputs[2]].data.reshape(-1) if len(inputs) == 3 and inputs[2] >= 0 else None
     out = tensors[node.outputs[0]].data.reshape(data.batch, data.units)
-    x = tensors[node.inputs[0]].data.reshape(data.batch, data.depth)
-    # the bias is `units` values in any shape ([1, 1, units] broadcasts wrongly against [batch, units])
-    bias = tensors[node.inputs[2]].data.reshape(-1) if len(node.inputs) == 3 and node.inputs[2] >= 0 else None
+    return x, tensors[inputs[1]].data, bias, out
+
+
+def _fc_run(data: FullyConnectedData, x, w, bias, out) -> Callable[[], None]:
+    """The computation on these arrays, as a function of nothing."""
     if data.kernel is not None:
-        data.kernel(x, tensors[node.inputs[1]].data, bias, out)
-        return
-    weights = data.dense if data.dense is not None else tensors[node.inputs[1]].data
-    np.matmul(x, weights.T, out=out)
-    if bias is not None:
-        out += bias
-    if data.clamp is not None:
-        data.clamp(out)
+        kernel = data.kernel
+        return lambda: kernel(x, w, bias, out)
+    weights = (data.dense if data.dense is not None else w).T
+    clamp = data.clamp
+
+    def run():
+        np.matmul(x, weights, out=out)
+        if bias is not None:
+            np.add(out, bias, out=out)
+        if clamp is not None:
+            clamp(out)
+
+    return run
+
+
+def fully_connected_invoke(context, node):
+    data = node.user_data
+    _fc_run(data, *_fc_arrays(context.tensors, node, data))()
+
+
+def fully_connected_bind(context, node):
+    """The check-free step, holding the node's arrays (Registration.bind)."""
+    data = node.user_data
+    run = _fc_run(data, *_fc_arrays(context.tensors, node, data))
+    return lambda context, node: run()
 
 
 # --- sparse weights ---------------------------------------------------------------------------------
@@ -537,13 +561,7 @@ def _hybrid_fc_kernel(source, weights, bias, options, batch, depth, optimized, x
         values = None
     float_type = exact_float_type(depth * 128 * 128)
     finish = _float_activation(options.fused_activation_function)
-    quantize = (
-        quantize_rows_4bit_kernel
-        if four_bit
-        else quantize_rows_asymmetric
-        if options.asymmetric_quantize_inputs
-        else quantize_rows_symmetric
-    )
+    asymmetric = options.asymmetric_quantize_inputs and not four_bit
     # the columns TFLite's SSE kernel (x86 only) multiplies in 16-value blocks (every stored block when
     # sparse); its 4-bit kernel has no such quirk
     blocked = 0 if four_bit or not x86 else depth if sparse else depth & ~15
@@ -558,21 +576,29 @@ def _hybrid_fc_kernel(source, weights, bias, options, batch, depth, optimized, x
     fixed = None if values is None else prepared(values)
     # TFLite sums the weight rows on the first invoke after prepare only (stale if the weights change)
     sums = [None if values is None else row_sums_of(values)]
-    per_channel = channel_scales is not None
     # Constant weights whose SSE row sums are the exact ones and without -128s in the SIMD blocks: the
     # accumulators acc - zp * sums are exactly (q - zp) @ w, what quantize(x, centered=True) multiplies
     # (exact in float_type too: |q - zp| <= 255)
     centered = (
-        quantize is quantize_rows_asymmetric
+        asymmetric
         and fixed is not None
         and fixed[1] is None
         and exact_float_type(depth * 255 * 128) == float_type
         and np.array_equal(sums[0], values.astype(np.int64).sum(axis=1))
     )
+    quantize = (
+        quantize_rows_4bit_kernel
+        if four_bit
+        else AsymmetricRowQuantizer(batch, depth, centered)
+        if asymmetric
+        else quantize_rows_symmetric
+    )
+    acc = np.empty((batch, units), float_type)
+    scale = np.empty((batch, units), np.float32)
 
-    def scale_back(acc, scales, bias_values, out):
+    def scale_back(scales, bias_values, out):
         """out = acc * (input scale * weight scale) + bias, then the fused activation."""
-        scale = scales[:, None] * weight_scale if per_channel else (scales * weight_scale)[:, None]
+        np.multiply(scales[:, None], weight_scale, out=scale)
         np.multiply(acc, scale, out=out, casting="unsafe")
         if bias_values is not None:
             out += bias_values
@@ -583,9 +609,9 @@ def _hybrid_fc_kernel(source, weights, bias, options, batch, depth, optimized, x
         matrix = fixed[0]
 
         def centered_kernel(x, w, bias_values, out):
-            quantized, scales, _ = quantize_rows_asymmetric(x, centered=True)
-            acc = np.matmul(quantized.astype(float_type, copy=False), matrix)  # exact integers
-            scale_back(acc, scales, bias_values, out)
+            quantized, scales, _ = quantize(x)
+            np.matmul(quantized, matrix, out=acc)  # exact integers
+            scale_back(scales, bias_values, out)
 
         return centered_kernel
 
@@ -598,12 +624,12 @@ def _hybrid_fc_kernel(source, weights, bias, options, batch, depth, optimized, x
             if sums[0] is None:
                 sums[0] = row_sums_of(raw)
         quantized, scales, *zero_points = quantize(x)
-        acc = np.matmul(quantized.astype(float_type, copy=False), matrix)  # exact integers
+        np.matmul(quantized, matrix, out=acc)  # exact integers
         if mask is not None:
-            acc += sign_transfer_correction(quantized, mask).astype(float_type)
+            np.add(acc, sign_transfer_correction(quantized, mask).astype(float_type), out=acc)
         if zero_points:
-            acc -= zero_points[0][:, None].astype(float_type) * sums[0][None, :]
-        scale_back(acc, scales, bias_values, out)
+            np.subtract(acc, zero_points[0][:, None].astype(float_type) * sums[0][None, :], out=acc)
+        scale_back(scales, bias_values, out)
 
     return kernel
 
@@ -636,6 +662,7 @@ register_builtin(
     prepare=_fully_connected_prepare(True),
     builtin_ref={"prepare": _fully_connected_prepare(False)},
     invoke=fully_connected_invoke,
+    bind=fully_connected_bind,
 )
 
 

@@ -60,25 +60,22 @@ _BITWISE_SIGNS = 2048
 _SIGN_BIT = np.int32(-(2**31))
 
 
-def _round_rows(products: np.ndarray) -> None:
+def _round_rows(products: np.ndarray, scratch: np.ndarray | None = None) -> None:
     """Round a C-contiguous [rows, size] float32 array in place the way the NEON kernels do (blocks,
     then the tail): blocks truncate p + (p < 0 ? -0.5 : 0.5) summed in float32, the tail is
     std::round(p) (see _BELOW_HALF). copysign(0.5, p) differs from TFLite's (p < 0 ? -0.5 : 0.5) only
-    for p = -0.0, which both truncate to zero."""
+    for p = -0.0, which both truncate to zero. `scratch`, a float32 array of the same shape, spares an
+    allocation."""
     addend, bits = _round_addend(products.shape[1])
     if products.size < _BITWISE_SIGNS:
-        products += np.copysign(addend, products)
+        products += np.copysign(addend, products, out=scratch)
     else:  # copysign(addend, p): p's sign bit OR the addend's bits (whose sign bit is clear)
-        signs = np.bitwise_and(products.view(np.int32), _SIGN_BIT)
+        signs = np.bitwise_and(
+            products.view(np.int32), _SIGN_BIT, out=None if scratch is None else scratch.view(np.int32)
+        )
         signs |= bits
         products += signs.view(np.float32)
     np.trunc(products, out=products)
-
-
-# Up to this many rows, the per-row parameters are computed with Python scalars: a NumPy call on a
-# handful of values costs ~1 us, and the vectorized recipe takes ~20 of them (a hybrid CONV_2D quantizes
-# one row per batch: the parameters would cost more than quantizing the row).
-_FEW_ROWS = 8
 
 
 def _has_zero(row: np.ndarray) -> bool:
@@ -262,6 +259,85 @@ def _quantize_row_asymmetric(values: np.ndarray, centered: bool, out: np.ndarray
         quantized += np.float32(nudged)
         clip(quantized, _M128, _127, out=quantized)
     return quantized, np.array([scale], np.float32), np.array([nudged], np.int64)
+
+
+# AsymmetricRowQuantizer's constants: divisors [[255, -255], [255, 255]] of the float32 spread give
+# [[s, -s], [s, s]] (s = spread / 255 in double; x / -255 is exactly -(x / 255)), which divide the ends
+# [low, high] into [[low_s, -high_s], [low_s, high_s]]; _TERM_BASES minus those are the errors
+# [128 - low_s, 127 + high_s] and the zero points [-128 - low_s, 127 - high_s] of _asymmetric_parameters,
+# the same float64 operations on the same operands (a - (-b) is a + b exactly).
+_DIVISORS = np.array([[[255.0], [-255.0]], [[255.0], [255.0]]])
+_TERM_BASES = np.array([[[128.0], [127.0]], [[-128.0], [127.0]]])
+_BELOW_HALF_0D = np.array(_BELOW_HALF_64)
+_ONE_0D = np.array(1, np.float32)
+_ZERO_0D = np.array(0, np.float32)
+_M128_0D, _127_0D = np.array(-128, np.float32), np.array(127, np.float32)
+_BOUND_COLUMN = _BOUNDS[:, None]
+
+
+class AsymmetricRowQuantizer:
+    """quantize_rows_asymmetric for inputs of one shape [rows, size] (size > 0), into arrays allocated
+    once: the parameters of all rows take about a dozen NumPy calls on [2, 2, rows] arrays, where the
+    general recipe makes ~25 fresh arrays (a single row keeps its Python-scalar recipe). Calls whose rows
+    include an empty range (a row of zeros) or a scale that is 0 or not finite go to
+    quantize_rows_asymmetric, which handles them. The arrays a call returns are the quantizer's own,
+    overwritten by the next call."""
+
+    def __init__(self, rows: int, size: int, centered: bool):
+        self._centered = centered
+        self._one_row = rows == 1
+        self._ends = np.empty((2, rows), np.float32)  # [low, high] of each row, widened to include 0
+        self._spread = np.empty(rows, np.float32)
+        self._divisors = np.empty((2, 2, rows))
+        self._terms = np.empty((2, 2, rows))
+        self._low_wins = np.empty(rows, bool)
+        self._signs = np.empty(rows)
+        self._scales = np.empty(rows, np.float32)
+        self._inverse = np.empty(rows, np.float32)
+        self._zero_points = np.empty(rows, np.int64)
+        self._offsets = np.empty(rows, np.float32)  # the zero points as float32
+        self._bounds = np.empty((2, rows), np.float32)  # centered: each row's [-128 - zp, 127 - zp]
+        self._low_bounds, self._high_bounds = self._bounds[:, :, None]
+        self._quantized = np.empty((rows, size), np.float32)
+        self._scratch = np.empty((rows, size), np.float32)
+
+    def __call__(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """quantize_rows_asymmetric(values, centered) for float32 `values` of the quantizer's shape."""
+        if self._one_row:  # Python scalars beat a dozen NumPy calls
+            return quantize_rows_asymmetric(values, self._centered, self._quantized)
+        low, high = self._ends
+        _MIN(values, axis=1, initial=_ZERO_0D, out=low)  # NeonMinMax starts from 0
+        _MAX(values, axis=1, initial=_ZERO_0D, out=high)
+        np.subtract(high, low, out=self._spread)  # float32, as in C
+        divisors, terms = self._divisors, self._terms
+        np.divide(self._spread, _DIVISORS, out=divisors)
+        scales = self._scales
+        np.copyto(scales, divisors[1, 1], casting="same_kind")
+        listed = scales.tolist()
+        if 0.0 in listed or not math.isfinite(sum(listed)):  # scales are >= 0 or NaN
+            return quantize_rows_asymmetric(values, self._centered)
+        np.divide(self._ends, divisors, out=terms)
+        np.subtract(_TERM_BASES, terms, out=terms)
+        zero_point = terms[1, 1]  # the high end's, replaced by the low end's where that loses less
+        np.less(terms[0, 0], terms[0, 1], out=self._low_wins)
+        np.copyto(zero_point, terms[1, 0], where=self._low_wins)
+        # rounded half away from zero (see _BELOW_HALF; no clamp: see _asymmetric_parameters), the
+        # truncation done by the cast
+        zero_point += np.copysign(_BELOW_HALF_0D, zero_point, out=self._signs)
+        zero_points = self._zero_points
+        np.copyto(zero_points, zero_point, casting="unsafe")
+        np.divide(_ONE_0D, scales, out=self._inverse)  # float32(1.0 / scale): see _asymmetric_parameters
+        quantized = np.multiply(values, self._inverse[:, None], out=self._quantized)
+        _round_rows(quantized, self._scratch)
+        offsets = self._offsets
+        np.copyto(offsets, zero_points, casting="same_kind")
+        if self._centered:  # clamp(r + zp, -128, 127) - zp
+            np.subtract(_BOUND_COLUMN, offsets, out=self._bounds)
+            clip(quantized, self._low_bounds, self._high_bounds, out=quantized)
+        else:
+            quantized += offsets[:, None]
+            clip(quantized, _M128_0D, _127_0D, out=quantized)
+        return quantized, scales, zero_points
 
 
 def quantize_rows_4bit_kernel(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
