@@ -1549,3 +1549,53 @@ def test_exact_summation_is_chosen_where_a_hybrid_op_follows(hybrid, forced, exa
         np.testing.assert_array_equal(ours, theirs)
     elif not hybrid:  # (a hybrid op after the fast path may land one quantization step off)
         assert_matches(ours, theirs)
+
+
+def test_laid_out_weights_and_bias_rows_are_shared_by_a_models_interpreters():
+    """What prepare derives from constant filters and biases is computed once per model (core/derived.py)."""
+    rng = np.random.default_rng(7)
+    builder = ModelBuilder()
+    x = builder.add_input("x", T.FLOAT32, [1, 9, 9, 4])
+    conv = builder.add_tensor("conv", T.FLOAT32, [1, 9, 9, 8])
+    builder.add_operator(
+        Op.CONV_2D,
+        [
+            x,
+            builder.add_constant("w", rng.standard_normal([8, 3, 3, 4]).astype(np.float32)),
+            builder.add_constant("b", rng.standard_normal([8]).astype(np.float32)),
+        ],
+        [conv],
+        {"padding": "SAME", "stride_w": 1, "stride_h": 1},
+    )
+    depthwise = builder.add_tensor("depthwise", T.FLOAT32, [1, 9, 9, 8])
+    builder.add_operator(
+        Op.DEPTHWISE_CONV_2D,
+        [
+            conv,
+            builder.add_constant("dw", rng.standard_normal([1, 3, 3, 8]).astype(np.float32)),
+            builder.add_constant("db", rng.standard_normal([8]).astype(np.float32)),
+        ],
+        [depthwise],
+        {"padding": "SAME", "stride_w": 1, "stride_h": 1, "depth_multiplier": 1},
+    )
+    builder.add_output(depthwise)
+    model = builder.build()
+    first, second = (pytflite.Interpreter(model_content=model) for _ in range(2))
+    data = rng.standard_normal([1, 9, 9, 4]).astype(np.float32)
+    outputs = []
+    for interpreter in (first, second):
+        interpreter.allocate_tensors()
+        interpreter.set_tensor(interpreter.get_input_details()[0]["index"], data)
+        interpreter.invoke()
+        outputs.append(interpreter.get_tensor(interpreter.get_output_details()[0]["index"]))
+    np.testing.assert_array_equal(*outputs)
+    (conv_a, _), (depthwise_a, _) = first.subgraphs[0].nodes
+    (conv_b, _), (depthwise_b, _) = second.subgraphs[0].nodes
+    for a, b in (
+        (conv_a.user_data.weights, conv_b.user_data.weights),
+        (depthwise_a.user_data.weights, depthwise_b.user_data.weights),
+    ):
+        assert a is b and not a.flags.writeable
+    if conv_a.user_data.bias_row is not None:
+        assert conv_a.user_data.bias_row is conv_b.user_data.bias_row
+    assert depthwise_a.user_data.bias is depthwise_b.user_data.bias

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from ...core.derived import derived_constant
 from ...core.quantization import AffineQuantization
 from ...core.types import TensorType
 from ...errors import KernelError, ensure, ensure_eq, ensure_type
@@ -227,3 +228,14 @@ def _may_leave_int32(source, weight_sum: int, bias: np.ndarray | None) -> bool:
     zero_point = source.params.zero_point
     largest_bias = int(np.abs(bias.astype(np.int64)).max(initial=0)) if bias is not None else 2**31
     return max(abs(low - zero_point), abs(high - zero_point)) * weight_sum + largest_bias >= 2**31
+
+
+def shared_constant(context, node, role: str, array: np.ndarray | None) -> np.ndarray | None:
+    """An array prepare derived from the node's constant tensors (weights laid out for the product, a
+    constant bias tiled over a row), as the model's interpreters share it (core/derived.py): the first
+    interpreter's array, read-only. It depends on the node's constants, its kernel and the config, and
+    beyond those on the input's shape only through its own shape (a folded bias row, tiles per output
+    row), so role, dtype and shape complete the key."""
+    if array is None:
+        return None
+    return derived_constant(context, node, f"{role} {array.dtype.str} {array.shape}", lambda: array)

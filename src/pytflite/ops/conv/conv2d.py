@@ -41,6 +41,7 @@ from .common import (
     _multipliers,
     _quantize_input,
     _quantized_bias_type,
+    shared_constant,
 )
 from .im2col import (
     ConvState,
@@ -180,6 +181,9 @@ def conv2d_prepare(optimized: bool):
             _conv2d_hybrid(context, node, state, options, source, weights, bias, output, window, optimized)
         else:
             _conv2d_float(context, node, state, options, source, weights, bias, output, window, optimized)
+        state.weights = shared_constant(context, node, "weights", state.weights)
+        if state.bias_constant:
+            state.bias_row = shared_constant(context, node, "bias row", state.bias_row)
         node.user_data = ConvState(**vars(state))
 
     return prepare

@@ -16,7 +16,7 @@ from ..common import (
 )
 from ..registry import register_builtin
 from ..windows import output_size, padding_before_after
-from .common import _FLOAT, _check_bias, _check_float, _constant_data, _positive
+from .common import _FLOAT, _check_bias, _check_float, _constant_data, _positive, shared_constant
 from .im2col import (
     ConvState,
     _conv_compute,
@@ -90,6 +90,9 @@ def conv3d_prepare(context, node):
     set_temporaries(context, node, _owned(state), temporaries)
     state.clamp = activation_clamp(options.fused_activation_function)
     state.program = _float_program(state)
+    state.weights = shared_constant(context, node, "weights", state.weights)
+    if state.bias_constant:
+        state.bias_row = shared_constant(context, node, "bias row", state.bias_row)
     node.user_data = ConvState(**vars(state))
 
 

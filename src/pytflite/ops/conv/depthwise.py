@@ -62,6 +62,7 @@ from .common import (
     _multipliers,
     _positive,
     _quantize_input,
+    shared_constant,
 )
 from .program import Program
 from .requant import Requant
@@ -190,6 +191,9 @@ def depthwise_prepare(optimized: bool):
     def prepare(context, node):
         state = _draft(node.user_data, *_OWNED)
         _depthwise_prepare(context, node, state, optimized)
+        state.weights = shared_constant(context, node, "weights", state.weights)
+        if state.bias_constant:
+            state.bias = shared_constant(context, node, "bias row", state.bias)
         node.user_data = DepthwiseState(**vars(state))
 
     return prepare

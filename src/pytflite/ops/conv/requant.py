@@ -173,14 +173,18 @@ class Requant:
             return values if np.ndim(values) == 0 else channel_row(values, pixels)
 
         fast = self._float_constants(terms)
-        channels = self.multiplier.size
-        rows = self._rows = _Rows(
-            pixels,
-            terms,
-            None if fast is None else tuple(channel_row(v, pixels) for v in (fast.scale, fast.constant)),
-            None if terms is None else channel_row(np.broadcast_to(terms, (channels,)), pixels, np.int64),
-            *(tile(v) for v in (self._left, self._m, self._add, self._total)),
-        )
+        if fast is not None:  # the int64 path's rows are never read: not made (they are the larger ones)
+            rows = _Rows(pixels, terms, tuple(channel_row(v, pixels) for v in (fast.scale, fast.constant)))
+        else:
+            channels = self.multiplier.size
+            rows = _Rows(
+                pixels,
+                terms,
+                None,
+                None if terms is None else channel_row(np.broadcast_to(terms, (channels,)), pixels, np.int64),
+                *(tile(v) for v in (self._left, self._m, self._add, self._total)),
+            )
+        self._rows = rows
         return rows
 
     def prepare(self, pixels: int, terms=None) -> None:
@@ -336,8 +340,9 @@ class _Rows:
     pixels: int
     terms: Any
     fast: tuple[np.ndarray, np.ndarray] | None  # the float64 path's (m', c') rows
-    terms_row: np.ndarray | None  # int64
-    left: Any  # the rest: NumPy scalars when uniform, rows otherwise
-    m: Any
-    add: Any
-    total: Any
+    # the int64 path's (made only when it is taken): terms, then NumPy scalars when uniform, rows otherwise
+    terms_row: np.ndarray | None = None
+    left: Any = None
+    m: Any = None
+    add: Any = None
+    total: Any = None
