@@ -113,3 +113,26 @@ def test_builtin_binary_steps_match_invoke_after_resizes():
         interpreter.invoke()
         result = interpreter.get_tensor(interpreter.get_output_details()[0]["index"])
         np.testing.assert_array_equal(result, np.clip(a * b, 0, 6))
+
+
+def test_string_tensors_are_not_bound():
+    """set_tensor gives a string tensor a new array: an EQUAL of string inputs keeps up with it."""
+    builder = ModelBuilder()
+    first = builder.add_input("first", T.STRING, [3])
+    second = builder.add_input("second", T.STRING, [3])
+    same = builder.add_tensor("same", T.BOOL, [3])
+    builder.add_operator(Op.EQUAL, [first, second], [same])
+    builder.add_output(same)
+    interpreter = pytflite.Interpreter(model_content=builder.build())
+    interpreter.allocate_tensors()
+    first_index, second_index = (d["index"] for d in interpreter.get_input_details())
+    interpreter.set_tensor(second_index, np.array([b"a", b"y", b"c"], dtype=object))
+    interpreter.set_tensor(first_index, np.array([b"a", b"b", b"c"], dtype=object))
+    interpreter.allocate_tensors()  # string inputs are dynamic: prepared again, a new step list
+    for values, expected in (
+        ([b"a", b"b", b"c"], [True, False, True]),
+        ([b"x", b"y", b"z"], [False, True, False]),
+    ):
+        interpreter.set_tensor(first_index, np.array(values, dtype=object))
+        interpreter.invoke()
+        assert interpreter.get_tensor(interpreter.get_output_details()[0]["index"]).tolist() == expected

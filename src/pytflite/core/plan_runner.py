@@ -62,8 +62,7 @@ class PlanRunner:
                 t != OPTIONAL_TENSOR and _held_elsewhere(subgraph.tensors[t]) for t in node.inputs
             ):
                 return None
-            bind = registration.bind
-            steps.append((registration.invoke if bind is None else bind(subgraph.context, node), node))
+            steps.append((_step(subgraph, node, registration), node))
         return steps
 
     def _fast_prefix(self) -> tuple[Steps, int] | None:
@@ -88,7 +87,7 @@ class PlanRunner:
             if node_index not in subgraph.folded_nodes:
                 if any(t != OPTIONAL_TENSOR and _held_elsewhere(tensors[t]) for t in node.inputs):
                     break
-                steps.append((registration.invoke, node))
+                steps.append((_step(subgraph, node, registration), node))
             end = position + 1
         return (steps, end) if end else None
 
@@ -199,6 +198,18 @@ def _profiled_as_one_node(profiler: Any, node: Node) -> bool:
 def _lacks_data(tensor: Tensor) -> bool:
     """No memory although the tensor has contents (a string tensor always has, even when empty)."""
     return tensor.data is None and (tensor.bytes > 0 or tensor.type in NON_POD_TYPES)
+
+
+def _step(subgraph: Subgraph, node: Node, registration) -> Callable:
+    """What a check-free step calls: the kernel's bound step (Registration.bind) or its invoke. A node
+    reading or writing a string (or resource, variant) tensor is not bound: setting a string input
+    gives the tensor a new array."""
+    tensors = subgraph.tensors
+    if registration.bind is None or any(
+        t != OPTIONAL_TENSOR and tensors[t].type in NON_POD_TYPES for t in (*node.inputs, *node.outputs)
+    ):
+        return registration.invoke
+    return registration.bind(subgraph.context, node)
 
 
 def _held_elsewhere(tensor: Tensor) -> bool:
