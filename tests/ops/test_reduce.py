@@ -13,6 +13,7 @@ import pytflite
 from pytflite import BuiltinOperator as Op
 from pytflite.core.quantization import AffineQuantization
 from pytflite.core.types import tensor_type_for_dtype
+from pytflite.ops import reduce
 
 # outputs declared [], empty dynamic results read safely
 from tests.oracle import CORPUS, compare_with_litert, litert, requires_litert
@@ -188,6 +189,17 @@ def test_quantized_mean_fast_path_blocks_round_halves_up(dtype, depth):
     results = quantized_reduce(Op.MEAN, x, [1, 2], (0.5, 0 if dtype == np.int8 else 128), (0.5, 3), True)
     if dtype == np.int8:
         assert np.any(results["BUILTIN_WITHOUT_DEFAULT_DELEGATES"] != results["BUILTIN_REF"])
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+@pytest.mark.parametrize(("axes", "keep_dims"), [([1, 2], True), ([1, 2, 3], False)])
+def test_quantized_mean_of_sums_past_the_lookup_table(dtype, axes, keep_dims):
+    # 17 * 17 (* 20) elements a sum: too many reachable sums to tabulate, so they are requantized at invoke
+    shape = (2, 17, 17, 20)
+    assert 255 * np.prod([shape[a] for a in axes]) >= reduce._LOOKUP_LIMIT
+    info = np.iinfo(dtype)
+    x = np.random.default_rng(7).integers(info.min, info.max + 1, shape).astype(dtype)
+    quantized_reduce(Op.MEAN, x, axes, (0.07, 5), (0.03, -3 if dtype == np.int8 else 9), keep_dims)
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16])

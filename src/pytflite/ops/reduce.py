@@ -10,8 +10,9 @@ share their scale and zero point (and int16 zero points be 0), as TFLite checks.
 Quantized MEAN, SUM and REDUCE_PROD requantize (see _quantized_mean, _quantized_sum, _quantized_prod):
 MEAN by TFLite's integer QuantizedMeanOrSum, or, for a 4-D int8/uint8 input reduced over [1, 2] with
 keep_dims, by its optimized kernel (per-channel sums, the scale folded into one multiplier, SIMD blocks
-of 16 channels rounding halves up); SUM by the optimized kernel's float arithmetic; REDUCE_PROD one
-requantizing multiplication per element, in memory order. BUILTIN_REF's MEAN always takes the integer
+of 16 channels rounding halves up), either tabulated in prepare over every reachable int32 sum when
+there are few (invoke then sums and looks up); SUM by the optimized kernel's float arithmetic;
+REDUCE_PROD one requantizing multiplication per element, in memory order. BUILTIN_REF's MEAN always takes the integer
 path, and its SUM is TFLite's reference code, which reads the input bytes as uint8.
 
 ARG_MAX/ARG_MIN pick the first index among ties and skip NaNs (an all-NaN slice gives 0); along the
@@ -177,9 +178,9 @@ def _int32_sum(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
 
 class _Int32Sums:
     """TFLite's int32 accumulators (wrapping on overflow) of an 8/16-bit input over `axes`, in arrays made
-    once with the reducer, and the in-place int64 arithmetic that requantizes them. The input is
-    converted into an int32 copy by assignment (a ufunc casting its input goes through NumPy's buffers)
-    and summed there: NumPy's int32 additions wrap as the C accumulator does."""
+    once with the reducer, and int64 scratch for requantizing them. The input is converted into an
+    int32 copy by assignment (a ufunc casting its input goes through NumPy's buffers) and summed there:
+    NumPy's int32 additions wrap as the C accumulator does."""
 
     def __init__(self, shape: tuple[int, ...], axes: tuple[int, ...]):
         self.axes = axes
@@ -194,40 +195,50 @@ class _Int32Sums:
         np.copyto(self.wide, self.sums)
         return self.wide
 
-    @staticmethod
-    def wrap32(x: np.ndarray) -> None:
-        np.add(x, 1 << 31, out=x)
-        np.bitwise_and(x, 0xFFFFFFFF, out=x)
-        np.subtract(x, 1 << 31, out=x)
 
-    def requantize(self, x: np.ndarray, multiplier: int, shift: int, simd: bool) -> None:
-        """x = multiply_by_quantized_multiplier(x, multiplier, shift) (simd: its _simd form) in place, on
-        a view of self.wide; self.work and self.spare hold the rounding terms."""
-        left, right = (max(shift, 0) if simd else max(shift, 0) & 31), max(-shift, 0)
-        if left:
-            np.left_shift(x, left, out=x)
-            self.wrap32(x)
-        np.multiply(x, multiplier, out=x)  # SaturatingRoundingDoublingHighMul
-        np.add(x, 1 << 30, out=x)
-        np.right_shift(x, 31, out=x)
-        np.minimum(x, INT32_MAX, out=x)
-        if not right:
-            return
-        if simd:  # the right shift rounds halves up
-            np.add(x, (1 << right) >> 1, out=x)
-            np.right_shift(x, right, out=x)
-            return
-        # RoundingDivideByPOT: (x >> right) + [remainder > mask / 2 + (x < 0)], with -[x < 0] = x >> 63
-        # and -[remainder > threshold] = (threshold - remainder) >> 63: no bool arrays to cast
-        mask = (np.int64(1) << np.int64(right)) - 1
-        work, spare = self.work[..., : x.shape[-1]], self.spare[..., : x.shape[-1]]
-        np.right_shift(x, 63, out=work)
-        np.subtract(mask >> 1, work, out=work)
-        np.bitwise_and(x, mask, out=spare)
-        np.subtract(work, spare, out=work)
-        np.right_shift(work, 63, out=work)
+def _wrap32_in_place(x: np.ndarray) -> None:
+    np.add(x, 1 << 31, out=x)
+    np.bitwise_and(x, 0xFFFFFFFF, out=x)
+    np.subtract(x, 1 << 31, out=x)
+
+
+def _requantize(x: np.ndarray, multiplier: int, shift: int, simd: bool, work: np.ndarray, spare: np.ndarray):
+    """x = multiply_by_quantized_multiplier(x, multiplier, shift) (simd: its _simd form) in place, on
+    int64 x; `work` and `spare` (shaped like x) hold the rounding terms."""
+    left, right = (max(shift, 0) if simd else max(shift, 0) & 31), max(-shift, 0)
+    if left:
+        np.left_shift(x, left, out=x)
+        _wrap32_in_place(x)
+    np.multiply(x, multiplier, out=x)  # SaturatingRoundingDoublingHighMul
+    np.add(x, 1 << 30, out=x)
+    np.right_shift(x, 31, out=x)
+    np.minimum(x, INT32_MAX, out=x)
+    if not right:
+        return
+    if simd:  # the right shift rounds halves up
+        np.add(x, (1 << right) >> 1, out=x)
         np.right_shift(x, right, out=x)
-        np.subtract(x, work, out=x)
+        return
+    # RoundingDivideByPOT: (x >> right) + [remainder > mask / 2 + (x < 0)], with -[x < 0] = x >> 63
+    # and -[remainder > threshold] = (threshold - remainder) >> 63: no bool arrays to cast
+    mask = (np.int64(1) << np.int64(right)) - 1
+    np.right_shift(x, 63, out=work)
+    np.subtract(mask >> 1, work, out=work)
+    np.bitwise_and(x, mask, out=spare)
+    np.subtract(work, spare, out=work)
+    np.right_shift(work, 63, out=work)
+    np.right_shift(x, right, out=x)
+    np.subtract(x, work, out=x)
+
+
+# A quantized MEAN maps each output's int32 sum to its value by TFLite's integer arithmetic, in pieces
+# over the output's last axis (the optimized kernel rounds whole blocks of 16 channels and the rest
+# differently): (where, finish), finish(sums, work, spare) working in place on int64 arrays.
+_Finish = Callable[[np.ndarray, np.ndarray, np.ndarray], None]
+
+# Sums spanning at most this many values are looked up: prepare finishes every reachable sum into a
+# table, and invoke is the sum (in int16 where it fits) and one `take` per piece.
+_LOOKUP_LIMIT = 1 << 16
 
 
 def _fast_mean_applies(spec: ReduceSpec) -> bool:
@@ -244,35 +255,39 @@ def _fast_mean_applies(spec: ReduceSpec) -> bool:
 def _quantized_mean(spec: ReduceSpec) -> Callable:
     if spec.count == 0 or math.prod(spec.shape) == 0:
         return _zeros  # TFLite fills the output of an empty input with "NaN", which is 0 for integers
-    if _fast_mean_applies(spec):
-        return _fast_quantized_mean(spec)
+    pieces = _fast_mean_pieces(spec) if _fast_mean_applies(spec) else _reference_mean_pieces(spec)
+    low, high = _TYPE_RANGE[spec.dtype]
+    lowest, highest = low * spec.count, high * spec.count
+    if highest - lowest < _LOOKUP_LIMIT:
+        return _looked_up_mean(spec, pieces, lowest, highest)
+    return _computed_mean(spec, pieces)
+
+
+def _reference_mean_pieces(spec: ReduceSpec) -> list[tuple[object, _Finish]]:
+    """reference_ops::QuantizedMeanOrSum: 1 / count folded into the multiplier, keeping its precision."""
     (source_scale, source_zero_point), (output_scale, output_zero_point) = (
         spec.source_quantization,
         spec.output_quantization,
     )
     multiplier, shift = quantize_multiplier(source_scale / output_scale)
-    # reference_ops::QuantizedMeanOrSum: 1 / count folded into the multiplier, keeping its precision
     count = spec.count
     extra = min(count.bit_length() - 1, 32, 31 + shift)
     multiplier = (multiplier << extra) // count
     shift -= extra
     low, high = _TYPE_RANGE[spec.dtype]
     offset = source_zero_point * count
-    sums = _Int32Sums(spec.shape, spec.axes)
 
-    def mean(x, out):
-        total = sums(x)
+    def finish(total, work, spare):
         np.subtract(total, offset, out=total)
-        sums.wrap32(total)
-        sums.requantize(total, multiplier, shift, simd=False)
+        _wrap32_in_place(total)
+        _requantize(total, multiplier, shift, False, work, spare)
         np.add(total, output_zero_point, out=total)
         clip(total, low, high, out=total)
-        np.copyto(out, total, casting="unsafe")
 
-    return mean
+    return [(Ellipsis, finish)]
 
 
-def _fast_quantized_mean(spec: ReduceSpec) -> Callable:
+def _fast_mean_pieces(spec: ReduceSpec) -> list[tuple[object, _Finish]]:
     """optimized_integer_ops::Mean (int8) / optimized_ops::Mean (uint8): the raw sum over H x W of each
     channel, times input_scale / (H * W * output_scale) as one multiplier (computed in float32), plus a
     bias from the zero points; channels in whole blocks of 16 use the SIMD multiply (rounding halves
@@ -290,18 +305,62 @@ def _fast_quantized_mean(spec: ReduceSpec) -> Callable:
     temp = temp + f32(0.5) if temp > 0 else temp - f32(0.5)
     bias = output_zero_point - int(temp)  # the C cast truncates
     low, high = _TYPE_RANGE[spec.dtype]
+
+    def rounding(simd: bool) -> _Finish:
+        def finish(total, work, spare):
+            _requantize(total, multiplier, shift, simd, work, spare)
+            np.add(total, bias, out=total)
+            clip(total, low, high, out=total)
+
+        return finish
+
     depth = spec.shape[3]
     blocked = depth - depth % 16
+    pieces = [(np.s_[..., :blocked], rounding(True)), (np.s_[..., blocked:], rounding(False))]
+    return [(where, finish) for (where, finish), size in zip(pieces, (blocked, depth - blocked)) if size]
 
-    sums = _Int32Sums(spec.shape, (1, 2))
+
+def _computed_mean(spec: ReduceSpec, pieces: list[tuple[object, _Finish]]) -> Callable:
+    sums = _Int32Sums(spec.shape, spec.axes)
 
     def mean(x, out):
         total = sums(x)
-        sums.requantize(total[..., :blocked], multiplier, shift, simd=True)
-        sums.requantize(total[..., blocked:], multiplier, shift, simd=False)
-        np.add(total, bias, out=total)
-        clip(total, low, high, out=total)
+        for where, finish in pieces:
+            finish(total[where], sums.work[where], sums.spare[where])
         np.copyto(out, total, casting="unsafe")
+
+    return mean
+
+
+def _looked_up_mean(spec: ReduceSpec, pieces: list[tuple[object, _Finish]], lowest: int, highest: int):
+    """MEAN as one table of every reachable sum's result per piece, end to end: the sums start from
+    -lowest (so they index their piece's table) and each piece's channels add its table's offset."""
+    reachable = np.arange(lowest, highest + 1, dtype=np.int64)
+    size = reachable.size
+    tables = []
+    for _, finish in pieces:
+        values = reachable.copy()
+        finish(values, np.empty_like(values), np.empty_like(values))
+        tables.append(values)
+    table = np.concatenate(tables).astype(spec.dtype)
+    narrow = table.size <= 1 << 15
+    staged = np.empty(spec.shape, np.int16 if narrow else np.int32)
+    sums = np.empty(_kept(spec.shape, spec.axes), staged.dtype)
+    indices = np.empty(sums.shape, np.intp)  # take converts other index types into a new array
+    axes, start = spec.axes, -lowest
+    offsets = None
+    if len(pieces) > 1:
+        offsets = np.zeros(sums.shape[-1], np.intp)
+        for index, (where, _) in enumerate(pieces):
+            offsets[where] = index * size
+
+    def mean(x, out):
+        np.copyto(staged, x)  # a cast inside the reduction would run buffered
+        np.add.reduce(staged, axis=axes, out=sums, keepdims=True, initial=start)
+        np.copyto(indices, sums)
+        if offsets is not None:
+            np.add(indices, offsets, out=indices)
+        table.take(indices, out=out, mode="clip")
 
     return mean
 
@@ -428,7 +487,7 @@ def _quantization_rule(op_name: str, source, output) -> bool:
 
 
 def reducer(op_name: str, make: Reducer, types: tuple[TensorType, ...], optimized: bool = True):
-    """Prepare and invoke functions for one reduction."""
+    """Prepare, invoke and bind functions for one reduction."""
 
     def spec_for(data: ReduceData, node, source, output, axes) -> ReduceSpec:
         quantized = data.quantized
@@ -477,7 +536,20 @@ def reducer(op_name: str, make: Reducer, types: tuple[TensorType, ...], optimize
             run, kept = make(spec_for(data, node, source, output, axes)), _kept(shape, axes)
         run(source.data, tensors[node.outputs[0]].data.reshape(kept))
 
-    return prepare, invoke
+    def bind(context, node):
+        """With constant axes, the step holds the input and the output viewed with the kept dimensions."""
+        data = node.user_data
+        if data.run is None:
+            return invoke
+        tensors, run = context.tensors, data.run
+        x, out = tensors[node.inputs[0]].data, tensors[node.outputs[0]].data.reshape(data.kept)
+
+        def step(context, node):
+            run(x, out)
+
+        return step
+
+    return prepare, invoke, bind
 
 
 _EXTREMES = (*_NUMBERS, *_QUANTIZED)
@@ -495,11 +567,10 @@ _REDUCERS = {
 }
 
 for _op, (_compute, _types, _versions, _has_reference) in _REDUCERS.items():
-    _prepare, _invoke = reducer(_op.name, _compute, _types)
+    _prepare, _invoke, _bind = reducer(_op.name, _compute, _types)
     _twin = None
     if _has_reference:
-        _reference_prepare, _reference_invoke = reducer(_op.name, _compute, _types, optimized=False)
-        _twin = {"prepare": _reference_prepare, "invoke": _reference_invoke}
+        _twin = dict(zip(("prepare", "invoke", "bind"), reducer(_op.name, _compute, _types, optimized=False)))
     register_builtin(
         _op,
         _versions,
@@ -507,6 +578,7 @@ for _op, (_compute, _types, _versions, _has_reference) in _REDUCERS.items():
         op_data=ReduceData,
         prepare=_prepare,
         invoke=_invoke,
+        bind=_bind,
         builtin_ref=_twin,
     )
 

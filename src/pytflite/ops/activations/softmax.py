@@ -4,6 +4,7 @@ kernel); int16 through TFLite's 513-entry exp and 1/(1+x) tables."""
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -71,6 +72,8 @@ def _softmax_float_table(source, output, beta: np.float32, x86: bool) -> Callabl
     in_scale, _ = _quantization(source, "input", "SOFTMAX")
     out_scale, out_zero = _quantization(output, "output", "SOFTMAX")
     table = _float_exp_table(in_scale, beta)
+    if output.type == _I8:
+        return _softmax_int8_table(tuple(source.shape), table, out_scale)
     out_info = np.iinfo(_DTYPES[output.type])
     # x86 rounds uint8 results as int(p + 0.5f), and that specialization leaves out the zero point
     truncating = output.type == _U8
@@ -94,6 +97,58 @@ def _softmax_float_table(source, output, beta: np.float32, x86: bool) -> Callabl
         np.copyto(out, quantized.reshape(out.shape), casting="unsafe")
 
     return compute
+
+
+def _softmax_int8_table(shape: tuple[int, ...], table: np.ndarray, out_scale: np.float32) -> Callable:
+    """The float table kernel for int8 to int8 (output zero point -128, scale about 1/256) in arrays made
+    once: the distance to the row maximum is the int8 difference read as uint8 (it wraps modulo 256);
+    roundf of the non-negative float32 probability p, less 128, is floor(p + 128.5) - 256 in float64
+    (exact where it matters: p + 128.5 is within float64 rounding of an integer only when it is one),
+    and clamping floor(p + 128.5) to 383 (an output of 127) and casting it to the output's uint8 view
+    takes the 256 away."""
+    rows = (math.prod(shape[:-1]), shape[-1]) if shape else (1, 1)  # as _rows views x
+    peak = np.empty((rows[0], 1), np.int8)
+    distances, indices = np.empty(rows, np.int8), np.empty(rows, np.intp)  # take converts other types
+    exps, sums = np.empty(rows, np.float32), np.empty(rows, np.float32)
+    inverse = np.empty((rows[0], 1), np.float32)
+    lifted, narrow = np.empty(rows, np.float64), np.empty(rows, np.int16)
+    one, scale = np.array(1, np.float32), np.array(out_scale, np.float32)
+    half_lift, highest = np.array(128.5, np.float64), np.array(383, np.int16)
+
+    def compute(x, out):
+        x = x.reshape(rows)
+        np.maximum.reduce(x, axis=-1, keepdims=True, out=peak)
+        np.subtract(peak, x, out=distances)
+        np.copyto(indices, distances.view(np.uint8))
+        table.take(indices, out=exps, mode="clip")
+        np.add.accumulate(exps, axis=-1, out=sums)  # left to right, as TFLite's loop
+        np.multiply(sums[:, -1:], scale, out=inverse)
+        np.divide(one, inverse, out=inverse)
+        np.multiply(exps, inverse, out=exps)
+        np.add(exps, half_lift, out=lifted)
+        np.copyto(narrow, lifted, casting="unsafe")  # non-negative: the cast is the floor
+        np.minimum(narrow, highest, out=narrow)
+        np.copyto(out.reshape(rows).view(np.uint8), narrow, casting="unsafe")
+
+    return compute
+
+
+def _softmax_bind(context, node):
+    """The step holding the input and output arrays (Registration.bind)."""
+    tensors = context.tensors
+    x, out = tensors[node.inputs[0]].data, tensors[node.outputs[0]].data
+    if not out.size:
+        return _nothing
+    compute = node.user_data.compute
+
+    def step(context, node):
+        compute(x, out)
+
+    return step
+
+
+def _nothing(context, node):
+    """An empty output: nothing to compute."""
 
 
 def _softmax_reference(source, output, beta: float) -> Callable:
@@ -182,5 +237,6 @@ register_builtin(
     op_data=ActivationData,
     prepare=_softmax_prepare(False),
     invoke=nonempty_invoke,
+    bind=_softmax_bind,
     builtin_ref={"prepare": _softmax_prepare(True)},
 )
