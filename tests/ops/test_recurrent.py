@@ -255,6 +255,25 @@ def test_unidirectional_lstm_sizes(batch, steps, n_input, n_cell, projection, hy
     _check(model, _runs(feeds, rng, zero_rows=False), reset_before=3)
 
 
+@pytest.mark.parametrize("time_major", [True, False], ids=["time-major", "batch-major"])
+def test_unidirectional_lstm_resized_between_invokes(time_major):
+    """The plain float LSTM's bound step (its buffers and per-step views) follows a new sequence length."""
+    rng = _rng(("resized", time_major))
+    batch, n_input, n_cell = 2, 4, 5
+    shape = (3, batch, n_input) if time_major else (batch, 3, n_input)
+    inputs = _lstm_inputs(rng, shape, n_cell, n_cell, batch)
+    options = {"fused_activation_function": "TANH", "time_major": time_major}
+    model, _ = _model(Op.UNIDIRECTIONAL_SEQUENCE_LSTM, inputs, [(F32, None)], options)
+    reference, ours = litert_interpreter(model), pytflite.Interpreter(model_content=model)
+    for steps in (3, 6, 2):
+        shape = (steps, batch, n_input) if time_major else (batch, steps, n_input)
+        feeds = [_uniform(rng, *shape, scale=1.0)]
+        for interpreter in (reference, ours):
+            interpreter.resize_tensor_input(0, shape)
+            interpreter.allocate_tensors()
+        assert_matches(_feed(ours, feeds)[0], _feed(reference, feeds)[0], 1e-5, what=f"{steps} steps")
+
+
 @pytest.mark.parametrize("hybrid", [False, True], ids=["float", "hybrid"])
 @pytest.mark.parametrize("config", ["plain", "all", "layer-norm", "cifg-peephole", "projection-bias"])
 def test_lstm(config, hybrid):

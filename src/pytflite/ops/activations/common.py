@@ -73,6 +73,29 @@ def compute_invoke(context, node):
     node.user_data.compute(tensors[node.inputs[0]].data, tensors[node.outputs[0]].data)
 
 
+def _unary_bind(float_step: Callable | None) -> Callable:
+    """The check-free step (Registration.bind) of the ops registered by _unary_kernel: `float_step(x, out)`
+    where given for a float32 input (None: not for these arrays), else the compute function on the
+    node's arrays."""
+
+    def bind(context, node):
+        tensors = context.tensors
+        source = tensors[node.inputs[0]]
+        x, out = source.data, tensors[node.outputs[0]].data
+        if float_step is not None and source.type == TensorType.FLOAT32:
+            step = float_step(x, out)
+            if step is not None:
+                return step
+        compute = node.user_data.compute
+
+        def step(context, node):
+            compute(x, out)
+
+        return step
+
+    return bind
+
+
 def _unary_kernel(
     op: BuiltinOperator,
     versions: tuple[int, int],
@@ -80,10 +103,12 @@ def _unary_kernel(
     quantized: Callable | None = None,
     types: tuple[TensorType, ...] = _FLOAT,
     quantized_ref: Callable | None = None,
+    float_step: Callable | None = None,
 ) -> None:
     """Register a one-input op: `compute(x, out)` for float32, `quantized(input, output, x86)` making the
     compute function of the other `types` in prepare (`x86`: the host's float-to-int conversions);
-    `quantized_ref` the one of BUILTIN_REF's kernel, where it differs."""
+    `quantized_ref` the one of BUILTIN_REF's kernel, where it differs; `float_step(x, out)` the float32
+    check-free step with its own scratch (see _unary_bind)."""
 
     def prepare_with(quantized_for_types: Callable | None) -> Callable:
         def prepare(context, node):
@@ -102,6 +127,7 @@ def _unary_kernel(
         op_data=ActivationData,
         prepare=prepare_with(quantized),
         invoke=compute_invoke,
+        bind=_unary_bind(float_step),
         builtin_ref=None if quantized_ref is None else {"prepare": prepare_with(quantized_ref)},
     )
 

@@ -20,26 +20,40 @@ from ..quant.lut import (
     table_kernel,
     tanhf,
 )
-from .common import _ALL, _BYTES, _DTYPES, _MINUS_INF, _ONE, _blockwise, _f32, _unary_kernel
+from .common import _ALL, _BLOCK, _BYTES, _DTYPES, _MINUS_INF, _ONE, _blockwise, _f32, _unary_kernel
 from .quantized import _F32_ONE, _Q15, _ensure_zero_points, _quantization
-
-
-def _tanh(x, out):
-    np.tanh(x, out=out)
-
 
 # Above this exp(x)/(1 + exp(x)) rounds to 1 (TFLite clamps its exp argument at the same point).
 _LOGISTIC_HIGHEST = _f32(16.6355324)
 
 
+def _logistic_into(x, out, scratch):
+    """e / (1 + e) with e = exp(x): accurate for negative x down to the denormals, 1 above the clamp;
+    `scratch`, an array of out's shape, takes 1 + e."""
+    clip(x, _MINUS_INF, _LOGISTIC_HIGHEST, out)
+    np.exp(out, out)
+    np.add(out, _ONE, scratch)
+    np.divide(out, scratch, out)
+
+
 def _logistic_block(x, out):
-    # e / (1 + e) with e = exp(x): accurate for negative x down to the denormals, 1 above the clamp
-    clip(x, _MINUS_INF, _LOGISTIC_HIGHEST, out=out)
-    np.exp(out, out=out)
-    np.divide(out, out + _ONE, out=out)
+    _logistic_into(x, out, np.empty_like(out))
 
 
 _logistic = _blockwise(_logistic_block)
+
+
+def _logistic_step(x, out):
+    """LOGISTIC's float check-free step with its scratch made once (tensors up to one block; larger
+    ones run blockwise)."""
+    if out.size > _BLOCK:
+        return None
+    scratch = np.empty_like(out)
+
+    def step(context, node):
+        _logistic_into(x, out, scratch)
+
+    return step
 
 
 def _sigmoid_float(x: np.ndarray) -> np.ndarray:
@@ -117,7 +131,11 @@ def _tanh_logistic_quantized(op: BuiltinOperator, reference: bool) -> Callable:
     return quantized
 
 
-for _op, _float in ((BuiltinOperator.TANH, _tanh), (BuiltinOperator.LOGISTIC, _logistic)):
+# np.tanh takes `out` positionally: it is TANH's compute(x, out) itself
+for _op, _float, _step in (
+    (BuiltinOperator.TANH, np.tanh, None),
+    (BuiltinOperator.LOGISTIC, _logistic, _logistic_step),
+):
     _unary_kernel(
         _op,
         (1, 3),
@@ -125,4 +143,5 @@ for _op, _float in ((BuiltinOperator.TANH, _tanh), (BuiltinOperator.LOGISTIC, _l
         _tanh_logistic_quantized(_op, reference=False),
         _ALL,
         quantized_ref=_tanh_logistic_quantized(_op, reference=True),
+        float_step=_step,
     )

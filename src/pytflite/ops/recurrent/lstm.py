@@ -28,7 +28,7 @@ from .lstm_common import (
     _slot,
     _state_tensor,
 )
-from .lstm_float import _run_lstm
+from .lstm_float import _plain, _PlainLstm, _run_lstm
 from .lstm_integer import _integer_lstm_prepare, _run_integer_lstm
 
 
@@ -87,11 +87,8 @@ def unidirectional_lstm_prepare(context, node):
     return _lstm_prepare(context, node, sequence=True)
 
 
-def lstm_invoke(context, node):
-    data = node.user_data
-    if isinstance(data, BasicLstmData):
-        return basic_lstm_invoke(context, node)
-    direction = data.direction
+def _lstm_arrays(context, node, data: LstmData):
+    """The input and output as [time, batch, depth] views, and the h and c states as [batch, n]."""
     tensors = context.tensors
     source, out = tensors[node.inputs[0]].data, tensors[node.outputs[0]].data
     if data.sequence:
@@ -99,13 +96,44 @@ def lstm_invoke(context, node):
     else:
         source, out = source[None], out[None]
     batch = source.shape[1]
-    h = tensors[node.inputs[18]].data.reshape(batch, direction.n_output)
-    c = tensors[node.inputs[19]].data.reshape(batch, direction.n_cell)
+    h = tensors[node.inputs[18]].data.reshape(batch, data.direction.n_output)
+    c = tensors[node.inputs[19]].data.reshape(batch, data.direction.n_cell)
+    return source, out, h, c
+
+
+def lstm_invoke(context, node):
+    data = node.user_data
+    if isinstance(data, BasicLstmData):
+        return basic_lstm_invoke(context, node)
+    direction = data.direction
+    source, out, h, c = _lstm_arrays(context, node, data)
     if direction.integer:
         _run_integer_lstm(direction.packed, source, h, c, out)
         return
     weights = _direction_weights(context, node, direction)
     _run_lstm(direction, weights, data.run, source, None, h, c, out, True)
+
+
+def _bound(runs: list[_PlainLstm]):
+    def step(context, node):
+        for run in runs:
+            run()
+
+    return step
+
+
+def lstm_bind(context, node):
+    """The check-free step of a _plain float LSTM with constant weights: its _PlainLstm, buffers and
+    views made for this allocation (Registration.bind); other LSTMs run their invoke."""
+    data = node.user_data
+    if not isinstance(data, LstmData) or not _bindable(data.direction, data.run):
+        return lstm_invoke
+    source, out, h, c = _lstm_arrays(context, node, data)
+    return _bound([_PlainLstm(data.direction.packed.halved, data.run, source, None, h, c, out, True)])
+
+
+def _bindable(direction: _LstmDirection, run: _LstmRun) -> bool:
+    return not direction.integer and direction.packed is not None and _plain(direction, run)
 
 
 def bidirectional_lstm_prepare(context, node):
@@ -188,7 +216,9 @@ def bidirectional_lstm_prepare(context, node):
     )
 
 
-def bidirectional_lstm_invoke(context, node):
+def _bidirectional_runs(context, node):
+    """Each direction's arguments to _run_lstm after its weights: (direction, sequence, aux, h, c,
+    output, forward)."""
     data = node.user_data
     fw, bw = data.directions
     tensors = context.tensors
@@ -212,8 +242,26 @@ def bidirectional_lstm_invoke(context, node):
     ):
         h = tensors[node.inputs[states[0]]].data.reshape(batch, direction.n_output)
         c = tensors[node.inputs[states[1]]].data.reshape(batch, direction.n_cell)
-        weights = _direction_weights(context, node, direction)
-        _run_lstm(direction, weights, data.run, sequence, real_aux, h, c, target, forward)
+        yield direction, sequence, real_aux, h, c, target, forward
+
+
+def bidirectional_lstm_invoke(context, node):
+    run = node.user_data.run
+    for direction, *arrays in _bidirectional_runs(context, node):
+        _run_lstm(direction, _direction_weights(context, node, direction), run, *arrays)
+
+
+def bidirectional_lstm_bind(context, node):
+    """As lstm_bind, when both directions are _plain with constant weights."""
+    data = node.user_data
+    if not all(_bindable(direction, data.run) for direction in data.directions):
+        return bidirectional_lstm_invoke
+    return _bound(
+        [
+            _PlainLstm(direction.packed.halved, data.run, *arrays)
+            for direction, *arrays in _bidirectional_runs(context, node)
+        ]
+    )
 
 
 # float32 (float or hybrid int8 weights) and int8 (the integer 8x8->16 kernel) inputs; LSTM's basic
@@ -226,6 +274,7 @@ register_builtin(
     op_data=LstmKernelData,
     prepare=lstm_prepare,
     invoke=lstm_invoke,
+    bind=lstm_bind,
 )
 register_builtin(
     BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_LSTM,
@@ -234,6 +283,7 @@ register_builtin(
     op_data=LstmData,
     prepare=unidirectional_lstm_prepare,
     invoke=lstm_invoke,
+    bind=lstm_bind,
 )
 register_builtin(
     BuiltinOperator.BIDIRECTIONAL_SEQUENCE_LSTM,
@@ -242,4 +292,5 @@ register_builtin(
     op_data=BidirectionalLstmData,
     prepare=bidirectional_lstm_prepare,
     invoke=bidirectional_lstm_invoke,
+    bind=bidirectional_lstm_bind,
 )

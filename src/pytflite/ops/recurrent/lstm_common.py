@@ -108,9 +108,10 @@ class _LstmFloatWeights:
     layer_norm: np.ndarray | None = None  # [gates, n_cell]
     projection: np.ndarray | None = None  # [n_cell, n_output]
     projection_bias: np.ndarray | None = None
-    # recurrent_weights with the sigmoid gates' (input, forget, output) columns halved: lstm_float's
-    # plain steps compute those sigmoids as 0.5 * tanh(x / 2) + 0.5 (no CIFG, no peephole)
-    halved_recurrent: np.ndarray | None = None
+    # these weights with the sigmoid gates' (input, forget, output) columns halved (exact: a power of
+    # two): lstm_float's plain steps compute those sigmoids as 0.5 * tanh(x / 2) + 0.5 (no CIFG, no
+    # peephole)
+    halved: _LstmFloatWeights | None = None
 
 
 @dataclass
@@ -171,13 +172,30 @@ def _pack_lstm(direction: _LstmDirection, t: dict) -> Any:
             if g in order
         }
     if not (direction.cifg or direction.peephole):  # gates i f o g: lstm_float's plain steps
-        packed.halved_recurrent = packed.recurrent_weights.copy()
-        packed.halved_recurrent[:, : 3 * n] *= F32(0.5)
+        packed.halved = _halve_sigmoid_gates(packed, 3 * n)
     if direction.projection:
         packed.projection = np.ascontiguousarray(t["projection_weights"].data.T.astype(F32))
         if t["projection_bias"] is not None:
             packed.projection_bias = t["projection_bias"].data.astype(F32)
     return packed
+
+
+def _halve_sigmoid_gates(weights: _LstmFloatWeights, sigmoid_width: int) -> _LstmFloatWeights:
+    """Input, aux and recurrent weights and bias with their first `sigmoid_width` columns halved."""
+
+    def halve(array):
+        if array is None:
+            return None
+        array = array.copy()
+        array[..., :sigmoid_width] *= F32(0.5)
+        return array
+
+    return _LstmFloatWeights(
+        halve(weights.input_weights),
+        halve(weights.aux_weights),
+        halve(weights.recurrent_weights),
+        halve(weights.bias),
+    )
 
 
 def _pack_lstm_hybrid(direction: _LstmDirection, t: dict, bias, layer_norm) -> _LstmHybridWeights:

@@ -51,6 +51,9 @@ def _run_lstm(
     steps, batch = x.shape[0], x.shape[1]
     if steps == 0 or batch == 0:
         return
+    if _plain(direction, run):
+        _PlainLstm(weights.halved, run, x, aux, h, c, out, forward)()
+        return
     n = direction.n_cell
     hybrid = direction.hybrid
     # Input (and aux input) contributions of every step at once: bias + x.W (+ aux.W), TFLite's order.
@@ -68,9 +71,6 @@ def _run_lstm(
         pre += weights.bias
         if aux is not None:
             pre += _sequence_matmul(aux, weights.aux_weights)
-    if _plain(direction, run):
-        _run_plain_lstm(weights, run, pre, h, c, out, forward)
-        return
     quirk = run.activation == ActivationFunctionType.NONE
     if quirk:
         zero_rows = _zero_input_rows(direction, run, x, aux)
@@ -174,41 +174,100 @@ def _plain(direction: _LstmDirection, run: _LstmRun) -> bool:
     )
 
 
-def _run_plain_lstm(weights, run: _LstmRun, pre, h, c, out, forward: bool) -> None:
-    """_run_lstm's time steps for a _plain LSTM, in nine NumPy calls a step (ten with a cell clip), on
-    `pre` [time, batch, gates * n_cell], the input terms of all steps. The sigmoid gates are
-    0.5 * tanh(x / 2) + 0.5, from pre-activations and recurrent weights halved in advance (exact: a
-    power of two), so that one tanh covers all four gates; the gates and the cell state share one
-    buffer [i f o g c], so that i * g and f * c are one product."""
-    batch, width = pre.shape[1], pre.shape[2]
-    n = width // 4
-    pre[:, :, : 3 * n] *= _HALF
-    recurrent = weights.halved_recurrent
-    buffer = np.empty((batch, 5 * n), F32)
-    gates, sigmoids, output_gate = buffer[:, :width], buffer[:, : 3 * n], buffer[:, 2 * n : 3 * n]
-    cell = buffer[:, width:]
-    cell[...] = c
-    products = np.empty((batch, 2 * n), F32)
-    activated = np.empty((batch, n), F32)
-    product = np.dot if gates.flags.c_contiguous else np.matmul  # dot is faster, for contiguous `out`
-    limit = np.array(run.cell_clip, F32) if run.cell_clip > 0 else None
-    low = None if limit is None else -limit
-    hidden = h
-    for t in range(pre.shape[0]) if forward else range(pre.shape[0] - 1, -1, -1):
-        product(hidden, recurrent, out=gates)
-        gates += pre[t]
-        np.tanh(gates, out=gates)
-        sigmoids *= _HALF
-        sigmoids += _HALF
-        np.multiply(buffer[:, : 2 * n], buffer[:, 3 * n :], out=products)  # [i * g, f * c]
-        np.add(products[:, :n], products[:, n:], out=cell)
-        if limit is not None:
-            clip(cell, low, limit, out=cell)
-        np.tanh(cell, out=activated)
-        hidden = out[t]
-        np.multiply(output_gate, activated, out=hidden)
-    h[...] = hidden
-    c[...] = cell
+def _rows(x: np.ndarray, columns: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rows of x [time, batch, depth] (a sequence tensor's data or its swapped view) as one 2-D view,
+    and a new float32 array of `columns` columns whose rows lie in the same order (one product of the
+    first fills it), as 2-D rows and as a [time, batch, columns] view."""
+    swapped = not x.flags.c_contiguous
+    base = x.swapaxes(0, 1) if swapped else x
+    result = np.empty((*base.shape[:2], columns), F32)
+    steps = result.swapaxes(0, 1) if swapped else result
+    return base.reshape(-1, base.shape[2]), result.reshape(-1, columns), steps
+
+
+class _PlainLstm:
+    """_run_lstm's steps for a _plain LSTM over given arrays, its buffers and per-step views made once
+    (the LSTM kernels' bind keeps one per allocation): nine NumPy calls a step, ten with a cell clip.
+
+    The sigmoid gates are 0.5 * tanh(x / 2) + 0.5, from weights and bias with those gates' columns
+    halved in advance (`weights` is _LstmFloatWeights.halved), so that one tanh covers all four gates;
+    the gates and the cell state share one buffer [i f o g c], so that i * g and f * c are one
+    product."""
+
+    def __init__(self, weights, run: _LstmRun, x, aux, h, c, out, forward: bool) -> None:
+        width = weights.recurrent_weights.shape[1]
+        n = width // 4
+        x_rows, pre_rows, pre = _rows(x, width)
+        self._inputs = [(x_rows, weights.input_weights, pre_rows)]
+        if aux is not None:  # its product goes to a second buffer, then adds up (TFLite's order)
+            aux_rows, aux_pre, _ = _rows(aux, width)
+            self._inputs.append((aux_rows, weights.aux_weights, aux_pre))
+        self._pre, self._bias = pre_rows, weights.bias
+        order = range(x.shape[0]) if forward else range(x.shape[0] - 1, -1, -1)
+        batch = x.shape[1]
+        buffer = np.empty((batch, 5 * n), F32)  # [i f o g c]
+        products = np.empty((batch, 2 * n), F32)
+        self._state = (h, c, buffer[:, width:])
+        self._loop = (
+            [(pre[t], out[t]) for t in order],
+            weights.recurrent_weights,
+            np.empty((batch, width), F32),  # h . W, contiguous for np.dot
+            buffer[:, :width],  # the gates
+            buffer[:, : 3 * n],  # the sigmoid gates
+            buffer[:, : 2 * n],  # [i f]
+            buffer[:, 3 * n :],  # [g c]
+            buffer[:, 2 * n : 3 * n],  # o
+            products,
+            products[:, :n],  # i * g
+            products[:, n:],  # f * c
+            buffer[:, width:],  # c
+            np.empty((batch, n), F32),  # tanh(c)
+        )
+        self._limit = np.array(run.cell_clip, F32) if run.cell_clip > 0 else None
+
+    def __call__(self) -> None:
+        pre = self._pre
+        for rows, weights, product in self._inputs:
+            np.dot(rows, weights, product)
+        np.add(pre, self._bias, pre)
+        if len(self._inputs) > 1:
+            np.add(pre, self._inputs[1][2], pre)
+        (
+            steps,
+            recurrent,
+            product,
+            gates,
+            sigmoids,
+            input_forget,
+            cell_gate_and_state,
+            output_gate,
+            products,
+            input_term,
+            forget_term,
+            cell,
+            activated,
+        ) = self._loop
+        limit = self._limit
+        low = None if limit is None else -limit
+        dot, add, multiply, tanh = np.dot, np.add, np.multiply, np.tanh
+        h, c, cell = self._state
+        cell[...] = c
+        hidden = h
+        for pre_t, out_t in steps:
+            dot(hidden, recurrent, product)
+            add(product, pre_t, gates)
+            tanh(gates, gates)
+            multiply(sigmoids, _HALF, sigmoids)
+            add(sigmoids, _HALF, sigmoids)
+            multiply(input_forget, cell_gate_and_state, products)  # [i * g, f * c]
+            add(input_term, forget_term, cell)
+            if limit is not None:
+                clip(cell, low, limit, cell)
+            tanh(cell, activated)
+            multiply(output_gate, activated, out_t)
+            hidden = out_t
+        h[...] = hidden
+        c[...] = cell
 
 
 def _sigmoid_scalar_elements(direction: _LstmDirection, batch: int, batch_major: bool) -> np.ndarray:
