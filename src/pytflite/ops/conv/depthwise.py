@@ -66,7 +66,7 @@ from .common import (
 )
 from .program import Program
 from .requant import Requant
-from .rows import apply_row, channel_row, fill_row, row_calls
+from .rows import apply_row, bias_and_clamp_calls, channel_row, fill_row
 
 # einsum's C function itself: np.einsum's Python layer costs more than a small depthwise layer (~1 us).
 try:
@@ -438,13 +438,7 @@ def _float_calls(state: DepthwiseState, x, out, scratch, bias) -> list:
         x = scratch
     rows = out.reshape(out.shape[0], out.shape[1], -1)
     calls.append(_sums_call(state, x, state.weights, rows))
-    if state.bias is not None:
-        if not state.bias_constant:
-            calls.append(partial(fill_row, state.bias, bias))
-        calls += row_calls(np.add, rows, state.bias, rows)
-    if state.clamp is not None:
-        calls.append(partial(state.clamp, out))
-    return calls
+    return calls + bias_and_clamp_calls(state.bias, state.bias_constant, bias, rows, state.clamp, out)
 
 
 def _integer_calls(state: DepthwiseState, x, out, scratch, acc, wide) -> list:

@@ -19,7 +19,7 @@ from ..common import scratch_tensor
 from ..windows import Staging, byte_strides, make_staging, padded_copies, staged_input
 from .common import _FLOAT_TYPES, _constant_data, _draft
 from .program import Program
-from .rows import apply_row, channel_row, fill_row, row_calls
+from .rows import apply_row, bias_and_clamp_calls, channel_row, fill_row
 
 if TYPE_CHECKING:
     from .conv2d import HybridConv, IntegerConv
@@ -262,13 +262,8 @@ def _float_program(state) -> Program | None:
 def _float_calls(state: ConvState, x, out, stage, col, bias) -> list:
     """_conv_compute's product, bias and activation as calls (program.py)."""
     calls = _product_calls(state, x, stage, col, state.weights, out.reshape(-1, out.shape[-1]))
-    if state.bias >= 0:
-        if not state.bias_constant:
-            calls.append(partial(fill_row, state.bias_row, bias))
-        calls += row_calls(np.add, out, state.bias_row, out)
-    if state.clamp is not None:
-        calls.append(partial(state.clamp, out))
-    return calls
+    row = state.bias_row if state.bias >= 0 else None
+    return calls + bias_and_clamp_calls(row, state.bias_constant, bias, out, state.clamp, out)
 
 
 def _conv_compute(context, node, state: ConvState) -> None:

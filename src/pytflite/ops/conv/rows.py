@@ -55,6 +55,19 @@ def row_calls(ufunc, a: np.ndarray, row: np.ndarray, out: np.ndarray) -> list:
     return [partial(ufunc, x, r, out=o) for x, r, o in _row_operands(a, row, out)]
 
 
+def bias_and_clamp_calls(row, constant: bool, values, target: np.ndarray, clamp, out: np.ndarray) -> list:
+    """A float convolution's last calls (program.py): the bias `row` added to `target` (refilled from the
+    run-time `values` first when it is not `constant`; none when `row` is None), then `clamp` on `out`."""
+    calls = []
+    if row is not None:
+        if not constant:
+            calls.append(partial(fill_row, row, values))
+        calls += row_calls(np.add, target, row, target)
+    if clamp is not None:
+        calls.append(partial(clamp, out))
+    return calls
+
+
 def _row_operands(a: np.ndarray, row: np.ndarray, out: np.ndarray) -> tuple[tuple, ...]:
     """apply_row's (a, row, out) operands: [rows, length] views against the row, and a 1-D tail against
     the row's start when the row's length does not divide the size."""
