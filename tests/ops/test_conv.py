@@ -1599,3 +1599,58 @@ def test_laid_out_weights_and_bias_rows_are_shared_by_a_models_interpreters():
     if conv_a.user_data.bias_row is not None:
         assert conv_a.user_data.bias_row is conv_b.user_data.bias_row
     assert depthwise_a.user_data.bias is depthwise_b.user_data.bias
+
+
+def _requant_of(interpreter):
+    subgraph = interpreter.subgraphs[0]
+    state = subgraph.nodes[subgraph.execution_plan[0]][0].user_data
+    return state.integer.requant
+
+
+@pytest.mark.parametrize("op", [Op.CONV_2D, Op.DEPTHWISE_CONV_2D, Op.TRANSPOSE_CONV])
+def test_requantization_rows_are_shared_by_a_models_interpreters(op):
+    """Requant's float64 map and its rows tiled over the output (requant.py) are computed once per
+    model: a second interpreter holds the first's arrays, read-only, and computes the same outputs."""
+    rng = np.random.default_rng(3)
+    channels = 16  # CONV_2D: deeper than wide, so the map is not folded into the weights
+    weights = rng.integers(
+        -127, 128, (1, 3, 3, channels) if op == Op.DEPTHWISE_CONV_2D else (channels, 3, 3, 3)
+    )
+    changes = {
+        "op": op,
+        "w": Operand(
+            weights.astype(np.int8),
+            constant=True,
+            quantization=_affine(
+                np.linspace(0.01, 0.03, channels), axis=3 if op == Op.DEPTHWISE_CONV_2D else 0
+            ),
+        ),
+        "b": Operand(
+            rng.integers(-500, 500, channels).astype(np.int32),
+            constant=True,
+            quantization=_affine(np.linspace(0.001, 0.003, channels)),
+        ),
+    }
+    if op == Op.DEPTHWISE_CONV_2D:
+        changes["x"] = Operand(np.zeros((1, 4, 4, channels), np.int8), quantization=(0.1, 2))
+        changes["options"] = {"padding": "SAME", "stride_h": 1, "stride_w": 1, "depth_multiplier": 1}
+    if op == Op.TRANSPOSE_CONV:
+        x = Operand(np.zeros((1, 4, 4, 3), np.int8), quantization=(0.1, 2))
+        model = SingleOpModel(
+            op,
+            [Operand(np.array([1, 8, 8, channels], np.int32), constant=True), changes["w"], x, changes["b"]],
+            [T.INT8],
+            {"padding": "SAME", "stride_h": 2, "stride_w": 2},
+            version=3,
+            output_quantization=[(0.5, 0)],
+        ).build()[0]
+    else:
+        model = _int8_conv_model(**changes)
+    interpreters = [pytflite.Interpreter(model_content=model) for _ in range(2)]
+    feed = rng.integers(-128, 128, interpreters[0].get_input_details()[0]["shape"]).astype(np.int8)
+    first, second = (run(interpreter, [feed])[0] for interpreter in interpreters)
+    np.testing.assert_array_equal(first, second)
+    a, b = (_requant_of(interpreter) for interpreter in interpreters)
+    assert a._rows.fast is not None and a._rows is not b._rows
+    for x, y in zip(a._rows.fast + a._fast[1][:2], b._rows.fast + b._fast[1][:2], strict=True):
+        assert x is y and not x.flags.writeable

@@ -283,6 +283,7 @@ def _conv2d_integer(context, node, state, options, source, weights, bias, output
         matrix, integer.sums = integer.weights(constant, state.layout)
         if constant_bias is not None:
             integer.bias = integer.bias_terms(constant_bias, integer.sums)
+            requant.share_constants(context, node, integer.bias)
             fast = requant._float_constants(integer.bias)
             depth = int(np.prod(weights.shape[1:]))
             pixels = source.shape[0] * window.out[0] * window.out[1]

@@ -329,6 +329,7 @@ def _depthwise_integer(context, node, state, options, source, weights, bias, out
         state.weights, integer.sums = integer.weights(constant, width)
         if bias is None or constant_bias is not None:
             integer.bias = integer.bias_terms(constant_bias, integer.sums)
+    requant.share_constants(context, node, integer.bias)
     requant.prepare(source.shape[0] * window.out[0] * window.out[1], integer.bias)
     state.integer = integer
     temporaries = _plan_depthwise_sums(context, node, state, source, window, out_channels, dtype, stage=True)

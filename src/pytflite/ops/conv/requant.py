@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, NamedTuple
 
 import numpy as np
 
+from ...core.derived import derived_constants_of, derived_key
 from ...errors import ensure
 from ..common import clip
 from ..quant import fixed_point as fp
@@ -70,6 +72,7 @@ class Requant:
     _add_zero_point: bool = True
     _fast: Any = None  # (terms, FloatMap) of the float64 path for constant terms
     _rows: Any = None  # _Rows: the per-channel values tiled over rows, for the last pixels and terms
+    _shared: Any = None  # (share, terms) from share_constants
 
     def __post_init__(self) -> None:
         self.dtype = np.dtype(self.dtype)
@@ -105,6 +108,22 @@ class Requant:
                 _uniform(total),
             )
 
+    def share_constants(self, context, node, terms) -> None:
+        """Let the model's interpreters share the float64 path's map and rows (core/derived.py) for
+        these terms, the node's constant ones (or None). The map depends on the node's constants, its
+        kernel and the config, and on the input's shape only through the rounding and the product bound
+        (in the key, as the rows' pixels are). Keeps the model's cache and the key, not the context."""
+        cache = derived_constants_of(context)
+        if cache is not None:
+            self._shared = (cache, derived_key(context, node, "requant"), terms)
+
+    def _share(self, terms, what: str, compute: Callable[[], Any]):
+        """compute(), computed once per model when these are the terms share_constants named."""
+        if self._shared is None or self._shared[2] is not terms:
+            return compute()
+        cache, key = self._shared[:2]
+        return cache.get((key, what, self.rounding, self.product_bound), compute)
+
     def _float_constants(self, terms: np.ndarray | None) -> FloatMap | None:
         """The float64 path's map for these per-channel terms, or None when it is not exact."""
         if self.rounding != "simd" or self.wrap or self.product_bound is None:
@@ -112,47 +131,42 @@ class Requant:
         fast = self._fast
         if fast is not None and fast[0] is terms:
             return fast[1]
-        self._fast = (terms, self._float_map(terms))
+        arrays = self._share(terms, "map", lambda: _arrays(self._float_map(terms)))
+        self._fast = (terms, _float_map_of(arrays))
         return self._fast[1]
 
     def _float_map(self, terms: np.ndarray | None) -> FloatMap | None:
-        channels = self.multiplier.size
-        terms_list = (
-            [0] * channels if terms is None else [int(t) for t in np.broadcast_to(terms, (channels,))]
-        )
-        scales, numerators, lowest, highest = [], [], self.low, self.high
-        right = np.maximum(-self.shift, 0)
-        for c in range(channels):
-            m, left, r = int(self.multiplier[c]), max(int(self.shift[c]), 0), int(right[c])
-            total = 31 + r
-            numerator = (1 << 30) + ((1 << (30 + r)) if r else 0) + (self.zero_point << total)
-            numerator += terms_list[c] * m << left
-            if (self.product_bound + abs(terms_list[c])) << left >= 2**31:
-                return None  # acc << left could wrap in int32
-            span = self.product_bound * m << left  # |product * m * 2**left|
-            lowest = min(lowest, (numerator - span) >> total)
-            highest = max(highest, (numerator + span) >> total)
-            scales.append(m * 2.0 ** (left - total))
-            numerators.append((numerator, total, span))
+        """The float64 path's map, or None when it is not exact. Every channel's integers are Python's
+        (unbounded): arrays of objects, so NumPy loops over the channels, exactly."""
+        channels, bound, zero_point = self.multiplier.size, int(self.product_bound), int(self.zero_point)
+        terms = np.broadcast_to(0 if terms is None else terms, (channels,)).astype(object)
+        m = self.multiplier.astype(object)
+        left = np.maximum(self.shift, 0).astype(object)
+        right = np.maximum(-self.shift, 0).astype(object)
+        total = 31 + right
+        if np.any((bound + np.abs(terms)) << left >= 2**31):
+            return None  # acc << left could wrap in int32
+        rounding = (1 << 30) + np.where(right > 0, 1 << (30 + right), 0) + (zero_point << total)
+        numerator = rounding + (terms * m << left)
+        span = bound * m << left  # |product * m * 2**left|
+        lowest = min([self.low, *((numerator - span) >> total)])
+        highest = max([self.high, *((numerator + span) >> total)])
         unit = 1 << (8 * self.dtype.itemsize)
         # the lift that the cast to the output's unsigned view wraps away, else the least one (added back)
         for lift in dict.fromkeys((-(self.low // unit) * unit, max(-self.low, 0))):
-            constants = []
-            for numerator, total, span in numerators:
-                numerator += lift << total
-                if span + abs(numerator) >= 2**53:
-                    break
-                constants.append(numerator * 2.0**-total)
-            else:
+            lifted_numerator = numerator + (lift << total)
+            if not np.any(span + np.abs(lifted_numerator) >= 2**53):
                 break
         else:
             return None
+        scales = (m * 2.0 ** (left - total)).astype(np.float64)
+        constants = (lifted_numerator * 2.0**-total).astype(np.float64)
         narrow = unit == 256 and lowest + lift > -(1 << 15) and highest + lift < (1 << 15) - 1
         lifted = np.dtype(np.int16 if narrow else np.int32)
         back = np.array(-lift, self.dtype) if lift % unit else None  # wraps: -lift modulo 2**bits
         return FloatMap(
-            np.array(scales, np.float64),
-            np.array(constants, np.float64),
+            scales,
+            constants,
             np.array(self.low + lift, lifted),
             np.array(self.high + lift, lifted),
             back,
@@ -174,7 +188,12 @@ class Requant:
 
         fast = self._float_constants(terms)
         if fast is not None:  # the int64 path's rows are never read: not made (they are the larger ones)
-            rows = _Rows(pixels, terms, tuple(channel_row(v, pixels) for v in (fast.scale, fast.constant)))
+            tiled = self._share(
+                terms,
+                f"rows {pixels}",
+                lambda: tuple(channel_row(v, pixels) for v in (fast.scale, fast.constant)),
+            )
+            rows = _Rows(pixels, terms, tiled)
         else:
             channels = self.multiplier.size
             rows = _Rows(
@@ -331,6 +350,19 @@ class FloatMap(NamedTuple):
     low: np.ndarray  # 0-d, the cast's integer type: the clamp's low + lift
     high: np.ndarray
     back: np.ndarray | None  # 0-d, the output's type: -lift (None: the cast wraps it away)
+
+
+def _arrays(fast: FloatMap | None) -> tuple[np.ndarray, ...]:
+    """A FloatMap as derived constants hold it, a tuple of arrays: () for None, `back` left out when
+    None."""
+    return () if fast is None else tuple(a for a in fast if a is not None)
+
+
+def _float_map_of(arrays: tuple[np.ndarray, ...]) -> FloatMap | None:
+    """The FloatMap _arrays made these arrays of."""
+    if not arrays:
+        return None
+    return FloatMap(*arrays) if len(arrays) == len(FloatMap._fields) else FloatMap(*arrays, None)
 
 
 @dataclass(frozen=True)

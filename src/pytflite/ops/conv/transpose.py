@@ -222,6 +222,7 @@ def _transpose_prepare(
     constant = _constant_data(weights)
     if quantized:
         _transpose_integer(state, options, source, weights, bias, output, optimized)
+        state.integer.requant.share_constants(context, node, state.integer.bias_terms)
     elif constant is not None:
         state.weights = np.ascontiguousarray(state.layout(constant))
     state.clamp = activation_clamp(options.fused_activation_function) if not quantized else None
