@@ -63,15 +63,23 @@ def foldable_outputs(tensors: Sequence[Tensor], node: Node, registration: Regist
         or registration.invoke is None
     ):
         return []
-    constant_inputs = bool(node.inputs) and all(
-        t == OPTIONAL_TENSOR or tensors[t].allocation_type in _CONSTANT for t in node.inputs
-    )
     outputs = [tensors[t] for t in node.outputs if t != OPTIONAL_TENSOR]
-    if not constant_inputs and not all(o.allocation_type == AllocationType.PERSISTENT_RO for o in outputs):
-        return []  # not marked by its prepare either
+    if not _all_constant(tensors, node.inputs):
+        for output in outputs:
+            if output.allocation_type != AllocationType.PERSISTENT_RO:
+                return []  # not marked by its prepare either
     if any(o.type in NON_POD_TYPES or o.allocation_type not in _FOLDABLE_OUTPUT for o in outputs):
         return []
     return outputs
+
+
+def _all_constant(tensors: Sequence[Tensor], inputs: Sequence[int]) -> bool:
+    """Whether a node has inputs and each is absent or constant (a plain loop: this runs at every lazy
+    prepare inside invoke)."""
+    for t in inputs:
+        if t != OPTIONAL_TENSOR and tensors[t].allocation_type not in _CONSTANT:
+            return False
+    return bool(inputs)
 
 
 def fold(context: Context, node: Node, outputs: list[Tensor], run: Callable) -> None:

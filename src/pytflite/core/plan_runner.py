@@ -140,7 +140,10 @@ class PlanRunner:
             node, registration, inputs, outputs = entries[position]
             if node.index in subgraph.folded_nodes:
                 continue
-            self._make_inputs_readable(node, registration, inputs)
+            for input_ in inputs:
+                tensor = input_[2]
+                if tensor.delegate is not None or tensor.data is None:  # else nothing to copy or refuse
+                    self._make_input_readable(node, registration, *input_)
             if registration.invoke is None:
                 subgraph._fail(f"Node number {node.index} ({registration.op_name}) failed to invoke.")
             subgraph._resized_during_invoke = False
@@ -156,20 +159,15 @@ class PlanRunner:
             if subgraph._resized_during_invoke and any(o.allocation_type == dynamic for o in outputs):
                 subgraph._prepare_again_after(position)
 
-    def _make_inputs_readable(self, node: Node, registration: Any, inputs: tuple) -> None:
-        """Copy stale delegate buffers back for a CPU consumer; refuse an input that has no data."""
+    def _make_input_readable(self, node: Node, registration: Any, i: int, t: int, tensor: Tensor) -> None:
+        """Copy a stale delegate buffer back for a CPU consumer; refuse an input that has no data."""
         subgraph = self._subgraph
-        for i, t, tensor in inputs:
-            if tensor.delegate is not None and tensor.delegate is not node.delegate and tensor.data_is_stale:
-                subgraph.delegation.ensure_tensor_data_is_readable(t)
-            if (
-                tensor.data is None
-                and _lacks_data(tensor)
-                and tensor.allocation_type != AllocationType.NON_CPU
-            ):
-                if registration.builtin_code == BuiltinOperator.RESHAPE and i == 1 and len(tensor.shape) != 1:
-                    continue  # RESHAPE may take its shape from options instead
-                subgraph._fail(f"Input tensor {t} lacks data")
+        if tensor.delegate is not None and tensor.delegate is not node.delegate and tensor.data_is_stale:
+            subgraph.delegation.ensure_tensor_data_is_readable(t)
+        if tensor.data is None and _lacks_data(tensor) and tensor.allocation_type != AllocationType.NON_CPU:
+            if registration.builtin_code == BuiltinOperator.RESHAPE and i == 1 and len(tensor.shape) != 1:
+                return  # RESHAPE may take its shape from options instead
+            subgraph._fail(f"Input tensor {t} lacks data")
 
     def _invoke_profiled(self, node: Node, registration: Any, profiler: Any) -> None:
         subgraph = self._subgraph

@@ -303,14 +303,11 @@ class Subgraph:
         last = first
         nodes = self.nodes
         tensors = self.tensors
-        dynamic = AllocationType.DYNAMIC
         for position in range(first, len(plan)):
             node, registration = nodes[plan[position]]
             status = self._prepare_node(node, registration)
             last = position
-            if status == Status.OUTPUT_SHAPE_NOT_KNOWN or any(
-                t != OPTIONAL_TENSOR and tensors[t].allocation_type == dynamic for t in node.outputs
-            ):
+            if status == Status.OUTPUT_SHAPE_NOT_KNOWN or _any_dynamic(tensors, node.outputs):
                 self.has_dynamic_tensors = True
                 break
             self._fold_if_constant(node, registration)
@@ -338,10 +335,7 @@ class Subgraph:
         return Status.OK  # a resolved op may have no prepare
 
     def _has_dynamic(self, indices: Sequence[int]) -> bool:
-        return any(
-            t != OPTIONAL_TENSOR and self.tensors[t].allocation_type == AllocationType.DYNAMIC
-            for t in indices
-        )
+        return _any_dynamic(self.tensors, indices)
 
     def resize_tensor(self, tensor: Tensor, new_shape: Sequence[int]) -> None:
         """Context.resize_tensor: set shape and byte size; (re)allocate dynamic tensors right away."""
@@ -461,6 +455,15 @@ class Subgraph:
     def memory_report(self) -> MemoryReport:
         """Where the subgraph's bytes are, and how close the arena is to the best possible."""
         return memory_report(self.tensors, self._planner, len(self.execution_plan))
+
+
+def _any_dynamic(tensors: list[Tensor], indices: Sequence[int]) -> bool:
+    """Whether one of the tensors is dynamic. A plain loop, not any(): it runs at every lazy prepare
+    inside invoke, where the generator costs more than the test."""
+    for t in indices:  # noqa: SIM110
+        if t != OPTIONAL_TENSOR and tensors[t].allocation_type == AllocationType.DYNAMIC:
+            return True
+    return False
 
 
 def _new_array(tensor: Tensor) -> np.ndarray:
