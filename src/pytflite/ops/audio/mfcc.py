@@ -16,8 +16,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ...core.types import TensorType, type_name
-from ...errors import KernelError, ensure
+from ...core.types import TensorType
+from ...errors import KernelError, ensure_condition_eq, ensure_type_condition
 from ..common import check_arity, input_tensor, output_tensor
 from ..custom_op_options import as_c_int, as_int64, read_map
 from ..registry import register_custom
@@ -53,21 +53,11 @@ def mfcc_prepare(context, node):
     spectrogram, rate = input_tensor(context, node, 0), input_tensor(context, node, 1)
     output = output_tensor(context, node)
     rank = len(spectrogram.shape)
-    ensure(rank == 3, f"NumDimensions(input_wav) != 3 ({rank} != 3)")
-    elements = math.prod(rate.shape)
-    ensure(elements == 1, f"NumElements(input_rate) != 1 ({elements} != 1)")
-    ensure(
-        output.type == TensorType.FLOAT32,
-        f"output->type != kTfLiteFloat32 ({type_name(output.type)} != FLOAT32)",
-    )
-    ensure(
-        spectrogram.type == output.type,
-        f"input_wav->type != output->type ({type_name(spectrogram.type)} != {type_name(output.type)})",
-    )
-    ensure(
-        rate.type == TensorType.INT32,
-        f"input_rate->type != kTfLiteInt32 ({type_name(rate.type)} != INT32)",
-    )
+    ensure_condition_eq(rank, 3, "NumDimensions(input_wav) != 3")
+    ensure_condition_eq(math.prod(rate.shape), 1, "NumElements(input_rate) != 1")
+    ensure_type_condition(output, TensorType.FLOAT32, "output->type != kTfLiteFloat32")
+    ensure_type_condition(spectrogram, output.type, "input_wav->type != output->type")
+    ensure_type_condition(rate, TensorType.INT32, "input_rate->type != kTfLiteInt32")
     if rate.is_constant_or_persistent:
         with contextlib.suppress(KernelError):  # rejected parameters fail at invoke, as in TFLite
             data = replace(data, plan=_plan(data, spectrogram, rate))

@@ -16,8 +16,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from ...core.types import TensorType, type_name
-from ...errors import ensure
+from ...core.types import TensorType
+from ...errors import ensure, ensure_condition_eq, ensure_type_condition
 from ..common import check_arity, input_tensor, output_tensor
 from ..custom_op_options import as_bool, as_c_int, read_map
 from ..registry import register_custom
@@ -50,15 +50,9 @@ def spectrogram_prepare(context, node):
     check_arity(node, 1)
     source, output = input_tensor(context, node, 0), output_tensor(context, node)
     rank = len(source.shape)
-    ensure(rank == 2, f"NumDimensions(input) != 2 ({rank} != 2)")
-    ensure(
-        output.type == TensorType.FLOAT32,
-        f"output->type != kTfLiteFloat32 ({type_name(output.type)} != FLOAT32)",
-    )
-    ensure(
-        source.type == output.type,
-        f"input->type != output->type ({type_name(source.type)} != {type_name(output.type)})",
-    )
+    ensure_condition_eq(rank, 2, "NumDimensions(input) != 2")
+    ensure_type_condition(output, TensorType.FLOAT32, "output->type != kTfLiteFloat32")
+    ensure_type_condition(source, output.type, "input->type != output->type")
     ensure(
         data.window_size >= 2 and data.stride >= 1,
         "params->spectrogram->Initialize(params->window_size, params->stride) was not true.",

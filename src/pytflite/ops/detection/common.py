@@ -1,10 +1,8 @@
-"""What the detection kernels share: TFLite's box overlap in float32, and its check messages."""
+"""What the detection kernels share: TFLite's box overlap in float32."""
 
 from __future__ import annotations
 
 import numpy as np
-
-from ...errors import KernelError
 
 
 def box_areas(corners: np.ndarray) -> np.ndarray:
@@ -23,9 +21,3 @@ def overlaps(box: np.ndarray, area: np.float32, corners: np.ndarray, areas: np.n
     width = np.minimum(box[3], corners[3]) - np.maximum(box[1], corners[1])
     intersection = np.maximum(height, np.float32(0)) * np.maximum(width, np.float32(0))
     return np.divide(intersection, (area + areas) - intersection, out=iou, where=~(areas <= 0))
-
-
-def ensure_eq(actual, expected, condition: str) -> None:
-    """TF_LITE_ENSURE_EQ's message: `condition` reads "a != b", the values follow in parentheses."""
-    if actual != expected:
-        raise KernelError(f"{condition} ({actual} != {expected})")

@@ -31,11 +31,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...core.types import BuiltinOperator, TensorType
-from ...errors import KernelError, ensure
+from ...errors import KernelError, ensure, ensure_condition_eq
 from ..common import input_tensor, output_tensor
 from ..quant.lut import expf
 from ..registry import register_builtin
-from .common import box_areas, ensure_eq, overlaps
+from .common import box_areas, overlaps
 from .heap_order import DistinctKeyQueue, EqualKeys, PriorityQueue
 
 _F32 = TensorType.FLOAT32
@@ -48,8 +48,8 @@ class NmsData:
 
 
 def _ensure_scalar(tensor, name: str, tensor_type: TensorType, type_text: str) -> None:
-    ensure_eq(tensor.type.name, tensor_type.name, f"input_{name}->type != {type_text}")
-    ensure_eq(len(tensor.shape), 0, f"NumDimensions(input_{name}) != 0")
+    ensure_condition_eq(tensor.type.name, tensor_type.name, f"input_{name}->type != {type_text}")
+    ensure_condition_eq(len(tensor.shape), 0, f"NumDimensions(input_{name}) != 0")
 
 
 def nms_prepare(context, node):
@@ -58,12 +58,12 @@ def nms_prepare(context, node):
         raise KernelError(f"Found NMS op with invalid num inputs: {num_inputs}")
     soft = num_inputs == 6
     boxes, scores, max_output_size = (input_tensor(context, node, i) for i in range(3))
-    ensure_eq(boxes.type.name, _F32.name, "input_boxes->type != kTfLiteFloat32")
-    ensure_eq(len(boxes.shape), 2, "NumDimensions(input_boxes) != 2")
-    ensure_eq(boxes.shape[1], 4, "SizeOfDimension(input_boxes, 1) != 4")
-    ensure_eq(scores.type.name, _F32.name, "input_scores->type != kTfLiteFloat32")
-    ensure_eq(len(scores.shape), 1, "NumDimensions(input_scores) != 1")
-    ensure_eq(boxes.shape[0], scores.shape[0], "num_boxes != SizeOfDimension(input_scores, 0)")
+    ensure_condition_eq(boxes.type.name, _F32.name, "input_boxes->type != kTfLiteFloat32")
+    ensure_condition_eq(len(boxes.shape), 2, "NumDimensions(input_boxes) != 2")
+    ensure_condition_eq(boxes.shape[1], 4, "SizeOfDimension(input_boxes, 1) != 4")
+    ensure_condition_eq(scores.type.name, _F32.name, "input_scores->type != kTfLiteFloat32")
+    ensure_condition_eq(len(scores.shape), 1, "NumDimensions(input_scores) != 1")
+    ensure_condition_eq(boxes.shape[0], scores.shape[0], "num_boxes != SizeOfDimension(input_scores, 0)")
     _ensure_scalar(max_output_size, "max_output_size", TensorType.INT32, "kTfLiteInt32")
     size = None
     if max_output_size.is_constant_or_persistent:
@@ -73,7 +73,7 @@ def nms_prepare(context, node):
     _ensure_scalar(input_tensor(context, node, 4), "score_threshold", _F32, "kTfLiteFloat32")
     if soft:
         _ensure_scalar(input_tensor(context, node, 5), "sigma", _F32, "kTfLiteFloat32")
-    ensure_eq(len(node.outputs), 3 if soft else 2, f"NumOutputs(node) != {3 if soft else 2}")
+    ensure_condition_eq(len(node.outputs), 3 if soft else 2, f"NumOutputs(node) != {3 if soft else 2}")
     outputs = [output_tensor(context, node, i) for i in range(len(node.outputs))]
     types = (TensorType.INT32, _F32, TensorType.INT32) if soft else (TensorType.INT32, TensorType.INT32)
     for output, tensor_type in zip(outputs, types):

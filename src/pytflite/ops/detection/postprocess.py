@@ -39,12 +39,12 @@ from itertools import islice
 import numpy as np
 
 from ...core.types import TensorType, bytes_required
-from ...errors import KernelError, ensure
+from ...errors import KernelError, ensure, ensure_condition_eq
 from ...model.custom_options import decode_custom_options
 from ..common import input_tensor, output_tensor
 from ..quant.lut import c_double_function
 from ..registry import register_custom
-from .common import box_areas, ensure_eq, overlaps
+from .common import box_areas, overlaps
 from .heap_order import partial_sort_descending
 
 _NAME = "TFLite_Detection_PostProcess"
@@ -113,19 +113,19 @@ def postprocess_init(context, buffer, length):
 
 def postprocess_prepare(context, node):
     options = node.user_data.options
-    ensure_eq(len(node.inputs), 3, "NumInputs(node) != 3")
+    ensure_condition_eq(len(node.inputs), 3, "NumInputs(node) != 3")
     boxes, predictions, anchors = (input_tensor(context, node, i) for i in range(3))
-    ensure_eq(len(boxes.shape), 3, "NumDimensions(input_box_encodings) != 3")
-    ensure_eq(len(predictions.shape), 3, "NumDimensions(input_class_predictions) != 3")
-    ensure_eq(len(anchors.shape), 2, "NumDimensions(input_anchors) != 2")
+    ensure_condition_eq(len(boxes.shape), 3, "NumDimensions(input_box_encodings) != 3")
+    ensure_condition_eq(len(predictions.shape), 3, "NumDimensions(input_class_predictions) != 3")
+    ensure_condition_eq(len(anchors.shape), 2, "NumDimensions(input_anchors) != 2")
     ensure(boxes.shape[2] >= 4, "box encodings dimension 2 must be at least 4")
     _check_options(options)
-    ensure_eq(len(node.outputs), 4, "NumOutputs(node) != 4")
+    ensure_condition_eq(len(node.outputs), 4, "NumOutputs(node) != 4")
     # LiteRT checks the rest at invoke; all of it follows from shapes, types and options.
     num_boxes, num_with_background = boxes.shape[1], predictions.shape[2]
-    ensure_eq(boxes.shape[0], 1, "input_box_encodings->dims->data[0] != kBatchSize")
+    ensure_condition_eq(boxes.shape[0], 1, "input_box_encodings->dims->data[0] != kBatchSize")
     if boxes.type == TensorType.FLOAT32:
-        ensure_eq(anchors.type.name, "FLOAT32", "input_anchors->type != kTfLiteFloat32")
+        ensure_condition_eq(anchors.type.name, "FLOAT32", "input_anchors->type != kTfLiteFloat32")
     anchor_items = math.prod(anchors.shape)
     if boxes.type == TensorType.UINT8:  # LiteRT then reads the anchors' bytes as UINT8
         anchor_items = bytes_required(anchors.type, anchors.shape)
@@ -133,8 +133,10 @@ def postprocess_prepare(context, node):
         anchor_items >= 4 * num_boxes,
         f"{_NAME}: anchors {list(anchors.shape)} are fewer than the {num_boxes} box encodings",
     )
-    ensure_eq(predictions.shape[0], 1, "input_class_predictions->dims->data[0] != kBatchSize")
-    ensure_eq(predictions.shape[1], num_boxes, "input_class_predictions->dims->data[1] != num_boxes")
+    ensure_condition_eq(predictions.shape[0], 1, "input_class_predictions->dims->data[0] != kBatchSize")
+    ensure_condition_eq(
+        predictions.shape[1], num_boxes, "input_class_predictions->dims->data[1] != num_boxes"
+    )
     ensure(
         num_with_background - options.num_classes <= 1,
         "(num_classes_with_background - num_classes <= 1) was not true.",

@@ -93,8 +93,8 @@ def _compute(context, node, data: BinaryOp) -> Compute:
     """The function of (first, second, output array) that computes this BinaryOp for the node's shapes.
 
     A plain ufunc on a small output gets its broadcasting inputs expanded (see _EXPANDED_LIMIT). A
-    one-element float output of ADD/SUB/MUL is computed on scalars (_scalar_compute). Another
-    one-element output with a clamp is computed into a scratch element and clamped into the output:
+    one-element output of the arithmetic, comparisons and logic in _SCALAR_OPERATORS is computed on
+    scalars (_scalar_compute). Another one-element output with a clamp is computed into a scratch element and clamped into the output:
     NumPy's in-place operations on one-element arrays take a slow path (about 0.5 us more)."""
     ufunc, low, high = data.ufunc, data.low, data.high
     tensors = context.tensors
