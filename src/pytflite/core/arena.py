@@ -187,8 +187,9 @@ class ArenaPlanner:
                 self.tensors[t].data = None
         self.rw.active.clear()
 
-    def execute_allocations(self, first: int, last: int) -> None:
-        """Place the tensors first written in plan positions [first, last] and bind their data."""
+    def execute_allocations(self, first: int, last: int) -> bool:
+        """Place the tensors first written in plan positions [first, last] and bind their data; True if
+        a buffer moved (every arena tensor has new data then, so arrays held since are stale)."""
         plan = self._plan
         count = len(self.tensors)
         if len(self.first) < count:  # kernels may have added temporaries in prepare
@@ -253,6 +254,7 @@ class ArenaPlanner:
                     self._bind(tensor, allocation)
             elif tensor.data is None or t in to_place:
                 self._bind(tensor, allocation)
+        return moved
 
     def lower_bound(self, plan_length: int) -> int:
         """The most bytes of rw tensors alive at any one plan step: no placement can use less."""

@@ -26,7 +26,7 @@ _FOLDABLE_OUTPUT = frozenset({AllocationType.ARENA_RW, AllocationType.PERSISTENT
 
 # Ops that must run at every invoke even when all their inputs are constants: they have state, side
 # effects or randomness, or run code the runtime cannot see into.
-_NEVER_FOLDED = frozenset(
+NEVER_FOLDED = frozenset(
     {
         BuiltinOperator.CUSTOM,
         BuiltinOperator.DELEGATE,
@@ -57,7 +57,7 @@ def foldable_outputs(tensors: Sequence[Tensor], node: Node, registration: Regist
     prepare, so they cannot run yet. (Runs after every prepare, also the lazy ones inside invoke: the
     common refusals come first.)"""
     if (
-        registration.builtin_code in _NEVER_FOLDED
+        registration.builtin_code in NEVER_FOLDED
         or node.might_have_side_effect
         or node.temporaries
         or registration.invoke is None
@@ -103,10 +103,11 @@ def fold(context: Context, node: Node, outputs: list[Tensor], run: Callable) -> 
 
 
 def _compute(context: Context, node: Node, outputs: list[Tensor], run: Callable) -> None:
+    """Run the node into new arrays: a constant computed again (its node prepared again) is another array,
+    which is how a lazy prepare sees that a constant input changed (Subgraph._prepare_loop)."""
     for output in outputs:
-        if output.data is None or not output.data.flags.writeable:  # not yet given memory of its own
-            output.data = None
-            context.resize_tensor(output, output.shape)
+        output.data = None
+        context.resize_tensor(output, output.shape)
     run(context, node)
 
 

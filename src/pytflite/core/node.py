@@ -11,6 +11,11 @@ A `Registration` (TfLiteRegistration) is a kernel: plain functions for each life
     bind(context, node) -> step                  (pytflite's own, optional) after each allocation: a
                                                  function of (context, node) doing what invoke does,
                                                  for the memory tensors have now
+    pure_prepare: bool                           (pytflite's own) preparing again with inputs of the
+                                                 same shapes, types, memory kinds and constant arrays
+                                                 changes nothing, so a lazy prepare inside invoke may
+                                                 skip it (set for the builtin table's kernels; False
+                                                 for any other, which TFLite prepares again)
 prepare and invoke may return None or Status.OK on success, another Status on failure, or raise.
 
 `bind` is for kernels whose invoke is short next to looking up its tensors: the step it returns may hold
@@ -50,6 +55,7 @@ class Registration:
     custom_name: str | None = None
     version: int = 1
     bind: Callable[[Context, Node], KernelFn] | None = None  # pytflite's own: see the module docstring
+    pure_prepare: bool = False  # pytflite's own: see the module docstring
 
     @property
     def op_name(self) -> str:

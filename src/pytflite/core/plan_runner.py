@@ -37,6 +37,7 @@ class PlanRunner:
         self._context = subgraph.context
         self.fast_steps: Steps | None = self._fast_steps()
         self._prefix = None if self.fast_steps is not None else self._fast_prefix()
+        self._arena_moves = subgraph.arena_moves  # the prefix's bound arrays are stale once it moves
         self._entries: list[tuple] | None = None  # per plan position, made on the first careful invoke
 
     def invoke(self) -> None:
@@ -129,6 +130,9 @@ class PlanRunner:
         context = self._context
         profiler = context.profiler
         start = 0
+        if self._arena_moves != subgraph.arena_moves:  # a lazy allocation grew the arena: bind again
+            self._arena_moves = subgraph.arena_moves
+            self._prefix = self._fast_prefix()
         prefix = self._prefix
         if prefix is not None and profiler is None and subgraph._next_to_prepare >= prefix[1]:
             self.run_steps(prefix[0])

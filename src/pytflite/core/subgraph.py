@@ -96,6 +96,10 @@ class Subgraph:
         self._next_to_prepare = 0  # plan position of the first node not yet prepared
         self._next_to_allocate = 0  # plan position of the first node whose outputs have no memory yet
         self._resized_during_invoke = False
+        # how often an allocation moved the arena: arrays bound before a move are stale (PlanRunner)
+        self.arena_moves = 0
+        # per node index, its inputs as its last prepare saw them (_PreparedInputs), for pure prepares
+        self._prepared_inputs: dict[int, _PreparedInputs] = {}
         self.delegation = Delegation(self, control_edges)
 
     @property
@@ -187,6 +191,7 @@ class Subgraph:
         self._planner = None
         self._runner = None
         self.folded_nodes = set()
+        self._prepared_inputs.clear()
 
     # --- errors --------------------------------------------------------------------------------------
 
@@ -256,14 +261,14 @@ class Subgraph:
         self._runner = PlanRunner(self)
 
     def _prepare_ops_and_tensors(self, in_invoke: bool = False) -> None:
-        """Prepare from the next unprepared node and allocate what it produced; `in_invoke`: called from
-        inside invoke, where np.errstate is already set."""
+        """Prepare from the next unprepared node and allocate what it produced; `in_invoke`: a lazy
+        prepare from inside invoke (np.errstate is set; unchanged pure prepares are skipped)."""
         delegation = self.delegation
         if delegation.pre_delegation_plan is not None and any(
             DelegateFlags(d.flags) & DelegateFlags.REQUIRE_PROPAGATED_SHAPES for d in delegation.applied
         ):  # the delegate wants shapes as the original kernels compute them
             self._prepare_ops_starting_at(self._next_to_prepare, delegation.pre_delegation_plan)
-        last = self._prepare_ops_starting_at(self._next_to_prepare, errstate=not in_invoke)
+        last, prepared_any = self._prepare_ops_starting_at(self._next_to_prepare, in_invoke=in_invoke)
         self._next_to_prepare = last + 1
         if self._planner is None:
             limits = self.config.limits
@@ -271,10 +276,13 @@ class Subgraph:
             self._planner = ArenaPlanner(self.tensors, self.config.preserve_all_tensors, max_bytes)
             plan_nodes = [self.nodes[i][0] for i in self.execution_plan]
             self._planner.plan_allocations(plan_nodes, self.inputs, self.outputs, self.variables)
-        try:
-            self._planner.execute_allocations(self._next_to_allocate, last)
-        except ArenaLimitError as error:  # reported, so a calling subgraph's error text says why
-            self._fail(str(error))
+        # Nodes not prepared again left their outputs and temporaries as placed: nothing to allocate.
+        if prepared_any:
+            try:
+                if self._planner.execute_allocations(self._next_to_allocate, last):
+                    self.arena_moves += 1
+            except ArenaLimitError as error:  # reported, so a calling subgraph's error text says why
+                self._fail(str(error))
         self._next_to_allocate = last + 1
 
     def _prepare_again_after(self, position: int) -> None:
@@ -287,31 +295,47 @@ class Subgraph:
             self._next_to_allocate = self._next_to_prepare
 
     def _prepare_ops_starting_at(
-        self, first: int, plan: list[int] | None = None, errstate: bool = True
-    ) -> int:
-        """Prepare plan nodes from `first`; stop after one with dynamic outputs. Returns the last position.
-        `errstate` False: the caller already ignores NumPy floating-point warnings (inside invoke)."""
+        self, first: int, plan: list[int] | None = None, in_invoke: bool = False
+    ) -> tuple[int, bool]:
+        """Prepare plan nodes from `first`; stop after one with dynamic outputs. Returns the last position
+        and whether a node was prepared. `in_invoke`: a lazy prepare inside invoke (np.errstate is set)."""
         plan = self.execution_plan if plan is None else plan
         if first == 0:
             self.has_dynamic_tensors = self._has_dynamic(self.outputs)
-        if not errstate:
-            return self._prepare_loop(first, plan)
+        if in_invoke:
+            return self._prepare_loop(first, plan, in_invoke)
         with np.errstate(all="ignore"):  # as in invoke: kernels computing in prepare (folding) give inf/NaN
-            return self._prepare_loop(first, plan)
+            return self._prepare_loop(first, plan, in_invoke)
 
-    def _prepare_loop(self, first: int, plan: list[int]) -> int:
+    def _prepare_loop(self, first: int, plan: list[int], in_invoke: bool) -> tuple[int, bool]:
+        """_prepare_ops_starting_at's loop. In a lazy prepare (`in_invoke`, after a dynamic resize) a node
+        with a pure prepare whose inputs are as its last prepare saw them is not prepared again: it would
+        give the same outputs, folded values and dynamic marks (_PreparedInputs)."""
         last = first
+        prepared_any = False
         nodes = self.nodes
         tensors = self.tensors
+        prepared = self._prepared_inputs
         for position in range(first, len(plan)):
             node, registration = nodes[plan[position]]
-            status = self._prepare_node(node, registration)
             last = position
-            if status == Status.OUTPUT_SHAPE_NOT_KNOWN or _any_dynamic(tensors, node.outputs):
+            inputs = prepared.get(node.index) if in_invoke else None
+            if inputs is not None and inputs.unchanged():
+                if _any_dynamic(tensors, node.outputs):
+                    self.has_dynamic_tensors = True
+                    break
+                continue
+            prepared_any = True
+            if self._prepare_node(node, registration) == Status.OUTPUT_SHAPE_NOT_KNOWN:
+                self.has_dynamic_tensors = True
+                break
+            if _has_pure_prepare(node, registration):
+                prepared[node.index] = _PreparedInputs(tensors, node)
+            if _any_dynamic(tensors, node.outputs):
                 self.has_dynamic_tensors = True
                 break
             self._fold_if_constant(node, registration)
-        return last
+        return last, prepared_any
 
     def _fold_if_constant(self, node: Node, registration: Registration) -> None:
         """Compute a node whose outputs are known in prepare once, now (core/folding.py)."""
@@ -464,6 +488,44 @@ def _any_dynamic(tensors: list[Tensor], indices: Sequence[int]) -> bool:
         if t != OPTIONAL_TENSOR and tensors[t].allocation_type == AllocationType.DYNAMIC:
             return True
     return False
+
+
+def _has_pure_prepare(node: Node, registration: Registration) -> bool:
+    """Whether preparing the node again with the same inputs changes nothing (Registration.pure_prepare:
+    the builtin table's kernels without state, effects or called subgraphs). Python custom ops, delegate
+    kernels and user kernels under a builtin code are prepared again, as TFLite does."""
+    return registration.pure_prepare and registration.prepare is not None and not node.might_have_side_effect
+
+
+class _PreparedInputs:
+    """A node's inputs as its last prepare saw them: shape, type, kind of memory, and the array of a
+    constant (by identity: a folded node computed again gets new arrays, core/folding.py)."""
+
+    __slots__ = ("inputs",)
+
+    def __init__(self, tensors: list[Tensor], node: Node):
+        self.inputs = tuple(
+            (
+                tensor,
+                tensor.shape,
+                tensor.type,
+                tensor.allocation_type,
+                tensor.data if tensor.is_constant_or_persistent else None,
+            )
+            for tensor in (tensors[t] for t in node.inputs if t != OPTIONAL_TENSOR)
+        )
+
+    def unchanged(self) -> bool:
+        """Whether every input still has the shape, type, memory kind and constant array recorded."""
+        for tensor, shape, type_, kind, constant in self.inputs:
+            if (
+                tensor.shape != shape
+                or tensor.type != type_
+                or tensor.allocation_type != kind
+                or (constant is not None and tensor.data is not constant)
+            ):
+                return False
+        return True
 
 
 def _new_array(tensor: Tensor) -> np.ndarray:

@@ -22,6 +22,7 @@ import dataclasses
 import importlib
 from collections.abc import Callable
 
+from ..core.folding import NEVER_FOLDED
 from ..core.node import Registration
 from ..core.types import BuiltinOperator, TensorType
 
@@ -95,7 +96,9 @@ def register_builtin(
     _check_op_data(op.name, op_data)
     source = _source(callbacks["invoke"])
     _INFO.append(KernelInfo(op, versions, tuple(types), source, op_data, builtin_ref is not None))
-    registration = Registration(builtin_code=op, **callbacks)
+    # a builtin prepare reads only shapes, types, quantization and constant values (one reading other
+    # values makes its outputs dynamic), unless the op has state, effects or called subgraphs
+    registration = Registration(builtin_code=op, pure_prepare=op not in NEVER_FOLDED, **callbacks)
     _add(_DEFAULT, registration, versions)
     if builtin_ref is not None:
         _add(_REFERENCE, dataclasses.replace(registration, **builtin_ref), versions)
