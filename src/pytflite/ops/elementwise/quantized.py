@@ -4,6 +4,7 @@ parameters and formulas per code path, and the runner that looks their results u
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable
 
 import numpy as np
@@ -53,6 +54,10 @@ from .simd_paths import _BLOCK, _broadcast_walk, _path_groups
 # where the formula separates (_Separable), and the rest computed in int64 NumPy arithmetic.
 
 
+# The byte of an np.intp that holds its bits 8-15: the first input's byte in the 8-bit lookup's index.
+_INDEX_HIGH_BYTE = 1 if sys.byteorder == "little" else np.dtype(np.intp).itemsize - 2
+
+
 def _run_nothing(tensors, inputs, out):
     """The runner of an empty output."""
 
@@ -61,9 +66,10 @@ def _quantized_runner(context, node, formulas: dict[str, Callable], groups, chec
     """The function invoke calls: a lookup in per-path tables of all 256 x 256 results for 8-bit inputs,
     direct int64 arithmetic for int16 ones. `check(b)` validates the second input first (DIV).
 
-    The 8-bit lookup's index, first * 256 + second, is built in the node's two np.intp temporaries
-    (sized here): the inputs are converted by assignment, as a ufunc casting its inputs goes through
-    NumPy's buffers."""
+    The 8-bit lookup's index, first * 256 + second, is built in the node's first np.intp temporary
+    (sized here) by two assignments and no arithmetic: the second input's raw bits converted into it
+    (so its upper bytes are zero), then the first's written into its second-lowest byte (_INDEX_HIGH_BYTE).
+    A ufunc casting its inputs would go through NumPy's buffers."""
     tensors = context.tensors
     first = tensors[node.inputs[0]]
     output = tensors[node.outputs[0]]
@@ -80,20 +86,22 @@ def _quantized_runner(context, node, formulas: dict[str, Callable], groups, chec
             }
         main = tables[groups[0][0]]
         extras = [(tables[path], positions) for path, positions in groups[1:]]
-        first_index, second_index = node.user_data.scratch  # by init
-        for scratch in (first_index, second_index):
-            scratch_tensor(context, scratch, INTP_TYPE, shape)
-        set_temporaries(context, node, (first_index, second_index), (first_index, second_index))
+        scratch = node.user_data.scratch  # by init: the lookup uses the first
+        scratch_tensor(context, scratch[0], INTP_TYPE, shape)
+        set_temporaries(context, node, scratch, scratch[:1])
+        first_index = scratch[0]
+        views = ()  # (first, second, index) and the byte views made of them, while they stay the arrays
 
         def lookup(tensors, inputs, out):
-            b = tensors[inputs[1]].data
+            nonlocal views
+            a, b, index = tensors[inputs[0]].data, tensors[inputs[1]].data, tensors[first_index].data
             if check is not None:
                 check(b)
-            index, low = tensors[first_index].data, tensors[second_index].data
-            np.copyto(index, tensors[inputs[0]].data.view(np.uint8))
-            np.left_shift(index, 8, out=index)
-            np.copyto(low, b.view(np.uint8))
-            np.bitwise_or(index, low, out=index)
+            if not views or views[0] is not a or views[1] is not b or views[2] is not index:
+                high = index.reshape(-1).view(np.uint8).reshape(*shape, -1)[..., _INDEX_HIGH_BYTE]
+                views = (a, b, index, a.view(np.uint8), b.view(np.uint8), high)
+            np.copyto(index, views[4])
+            np.copyto(views[5], views[3])
             np.take(main, index, out=out, mode="clip")
             for table, positions in extras:
                 out.reshape(-1)[positions] = table[index.reshape(-1)[positions]]
