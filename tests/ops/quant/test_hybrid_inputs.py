@@ -30,13 +30,38 @@ def rows_of(rng, rows: int, size: int, kind: str) -> np.ndarray:
 def test_quantizer_matches_general_recipe(kind, centered):
     rng = np.random.default_rng(len(kind) + centered)
     for _ in range(60):
-        rows, size = int(rng.integers(1, 24)), int(rng.choice([1, 7, 8, 9, 32, 33, 100]))
+        rows, size = int(rng.integers(1, 24)), int(rng.choice([1, 7, 8, 9, 32, 33, 100, 1000]))
         x = rows_of(rng, rows, size, kind)
         quantizer = AsymmetricRowQuantizer(rows, size, centered)
         with np.errstate(all="ignore"):
             expected = quantize_rows_asymmetric(x, centered)
-            for _ in range(2):  # the second call reuses the quantizer's arrays
-                got = quantizer(x)
+            for out in (None, None, np.empty_like(x)):  # the second call reuses the quantizer's arrays
+                got = quantizer(x, out)
+                assert out is None or got[0] is out
                 for ours, theirs in zip(got, expected):
                     assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
+                # the quantized values are integers: -0.0 (a product in (-0.5, 0) rounded) and 0.0 alike
+                assert np.array_equal(got[0], expected[0], equal_nan=True), (rows, size)
+                for ours, theirs in zip(got[1:], expected[1:]):
                     assert ours.tobytes() == theirs.tobytes(), (rows, size)
+
+
+# ranges whose two zero-point candidates (-128 - low / scale, 127 - high / scale) round to different
+# integers: the float32 spread puts them ~1e-5 apart, straddling a half
+STRADDLING = [
+    (-14.821787, 5.123098),
+    (-3.4153228, 9.487008),
+    (-21.810843, 5.3860517),
+    (-0.76224935, 4.037099),
+]
+
+
+@pytest.mark.parametrize("centered", [False, True])
+def test_quantizer_chooses_the_end_when_the_candidates_straddle_a_half(centered):
+    rng = np.random.default_rng(7)
+    for low, high in STRADDLING:
+        x = rng.uniform(low, high, (3, 16)).astype(np.float32)
+        x[1, 0], x[1, 5] = low, high
+        expected = quantize_rows_asymmetric(x, centered)
+        for ours, theirs in zip(AsymmetricRowQuantizer(3, 16, centered)(x), expected):
+            assert ours.tobytes() == theirs.tobytes(), (low, high)

@@ -4,6 +4,7 @@ the quantization parameters of the integer kernels (TFLite's Prepare checks and 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from types import SimpleNamespace
 
@@ -16,10 +17,7 @@ from ...errors import KernelError, ensure, ensure_eq, ensure_type
 from ...model.options import ActivationFunctionType
 from ..common import reject_quantized_or_hybrid
 from ..quant import fixed_point as fp
-from ..quant.hybrid_inputs import (
-    quantize_rows_asymmetric,
-    quantize_rows_symmetric,
-)
+from ..quant.hybrid_inputs import AsymmetricRowQuantizer, quantize_rows_symmetric
 
 _FLOAT = (TensorType.FLOAT32,)
 _INTEGER = (TensorType.UINT8, TensorType.INT8, TensorType.INT16)
@@ -77,16 +75,24 @@ def _float_range(activation) -> tuple[float, float]:
     }.get(activation, (-np.inf, np.inf))
 
 
+def _input_quantizer(source, per_channel: bool) -> AsymmetricRowQuantizer | None:
+    """What _quantize_input quantizes a hybrid kernel's input with: per channel, an asymmetric
+    quantizer (centered) for the input's shape, holding its scratch arrays; else None (symmetric)."""
+    batches = source.shape[0]
+    size = math.prod(source.shape) // batches if batches else 0
+    return AsymmetricRowQuantizer(batches, size, centered=True) if per_channel and size else None
+
+
 def _quantize_input(
-    x: np.ndarray, per_channel: bool, out: np.ndarray | None = None
+    x: np.ndarray, quantizer: AsymmetricRowQuantizer | None, out: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
-    """Each batch of a hybrid kernel's input quantized (asymmetrically when `per_channel`), as float32
-    (q - zero point) values shaped like x (exact; into the float32 `out` when given); the per-batch
-    scaling factors and zero points."""
+    """Each batch of a hybrid kernel's input quantized (asymmetrically with a quantizer from
+    _input_quantizer, else symmetrically), as float32 (q - zero point) values shaped like x (exact; into
+    the float32 `out` when given); the per-batch scaling factors and zero points."""
     rows = x.reshape(x.shape[0], -1)
     target = None if out is None else out.reshape(rows.shape)
-    if per_channel:
-        quantized, scales, zero_points = quantize_rows_asymmetric(rows, centered=True, out=target)
+    if quantizer is not None:
+        quantized, scales, zero_points = quantizer(rows, target)
     else:
         (quantized, scales), zero_points = quantize_rows_symmetric(rows, out=target), None
     return quantized.reshape(x.shape), scales, zero_points

@@ -22,6 +22,7 @@ from ..common import (
     scratch_tensor,
     set_temporaries,
 )
+from ..quant.hybrid_inputs import AsymmetricRowQuantizer
 from ..registry import register_builtin
 from ..windows import plan_window
 from .common import (
@@ -36,6 +37,7 @@ from .common import (
     _float_dtype,
     _float_range,
     _input_magnitude,
+    _input_quantizer,
     _integer_checks,
     _may_leave_int32,
     _multipliers,
@@ -111,6 +113,7 @@ class HybridConv:
     bias_row: np.ndarray | None = None
     bias_constant: bool = False
     product: Program | None = None  # constant filter: the calls of the product
+    quantizer: AsymmetricRowQuantizer | None = None  # per channel: the input's (common._input_quantizer)
 
     def split(self, raw: np.ndarray, layout, dtype):
         """The filter [O, ...] as the product's matrix, and the matrix of its flipped weights (or None)."""
@@ -356,6 +359,7 @@ def _conv2d_hybrid(context, node, state, options, source, weights, bias, output,
     low, high = _float_range(options.fused_activation_function)
     reference = per_channel and (not optimized or groups != 1)
     hybrid = state.hybrid = HybridConv(per_channel, scales, reference, low, high, context.host.x86)
+    hybrid.quantizer = _input_quantizer(source, per_channel)
     depth = int(np.prod(weights.shape[1:]))
     # Per tensor, both resolvers run optimized_ops::HybridConv: ruy (exact) when O % 4 == 0, else the SSE
     # kernel on x86 (NEON's, exact, on ARM); per channel, the optimized kernel subtracts zero point times
@@ -419,7 +423,7 @@ def _conv2d_hybrid_invoke(context, node, state: ConvState) -> None:
     hybrid = state.hybrid
     staged = tensors[state.wide].data
     into = staged if staged.dtype == np.float32 else None
-    quantized, scales, zero_points = _quantize_input(tensors[node.inputs[0]].data, hybrid.per_channel, into)
+    quantized, scales, zero_points = _quantize_input(tensors[node.inputs[0]].data, hybrid.quantizer, into)
     if into is None:
         np.copyto(staged, quantized)
     quantized = staged

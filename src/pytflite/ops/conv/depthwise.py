@@ -33,6 +33,7 @@ from ..common import (
     scratch_tensor,
     set_temporaries,
 )
+from ..quant.hybrid_inputs import AsymmetricRowQuantizer
 from ..registry import register_builtin
 from ..windows import (
     Staging,
@@ -57,6 +58,7 @@ from .common import (
     _float_dtype,
     _float_range,
     _input_magnitude,
+    _input_quantizer,
     _integer_checks,
     _may_leave_int32,
     _multipliers,
@@ -109,6 +111,7 @@ class HybridDepthwise:
     bias_row: np.ndarray | None = None
     bias_constant: bool = False
     factors: tuple[np.ndarray, np.ndarray] = ()
+    quantizer: AsymmetricRowQuantizer | None = None  # the input's (common._input_quantizer)
 
 
 @dataclass(frozen=True)
@@ -367,6 +370,7 @@ def _depthwise_hybrid(context, node, state, options, source, weights, bias, outp
     scales = np.broadcast_to(quantization.scale.astype(np.float32), (out_channels,)).copy()
     low, high = _float_range(options.fused_activation_function)
     hybrid = state.hybrid = HybridDepthwise(scales, not optimized, low, high)
+    hybrid.quantizer = _input_quantizer(source, True)
     pixels = window.out[0] * window.out[1]  # per batch
     hybrid.scale_row = channel_row(scales, pixels)
     if out_channels % 4:
@@ -509,7 +513,7 @@ def _depthwise_hybrid_invoke(context, node, state: DepthwiseState, out: np.ndarr
     hybrid = state.hybrid
     staged = tensors[state.wide].data
     into = staged if staged.dtype == np.float32 else None
-    quantized, scales, _ = _quantize_input(tensors[node.inputs[0]].data, True, into)
+    quantized, scales, _ = _quantize_input(tensors[node.inputs[0]].data, hybrid.quantizer, into)
     if into is None:
         np.copyto(staged, quantized)
     quantized = staged

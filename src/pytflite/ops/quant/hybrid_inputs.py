@@ -41,13 +41,19 @@ _BOUNDS = np.array([-128, 127], np.float32)
 _MIN, _MAX = np.minimum.reduce, np.maximum.reduce  # without ndarray.min's Python layer
 
 
+# 0.5 and its bits as 0-d arrays: ufuncs take them faster than NumPy scalars
+_HALF_0D = np.array(_HALF)
+_HALF_0D.flags.writeable = False
+_HALF_BITS_0D = _HALF_0D.view(np.int32)
+
+
 @functools.lru_cache(maxsize=64)
-def _round_addend(size: int) -> tuple[np.ndarray | np.float32, np.ndarray | np.int32]:
+def _round_addend(size: int) -> tuple[np.ndarray, np.ndarray]:
     """What _round_rows adds (with the sign of each product) to a row of `size` products: 0.5 in the
     NEON blocks, _BELOW_HALF in the scalar tail; and its bits as int32."""
     blocked = size - size % _BLOCK
     if blocked == size:
-        return _HALF, _HALF.view(np.int32)
+        return _HALF_0D, _HALF_BITS_0D
     addend = np.full(size, _HALF, np.float32)
     addend[blocked:] = _BELOW_HALF
     addend.flags.writeable = False
@@ -57,7 +63,7 @@ def _round_addend(size: int) -> tuple[np.ndarray | np.float32, np.ndarray | np.i
 # From this many values on, _round_rows moves the signs with integer operations: np.copysign does not
 # vectorize (~0.6 ns a value), an AND and an OR do.
 _BITWISE_SIGNS = 2048
-_SIGN_BIT = np.int32(-(2**31))
+_SIGN_BIT = np.array(-(2**31), np.int32)
 
 
 def _round_rows(products: np.ndarray, scratch: np.ndarray | None = None) -> None:
@@ -240,9 +246,11 @@ def quantize_rows_asymmetric(
     return quantized, scales, nudged
 
 
-def _quantize_row_asymmetric(values: np.ndarray, centered: bool, out: np.ndarray | None):
-    """quantize_rows_asymmetric of a single row with Python scalars for its parameters; None when its
-    range is not finite."""
+def _quantize_row_asymmetric(
+    values: np.ndarray, centered: bool, out: np.ndarray | None, scratch: np.ndarray | None = None
+):
+    """quantize_rows_asymmetric of a single row with Python scalars for its parameters (`scratch`: see
+    _round_rows); None when its range is not finite."""
     # NeonMinMax starts from 0
     low, high = min(float(_MIN(values, axis=None)), 0.0), max(float(_MAX(values, axis=None)), 0.0)
     if not (math.isfinite(low) and math.isfinite(high)):
@@ -250,7 +258,7 @@ def _quantize_row_asymmetric(values: np.ndarray, centered: bool, out: np.ndarray
     flat = low == high
     scale, nudged, inverse = (1.0, 0, 1.0) if flat else _asymmetric_row(low, high)
     quantized = np.multiply(values, np.float32(inverse), out=out)
-    _round_rows(quantized)
+    _round_rows(quantized, scratch)
     if centered:
         clip(quantized, np.float32(-128 - nudged), np.float32(127 - nudged), out=quantized)
         if flat:  # clamping keeps the row's -0.0
@@ -261,83 +269,112 @@ def _quantize_row_asymmetric(values: np.ndarray, centered: bool, out: np.ndarray
     return quantized, np.array([scale], np.float32), np.array([nudged], np.int64)
 
 
-# AsymmetricRowQuantizer's constants: divisors [[255, -255], [255, 255]] of the float32 spread give
-# [[s, -s], [s, s]] (s = spread / 255 in double; x / -255 is exactly -(x / 255)), which divide the ends
-# [low, high] into [[low_s, -high_s], [low_s, high_s]]; _TERM_BASES minus those are the errors
-# [128 - low_s, 127 + high_s] and the zero points [-128 - low_s, 127 - high_s] of _asymmetric_parameters,
-# the same float64 operations on the same operands (a - (-b) is a + b exactly).
-_DIVISORS = np.array([[[255.0], [-255.0]], [[255.0], [255.0]]])
-_TERM_BASES = np.array([[[128.0], [127.0]], [[-128.0], [127.0]]])
+# AsymmetricRowQuantizer's operands: 0-d arrays of the operands' dtypes (no promotion, no scalar
+# conversion per call).
+_255_0D = np.array(255.0)
 _BELOW_HALF_0D = np.array(_BELOW_HALF_64)
 _ONE_0D = np.array(1, np.float32)
 _ZERO_0D = np.array(0, np.float32)
 _M128_0D, _127_0D = np.array(-128, np.float32), np.array(127, np.float32)
-_BOUND_COLUMN = _BOUNDS[:, None]
+
+
+# Up to this many values, AsymmetricRowQuantizer spreads its per-row columns over the rows.
+_WIDE_LIMIT = 1 << 14
 
 
 class AsymmetricRowQuantizer:
     """quantize_rows_asymmetric for inputs of one shape [rows, size] (size > 0), into arrays allocated
-    once: the parameters of all rows take about a dozen NumPy calls on [2, 2, rows] arrays, where the
-    general recipe makes ~25 fresh arrays (a single row keeps its Python-scalar recipe). Calls whose rows
+    once, in about 20 NumPy calls (a single row keeps its Python-scalar recipe).
+
+    The zero point is the rounded -128 - low / scale or 127 - high / scale, whichever end loses less
+    (_asymmetric_parameters). The two differ by (high - low) / scale - 255, the float32 rounding of the
+    spread (under 2e-5), so both round to the same integer unless they straddle a half: the quantizer
+    rounds both and, when they agree, needs no choice (else it hands the call to
+    quantize_rows_asymmetric, which chooses). The per-row factors and bounds are written as columns of
+    one block that one broadcasting copy spreads over the row width: NumPy calls whose operands all have
+    the data's shape skip the broadcasting iterator (~1 us a call on small inputs). Calls whose rows
     include an empty range (a row of zeros) or a scale that is 0 or not finite go to
-    quantize_rows_asymmetric, which handles them. The arrays a call returns are the quantizer's own,
+    quantize_rows_asymmetric too. The arrays a call returns are the quantizer's own (or `out`),
     overwritten by the next call."""
 
     def __init__(self, rows: int, size: int, centered: bool):
         self._centered = centered
         self._one_row = rows == 1
+        self._scratch = np.empty((rows, size), np.float32)
+        self._quantized: np.ndarray | None = None  # made by the first call that is given no output
+        if self._one_row:
+            return
         self._ends = np.empty((2, rows), np.float32)  # [low, high] of each row, widened to include 0
         self._spread = np.empty(rows, np.float32)
-        self._divisors = np.empty((2, 2, rows))
-        self._terms = np.empty((2, 2, rows))
-        self._low_wins = np.empty(rows, bool)
-        self._signs = np.empty(rows)
+        self._scale = np.empty(rows)  # the double scale
+        self._bases = np.repeat(np.array([[-128.0], [127.0]]), rows, axis=1)
+        self._bounds = np.repeat(np.array([[-128.0], [127.0]], np.float32), rows, axis=1)
+        # the ends in double, then the zero points of the low and of the high end (operands of one
+        # dtype: mixed ones make NumPy allocate casting buffers)
+        self._candidates = np.empty((2, rows))
+        self._signs = np.empty((2, rows))
+        self._zero_points = np.empty((2, rows), np.int64)
+        self._offsets = np.empty((2, rows), np.float32)
         self._scales = np.empty(rows, np.float32)
-        self._inverse = np.empty(rows, np.float32)
-        self._zero_points = np.empty(rows, np.int64)
-        self._offsets = np.empty(rows, np.float32)  # the zero points as float32
-        self._bounds = np.empty((2, rows), np.float32)  # centered: each row's [-128 - zp, 127 - zp]
-        self._low_bounds, self._high_bounds = self._bounds[:, :, None]
-        self._quantized = np.empty((rows, size), np.float32)
-        self._scratch = np.empty((rows, size), np.float32)
+        # per row: the inverse scale, then (centered) the bounds -128 - zp and 127 - zp, or the zero point
+        columns = np.empty((3 if centered else 2, rows, 1), np.float32)
+        self._columns, self._column_values = columns, columns[:, :, 0]
+        # spread over the rows for small inputs only: on larger ones broadcasting costs little
+        self._wide = np.empty((len(columns), rows, size), np.float32) if rows * size <= _WIDE_LIMIT else None
 
-    def __call__(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """quantize_rows_asymmetric(values, centered) for float32 `values` of the quantizer's shape."""
+    def __call__(
+        self, values: np.ndarray, out: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """quantize_rows_asymmetric(values, centered, out) for float32 `values` of the quantizer's
+        shape; without `out`, into the quantizer's own array."""
+        if out is None:
+            if self._quantized is None:
+                self._quantized = np.empty(self._scratch.shape, np.float32)
+            out = self._quantized
         if self._one_row:  # Python scalars beat a dozen NumPy calls
-            return quantize_rows_asymmetric(values, self._centered, self._quantized)
-        low, high = self._ends
-        _MIN(values, axis=1, initial=_ZERO_0D, out=low)  # NeonMinMax starts from 0
-        _MAX(values, axis=1, initial=_ZERO_0D, out=high)
-        np.subtract(high, low, out=self._spread)  # float32, as in C
-        divisors, terms = self._divisors, self._terms
-        np.divide(self._spread, _DIVISORS, out=divisors)
-        scales = self._scales
-        np.copyto(scales, divisors[1, 1], casting="same_kind")
+            result = _quantize_row_asymmetric(values, self._centered, out, self._scratch)
+            return quantize_rows_asymmetric(values, self._centered, out) if result is None else result
+        ends, scale, scales = self._ends, self._scale, self._scales
+        _MIN(values, 1, None, ends[0], False, _ZERO_0D)  # NeonMinMax starts from 0
+        _MAX(values, 1, None, ends[1], False, _ZERO_0D)
+        np.subtract(ends[1], ends[0], self._spread)  # float32, as in C
+        np.copyto(scale, self._spread)
+        np.divide(scale, _255_0D, scale)
+        np.copyto(scales, scale, casting="same_kind")
         listed = scales.tolist()
         if 0.0 in listed or not math.isfinite(sum(listed)):  # scales are >= 0 or NaN
-            return quantize_rows_asymmetric(values, self._centered)
-        np.divide(self._ends, divisors, out=terms)
-        np.subtract(_TERM_BASES, terms, out=terms)
-        zero_point = terms[1, 1]  # the high end's, replaced by the low end's where that loses less
-        np.less(terms[0, 0], terms[0, 1], out=self._low_wins)
-        np.copyto(zero_point, terms[1, 0], where=self._low_wins)
+            return quantize_rows_asymmetric(values, self._centered, out)
+        candidates, zero_points, offsets = self._candidates, self._zero_points, self._offsets
+        np.copyto(candidates, ends)
+        np.divide(candidates, scale, candidates)
+        np.subtract(self._bases, candidates, candidates)  # -128 - low_scaled, 127 - high_scaled
         # rounded half away from zero (see _BELOW_HALF; no clamp: see _asymmetric_parameters), the
         # truncation done by the cast
-        zero_point += np.copysign(_BELOW_HALF_0D, zero_point, out=self._signs)
-        zero_points = self._zero_points
-        np.copyto(zero_points, zero_point, casting="unsafe")
-        np.divide(_ONE_0D, scales, out=self._inverse)  # float32(1.0 / scale): see _asymmetric_parameters
-        quantized = np.multiply(values, self._inverse[:, None], out=self._quantized)
-        _round_rows(quantized, self._scratch)
-        offsets = self._offsets
+        candidates += np.copysign(_BELOW_HALF_0D, candidates, self._signs)
+        np.copyto(zero_points, candidates, casting="unsafe")
         np.copyto(offsets, zero_points, casting="same_kind")
-        if self._centered:  # clamp(r + zp, -128, 127) - zp
-            np.subtract(_BOUND_COLUMN, offsets, out=self._bounds)
-            clip(quantized, self._low_bounds, self._high_bounds, out=quantized)
+        from_low, from_high = zero_points.tolist()
+        if from_low != from_high:  # the candidates straddle a half: choose the end
+            return quantize_rows_asymmetric(values, self._centered, out)
+        inverse, *per_row = self._column_values
+        np.divide(_ONE_0D, scales, inverse)  # float32(1.0 / scale): see _asymmetric_parameters
+        if self._centered:  # clamp(r + zp, -128, 127) - zp; both rows of zero_points are zp
+            np.subtract(self._bounds, offsets, self._column_values[1:])
         else:
-            quantized += offsets[:, None]
-            clip(quantized, _M128_0D, _127_0D, out=quantized)
-        return quantized, scales, zero_points
+            np.copyto(per_row[0], offsets[1])
+        wide = self._wide
+        if wide is None:
+            wide = self._columns
+        else:
+            np.copyto(wide, self._columns)
+        quantized = np.multiply(values, wide[0], out)
+        _round_rows(quantized, self._scratch)
+        if self._centered:
+            clip(quantized, wide[1], wide[2], quantized)
+        else:
+            quantized += wide[1]
+            clip(quantized, _M128_0D, _127_0D, quantized)
+        return quantized, scales, zero_points[1]
 
 
 def quantize_rows_4bit_kernel(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
