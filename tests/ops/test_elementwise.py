@@ -1059,3 +1059,23 @@ def test_float_floor_div_divides_in_double_precision():
     x, y = np.array([-1e-45, 7.0], np.float32), np.array([3.0, 2.0], np.float32)
     (out,) = SingleOpModel(Op.FLOOR_DIV, [Operand(x), Operand(y)], [T.FLOAT32]).check()
     np.testing.assert_array_equal(out, [-1.0, 3.0])
+
+
+def test_interpreters_of_one_model_share_the_8bit_lookup_tables():
+    """An 8-bit ADD's 65536-entry table follows from the model alone: computed once per model (core/derived.py)."""
+    rng = np.random.default_rng(5)
+    a, b = (rng.integers(-128, 128, (2, 9)).astype(np.int8) for _ in range(2))
+    operands = [Operand(a, quantization=(0.05, 3)), Operand(b, quantization=(0.07, -2))]
+    model, feeds = SingleOpModel(Op.ADD, operands, [T.INT8], output_quantization=[(0.1, 1)]).build()
+    interpreters = [pytflite.Interpreter(model_content=model) for _ in range(2)]
+    outputs, tables = [], []
+    for interpreter in interpreters:
+        interpreter.allocate_tensors()
+        for detail, feed in zip(interpreter.get_input_details(), feeds):
+            interpreter.set_tensor(detail["index"], feed)
+        interpreter.invoke()
+        outputs.append(interpreter.get_tensor(interpreter.get_output_details()[0]["index"]))
+        tables.append(len(interpreter.model.derived_constants))
+    np.testing.assert_array_equal(outputs[0], outputs[1])
+    assert interpreters[0].model is interpreters[1].model
+    assert tables[0] > 0 and tables[1] == tables[0]  # the second interpreter computed no table

@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ...core.derived import derived_constant
 from ...core.types import type_name
 from ...errors import ensure
 from ..common import INTP_TYPE, broadcast_shape, scratch_tensor, set_temporaries
@@ -79,11 +80,19 @@ def _quantized_runner(context, node, formulas: dict[str, Callable], groups, chec
         return _run_nothing
     if first.type in (T.INT8, T.UINT8):
         raw = np.arange(256, dtype=np.uint8).view(first.dtype).astype(np.int64)
-        with np.errstate(all="ignore"):
-            tables = {
-                path: formulas[path](raw[:, None], raw[None, :]).astype(output.dtype).reshape(-1)
-                for path, _ in groups
-            }
+
+        def table(path: str) -> Callable[[], np.ndarray]:
+            def compute() -> np.ndarray:
+                with np.errstate(all="ignore"):
+                    return formulas[path](raw[:, None], raw[None, :]).astype(output.dtype).reshape(-1)
+
+            return compute
+
+        # per model, shared read-only by its interpreters: a table follows from the tensors'
+        # quantization, the options and the kernel alone
+        tables = {
+            path: derived_constant(context, node, f"8-bit table, {path}", table(path)) for path, _ in groups
+        }
         main = tables[groups[0][0]]
         extras = [(tables[path], positions) for path, positions in groups[1:]]
         scratch = node.user_data.scratch  # by init: the lookup uses the first
