@@ -19,6 +19,7 @@ from pytflite import TensorType as T
 from pytflite.core.quantization import AffineQuantization
 from pytflite.model.builder import ModelBuilder
 from pytflite.ops.conv.program import Program
+from tests.ops.refusals import fails_like_litert
 from tests.oracle import (
     assert_matches,
     compare_with_litert,
@@ -243,6 +244,39 @@ def test_depthwise_conv2d(
         _fails_to_prepare(model.build()[0], "DEPTHWISE_CONV_2D", "too small for a filter")
         return
     model.check()
+
+
+@pytest.mark.parametrize(
+    ("op", "input_shape", "filter_shape", "condition"),
+    [
+        (Op.CONV_2D, [1, 0, 4, 3], [2, 3, 3, 3], "input->dims->data[1] > 0"),
+        (Op.CONV_2D, [1, 4, 0, 3], [2, 3, 3, 3], "input->dims->data[2] > 0"),
+        (Op.CONV_2D, [1, 4, 4, 0], [2, 3, 3, 0], "input_channel > 0"),
+        (Op.CONV_2D, [1, 4, 4, 3], [2, 0, 3, 3], "filter->dims->data[1] > 0"),
+        (Op.CONV_2D, [1, 4, 4, 3], [2, 3, 0, 3], "filter->dims->data[2] > 0"),
+        (Op.CONV_2D, [1, 4, 4, 3], [0, 3, 3, 3], "filter->dims->data[0] > 0"),
+        (Op.CONV_2D, [1, 4, 4, 3], [2, 3, 3, 0], "filter_input_channel > 0"),
+        (Op.DEPTHWISE_CONV_2D, [1, 0, 4, 3], [1, 3, 3, 3], "SizeOfDimension(input, 1) > 0"),
+        (Op.DEPTHWISE_CONV_2D, [1, 4, 0, 3], [1, 3, 3, 3], "SizeOfDimension(input, 2) > 0"),
+        (Op.DEPTHWISE_CONV_2D, [1, 4, 4, 0], [1, 3, 3, 0], "SizeOfDimension(input, 3) > 0"),
+        (Op.DEPTHWISE_CONV_2D, [1, 4, 4, 3], [1, 0, 3, 3], "SizeOfDimension(filter, 1) > 0"),
+        (Op.DEPTHWISE_CONV_2D, [1, 4, 4, 3], [1, 3, 0, 3], "SizeOfDimension(filter, 2) > 0"),
+        (Op.DEPTHWISE_CONV_2D, [1, 4, 4, 3], [1, 3, 3, 0], "SizeOfDimension(filter, 3) > 0"),
+    ],
+)
+def test_empty_convolution_operands_are_refused_in_tflite_words(op, input_shape, filter_shape, condition):
+    """LiteRT's texts (after its file:line) and its run-together join with the node's report."""
+    depthwise = op == Op.DEPTHWISE_CONV_2D
+    options = {"stride_h": 1, "stride_w": 1, "dilation_h_factor": 1, "dilation_w_factor": 1}
+    if depthwise:
+        options["depth_multiplier"] = 1
+    operands = [
+        Operand(np.zeros(input_shape, np.float32)),
+        Operand(np.ones(filter_shape, np.float32), constant=True),
+        Operand(np.zeros(filter_shape[3 if depthwise else 0], np.float32), constant=True),
+    ]
+    model = SingleOpModel(op, operands, [T.FLOAT32], options, version=2)
+    fails_like_litert(model, f"{condition} was not true.Node number 0 ({op.name}) failed to prepare.")
 
 
 def test_depthwise_conv2d_larger_image():

@@ -215,7 +215,8 @@ def test_mismatched_types_are_rejected():
         Op.ADD, [Operand(np.zeros(2, np.float32)), Operand(np.zeros(2, np.int32))], [T.FLOAT32]
     ).build()
     with pytest.raises(
-        RuntimeError, match=r"ADD input types: FLOAT32 != INT32Node number 0 \(ADD\) failed to prepare."
+        RuntimeError,
+        match=r"^input1->type != input2->type \(FLOAT32 != INT32\)Node number 0 \(ADD\) failed to prepare\.$",
     ):
         pytflite.Interpreter(model_content=model).allocate_tensors()
 

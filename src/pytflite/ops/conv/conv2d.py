@@ -153,10 +153,16 @@ def _conv2d_common(context, node):
     ensure_eq(len(weights.shape), 4, "CONV_2D filter rank")
     _, h, w, channels = source.shape
     out_channels, kh, kw, filter_channels = weights.shape
-    ensure(
-        h > 0 and w > 0 and channels > 0 and min(weights.shape) > 0,
-        "CONV_2D needs non-empty input and filter",
-    )
+    for size, condition in (  # TFLite's checks, in its order
+        (h, "input->dims->data[1] > 0"),
+        (w, "input->dims->data[2] > 0"),
+        (channels, "input_channel > 0"),
+        (kh, "filter->dims->data[1] > 0"),
+        (kw, "filter->dims->data[2] > 0"),
+        (out_channels, "filter->dims->data[0] > 0"),
+        (filter_channels, "filter_input_channel > 0"),
+    ):
+        ensure(size > 0, f"{condition} was not true.")
     ensure_eq(channels % filter_channels, 0, "CONV_2D input channels % filter input channels")
     groups = channels // filter_channels
     ensure_eq(out_channels % groups, 0, "CONV_2D output channels % groups")

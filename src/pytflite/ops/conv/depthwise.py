@@ -216,7 +216,9 @@ def _depthwise_prepare(context, node, state, optimized: bool) -> None:
     dilation = (options.dilation_h_factor, options.dilation_w_factor)
     _positive(dilation, f"{op} dilation")
     _positive((options.stride_h, options.stride_w), f"{op} strides")
-    ensure(min(source.shape[1:]) > 0 and min(weights.shape[1:]) > 0, f"{op} needs non-empty input and filter")
+    for tensor, name in ((source, "input"), (weights, "filter")):  # TFLite's checks, in its order
+        for axis in (1, 2, 3):
+            ensure(tensor.shape[axis] > 0, f"SizeOfDimension({name}, {axis}) > 0 was not true.")
     ensure_type(source, _CONV_TYPES, "input", op)
     hybrid = source.type == TensorType.FLOAT32 and weights.type != TensorType.FLOAT32
     if source.type == TensorType.FLOAT32 and not hybrid:

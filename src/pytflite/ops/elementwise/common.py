@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ...core.types import TensorType
-from ...errors import KernelError, ensure_types_eq
+from ...errors import KernelError, ensure_type_condition, ensure_types_eq
 from ...model.options import ActivationFunctionType
 from ..common import broadcast_shape, check_arity, input_tensor, output_tensor
 from .binary import _EXPANDED_LIMIT
@@ -25,7 +25,7 @@ def _binary_tensors(context, node, op_name: str, same_output_type: bool = True):
     check_arity(node, 2)
     first, second = input_tensor(context, node, 0), input_tensor(context, node, 1)
     output = output_tensor(context, node)
-    ensure_types_eq(first, second, f"{op_name} input types")
+    ensure_type_condition(first, second.type, "input1->type != input2->type")  # TFLite's words
     if same_output_type:
         ensure_types_eq(first, output, f"{op_name} input/output types")
     return first, second, output
