@@ -385,6 +385,83 @@ def test_while_runs_again_after_a_different_input():
             assert_matches(a, b)
 
 
+def rotating_loop() -> bytes:
+    """while i < n: i += 1; k = i % 4; x = concat(x[k:], (x[:k] + 0) * 0.5) + x * 0.5 - the gru corpus
+    pattern: two SLICEs whose shapes change every iteration, fixed-shape nodes between and after them,
+    and a node (the MUL by 0.5 of the head) prepared again each iteration without reading a dynamic
+    tensor."""
+    b = ModelBuilder()
+    main = b.main
+    specs = (("i", T.INT32, [1]), ("n", T.INT32, [1]), ("x", T.FLOAT32, [4]))
+    ins = [main.add_input(name, t, s) for name, t, s in specs]
+    outs = [main.add_tensor(f"{name}_out", t, s) for name, t, s in specs]
+    for o in outs:
+        main.add_output(o)
+    main.add_operator(Op.WHILE, ins, outs, {"cond_subgraph_index": 1, "body_subgraph_index": 2})
+    cond = b.add_subgraph("cond")
+    ci, cn, _ = (cond.add_input(name, t, s) for name, t, s in specs)
+    less = cond.add_tensor("less", T.BOOL, [1])
+    cond.add_operator(Op.LESS, [ci, cn], [less])
+    cond.add_output(less)
+    body = b.add_subgraph("body")
+    bi, bn, bx = (body.add_input(name, t, s) for name, t, s in specs)
+    one, four = (body.add_constant(name, np.array([v], np.int32)) for name, v in (("one", 1), ("four", 4)))
+    zero, rest = (body.add_constant(name, np.array([v], np.int32)) for name, v in (("zero", 0), ("rest", -1)))
+    half = body.add_constant("half", np.array([0.5], np.float32))
+    zero_f = body.add_constant("zero_f", np.array([0.0], np.float32))
+    i1, k = body.add_tensor("i1", T.INT32, [1]), body.add_tensor("k", T.INT32, [1])
+    tail, head = (body.add_tensor(name, T.FLOAT32, [4], shape_signature=[-1]) for name in ("tail", "head"))
+    scaled, rolled, x1 = (body.add_tensor(name, T.FLOAT32, [4]) for name in ("scaled", "rolled", "x1"))
+    head_copy, half_head = (body.add_tensor(name, T.FLOAT32, [4]) for name in ("head_copy", "half_head"))
+    body.add_operator(Op.ADD, [bi, one], [i1])
+    body.add_operator(Op.FLOOR_MOD, [i1, four], [k])
+    body.add_operator(Op.SLICE, [bx, k, rest], [tail])
+    body.add_operator(Op.MUL, [bx, half], [scaled])
+    body.add_operator(Op.SLICE, [bx, zero, k], [head])
+    body.add_operator(Op.ADD, [head, zero_f], [head_copy])
+    body.add_operator(Op.MUL, [head_copy, half], [half_head])
+    body.add_operator(Op.CONCATENATION, [tail, half_head], [rolled], {"axis": 0})
+    body.add_operator(Op.ADD, [rolled, scaled], [x1])
+    for o in (i1, bn, x1):
+        body.add_output(o)
+    return b.build()
+
+
+def test_a_body_with_dynamic_slices_runs_its_suffixes_check_free_and_a_profiler_sees_every_node():
+    """After each SLICE resizes its output, the nodes the lazy prepare went over run as check-free steps
+    (PlanRunner._suffix): the same results as LiteRT across invokes of different lengths, and with a
+    profiler attached the careful loop reports every body node of every iteration."""
+    model = rotating_loop()
+    interpreter, reference = pytflite.Interpreter(model_content=model), litert_interpreter(model)
+    x = np.array([1, -2, 0.5, 3], np.float32)
+    for limit in (6, 3, 9):
+        feeds = [np.array([0], np.int32), np.array([limit], np.int32), x]
+        for a, b in zip(run(interpreter, feeds), run(reference, feeds)):
+            assert_matches(a, b)
+    suffixes = interpreter.subgraphs[2].runner._suffixes
+    assert [(p, s.end) for p, s in sorted(suffixes.items()) if s is not None] == [(3, 4), (5, 9)]
+    first = suffixes[3]
+    run(interpreter, [np.array([0], np.int32), np.array([5], np.int32), x])
+    assert interpreter.subgraphs[2].runner._suffixes[3] is first  # its node was not prepared again: kept
+
+    profiler = Profiler()
+    profiler.attach(interpreter)
+    with profiler.run():
+        interpreter.invoke()
+    body_events = [e.tag for e in profiler.runs[0] if e.metadata2 == 2]
+    ops = ["ADD", "FLOOR_MOD", "SLICE", "MUL", "SLICE", "ADD", "MUL", "CONCATENATION", "ADD"]
+    assert body_events == ops * 5
+    profiler.detach(interpreter)
+    expected = x
+    for i in range(1, 6):
+        k = i % 4
+        half = np.float32(0.5)
+        expected = np.concatenate([expected[k:], expected[:k] * half]) + expected * half
+    np.testing.assert_array_equal(
+        interpreter.get_tensor(interpreter.get_output_details()[2]["index"]), expected
+    )
+
+
 def test_if_inside_a_while_body():
     """The corpus's control_flow pattern: a loop body that branches on the counter's parity."""
     b = ModelBuilder()

@@ -39,6 +39,7 @@ class PlanRunner:
         self._prefix = None if self.fast_steps is not None else self._fast_prefix()
         self._arena_moves = subgraph.arena_moves  # the prefix's bound arrays are stale once it moves
         self._entries: list[tuple] | None = None  # per plan position, made on the first careful invoke
+        self._suffixes: dict[int, _Suffix | None] = {}  # per plan position a lazy prepare starts at
 
     def invoke(self) -> None:
         """Run every node of the plan once; the caller has set np.errstate."""
@@ -92,6 +93,18 @@ class PlanRunner:
             end = position + 1
         return (steps, end) if end else None
 
+    def _suffix(self, first: int) -> _Suffix | None:
+        """The check-free steps of the nodes a lazy prepare from plan position `first` just went over,
+        up to the node with dynamic outputs it stopped after (which the careful loop runs, to notice its
+        resize); None when they need the careful loop's checks. Kept while the arena stays and no bound
+        node is prepared again (_Suffix.valid)."""
+        subgraph = self._subgraph
+        suffix = self._suffixes.get(first)
+        if suffix is not None and suffix.valid(subgraph):
+            return suffix
+        suffix = self._suffixes[first] = _Suffix.build(subgraph, first)
+        return suffix
+
     def _careful_entries(self) -> list[tuple]:
         """Per plan position: node, registration, its (position, index, Tensor) inputs, output Tensors."""
         if self._entries is None:
@@ -138,9 +151,18 @@ class PlanRunner:
             self.run_steps(prefix[0])
             start = prefix[1]
         dynamic = AllocationType.DYNAMIC
-        for position in range(start, len(entries)):
+        count = len(entries)
+        next_position = start
+        while next_position < count:
+            position = next_position
+            next_position += 1
             if position == subgraph._next_to_prepare:
                 subgraph._prepare_ops_and_tensors(in_invoke=True)
+                suffix = self._suffix(position) if profiler is None else None
+                if suffix is not None:  # the nodes this prepare went over, without per-node checks
+                    self.run_steps(suffix.steps)
+                    next_position = suffix.end
+                    continue
             node, registration, inputs, outputs = entries[position]
             if node.index in subgraph.folded_nodes:
                 continue
@@ -185,6 +207,71 @@ class PlanRunner:
                 subgraph._call_kernel("invoke", registration.invoke, node, registration)
             finally:
                 profiler.end_event(handle)
+
+
+class _Suffix:
+    """Check-free steps for plan positions [first, end) after a lazy prepare (PlanRunner._suffix).
+
+    Every node in it has a pure prepare (so one prepared again had its inputs change) and no dynamic
+    output. Bound steps (Registration.bind) are valid while the arena has not moved and their node was
+    not prepared again: its recorded inputs (Subgraph._prepared_inputs) are still the same object. A node
+    reading a dynamic tensor is prepared again at nearly every resize, so it runs its plain invoke, which
+    looks its arrays up each time, and does not make the suffix be built again."""
+
+    __slots__ = ("steps", "end", "last", "arena_moves", "bound")
+
+    def __init__(self, steps: Steps, end: int, last: int, arena_moves: int, bound: tuple):
+        self.steps, self.end, self.last, self.arena_moves, self.bound = steps, end, last, arena_moves, bound
+
+    @staticmethod
+    def build(subgraph: Subgraph, first: int) -> _Suffix | None:
+        delegation = subgraph.delegation
+        if delegation.pre_delegation_plan is not None or delegation.applied:
+            return None
+        tensors = subgraph.tensors
+        prepared = subgraph._prepared_inputs
+        plan = subgraph.execution_plan
+        last = subgraph._next_to_prepare - 1  # where the lazy prepare stopped
+        dynamic = AllocationType.DYNAMIC
+        end = last
+        if last == len(plan) - 1:  # it reached the end: the last node is included unless it is dynamic
+            node = subgraph.nodes[plan[last]][0]
+            if all(t == OPTIONAL_TENSOR or tensors[t].data is not None for t in node.outputs) and not any(
+                t != OPTIONAL_TENSOR and tensors[t].allocation_type == dynamic for t in node.outputs
+            ):
+                end = last + 1
+        steps: Steps = []
+        bound = []
+        for position in range(first, end):
+            node_index = plan[position]
+            node, registration = subgraph.nodes[node_index]
+            inputs = prepared.get(node_index)
+            if inputs is None or registration.invoke is None:  # not a pure prepare, or nothing to run
+                return None
+            if any(t != OPTIONAL_TENSOR and _held_elsewhere(tensors[t]) for t in node.inputs):
+                return None
+            if node_index in subgraph.folded_nodes:
+                bound.append((node_index, inputs))  # folded while prepared as it is now
+                continue
+            if any(t != OPTIONAL_TENSOR and tensors[t].allocation_type == dynamic for t in node.inputs):
+                steps.append((registration.invoke, node))
+            else:
+                steps.append((_step(subgraph, node, registration), node))
+                bound.append((node_index, inputs))
+        if end == first:
+            return None
+        return _Suffix(steps, end, last, subgraph.arena_moves, tuple(bound))
+
+    def valid(self, subgraph: Subgraph) -> bool:
+        """Whether the steps still fit: the lazy prepare stopped at the same node, the arena did not move,
+        and no bound node was prepared again."""
+        if subgraph._next_to_prepare - 1 != self.last or subgraph.arena_moves != self.arena_moves:
+            return False
+        prepared = subgraph._prepared_inputs
+        for node_index, inputs in self.bound:  # noqa: SIM110 (a plain loop: this runs per lazy prepare)
+            if prepared.get(node_index) is not inputs:
+                return False
+        return True
 
 
 def _profiled_as_one_node(profiler: Any, node: Node) -> bool:

@@ -268,7 +268,7 @@ class Subgraph:
             DelegateFlags(d.flags) & DelegateFlags.REQUIRE_PROPAGATED_SHAPES for d in delegation.applied
         ):  # the delegate wants shapes as the original kernels compute them
             self._prepare_ops_starting_at(self._next_to_prepare, delegation.pre_delegation_plan)
-        last, prepared_any = self._prepare_ops_starting_at(self._next_to_prepare, in_invoke=in_invoke)
+        last, allocate = self._prepare_ops_starting_at(self._next_to_prepare, in_invoke=in_invoke)
         self._next_to_prepare = last + 1
         if self._planner is None:
             limits = self.config.limits
@@ -276,8 +276,8 @@ class Subgraph:
             self._planner = ArenaPlanner(self.tensors, self.config.preserve_all_tensors, max_bytes)
             plan_nodes = [self.nodes[i][0] for i in self.execution_plan]
             self._planner.plan_allocations(plan_nodes, self.inputs, self.outputs, self.variables)
-        # Nodes not prepared again left their outputs and temporaries as placed: nothing to allocate.
-        if prepared_any:
+        # Nodes not prepared again, or prepared again into the memory they had, leave nothing to allocate.
+        if allocate:
             try:
                 if self._planner.execute_allocations(self._next_to_allocate, last):
                     self.arena_moves += 1
@@ -298,7 +298,8 @@ class Subgraph:
         self, first: int, plan: list[int] | None = None, in_invoke: bool = False
     ) -> tuple[int, bool]:
         """Prepare plan nodes from `first`; stop after one with dynamic outputs. Returns the last position
-        and whether a node was prepared. `in_invoke`: a lazy prepare inside invoke (np.errstate is set)."""
+        and whether the arena must place tensors (always, outside invoke). `in_invoke`: a lazy prepare
+        inside invoke (np.errstate is set)."""
         plan = self.execution_plan if plan is None else plan
         if first == 0:
             self.has_dynamic_tensors = self._has_dynamic(self.outputs)
@@ -312,7 +313,7 @@ class Subgraph:
         with a pure prepare whose inputs are as its last prepare saw them is not prepared again: it would
         give the same outputs, folded values and dynamic marks (_PreparedInputs)."""
         last = first
-        prepared_any = False
+        allocate = not in_invoke
         nodes = self.nodes
         tensors = self.tensors
         prepared = self._prepared_inputs
@@ -325,17 +326,19 @@ class Subgraph:
                     self.has_dynamic_tensors = True
                     break
                 continue
-            prepared_any = True
             if self._prepare_node(node, registration) == Status.OUTPUT_SHAPE_NOT_KNOWN:
                 self.has_dynamic_tensors = True
+                allocate = True
                 break
             if _has_pure_prepare(node, registration):
                 prepared[node.index] = _PreparedInputs(tensors, node)
+            allocate = allocate or _lacks_memory(tensors, node)
             if _any_dynamic(tensors, node.outputs):
                 self.has_dynamic_tensors = True
                 break
             self._fold_if_constant(node, registration)
-        return last, prepared_any
+            allocate = allocate or node.index in self.folded_nodes  # its outputs left the arena
+        return last, allocate
 
     def _fold_if_constant(self, node: Node, registration: Registration) -> None:
         """Compute a node whose outputs are known in prepare once, now (core/folding.py)."""
@@ -486,6 +489,15 @@ def _any_dynamic(tensors: list[Tensor], indices: Sequence[int]) -> bool:
     inside invoke, where the generator costs more than the test."""
     for t in indices:  # noqa: SIM110
         if t != OPTIONAL_TENSOR and tensors[t].allocation_type == AllocationType.DYNAMIC:
+            return True
+    return False
+
+
+def _lacks_memory(tensors: list[Tensor], node: Node) -> bool:
+    """Whether a node just prepared has an output or temporary without data: resized (which unbinds an
+    arena tensor), new, or made arena again, so the arena must place it."""
+    for t in (*node.outputs, *node.temporaries):  # noqa: SIM110
+        if t != OPTIONAL_TENSOR and tensors[t].data is None:
             return True
     return False
 
