@@ -1,7 +1,8 @@
-"""`load_delegate(library, options)`: LiteRT's way of naming a delegate, for Python delegates.
+"""`load_delegate(library, options)`: LiteRT's way of naming a delegate.
 
-LiteRT loads a native shared library and calls its `tflite_plugin_create_delegate`. pytflite runs
-Python delegates, so `library` names Python code instead:
+`library` is one of:
+- a native shared library (`.so`, with `tflite_plugin_create_delegate`), as in LiteRT: run through
+  TFLite's C ABI by delegates/native (64-bit Linux);
 - `module:Factory` or `path/to/file.py:Factory`: `Factory(**options)` (a Delegate object named this way
   is returned as it is, and takes no options);
 - `module` or `path/to/file.py` defining LiteRT's plugin entry, `tflite_plugin_create_delegate(options)`,
@@ -29,7 +30,7 @@ PLUGIN_ENTRY = "tflite_plugin_create_delegate"
 
 SUPPORTED = (
     "pytflite loads Python delegates: 'module:Factory', 'path/to/file.py:Factory', or a module or .py file "
-    f"defining {PLUGIN_ENTRY}(options)"
+    f"defining {PLUGIN_ENTRY}(options); and native delegate libraries exporting {PLUGIN_ENTRY}"
 )
 
 # libedgetpu.so.1, delegate.dll, libmetal_delegate.dylib
@@ -77,7 +78,7 @@ def import_module_from(spec: str) -> Any:
 
 def _create(spec: str, options: dict[str, Any]) -> Delegate:
     if _NATIVE_LIBRARY.search(spec):
-        raise _Unloadable(f"{spec} is a native library, which pytflite cannot run; {SUPPORTED}.")
+        return _native(spec, options)
     module_name, _, attribute = spec.rpartition(":")
     if module_name == "replay":
         from .replay import ReplayDelegate
@@ -94,6 +95,17 @@ def _create(spec: str, options: dict[str, Any]) -> Delegate:
             raise _Unloadable(f"{spec} is a delegate object and takes no options")
         return factory
     return _checked(spec, _call(spec, factory, **options))
+
+
+def _native(spec: str, options: dict[str, Any]) -> Delegate:
+    from .native import LibraryNotOpened, NativeDelegate, NativeLoadError
+
+    try:
+        return NativeDelegate(spec, options)
+    except LibraryNotOpened as error:
+        raise _Unloadable(f"{error}; {SUPPORTED}.") from None
+    except NativeLoadError as error:  # a plugin's own report stands alone, as in LiteRT
+        raise _Unloadable(str(error)) from None
 
 
 def _from_plugin_entry(spec: str, options: dict[str, Any]) -> Delegate:

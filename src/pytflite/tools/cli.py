@@ -9,7 +9,7 @@
     pytflite batch MODEL INPUTS OUTPUT [--signature KEY] [--batch-size N] [--on-error stop|skip] [--ray]
 
 Every command takes `--custom-ops ops.py` (a module with `register(resolver)`, or `mediapipe`) and `--delegate
-module:Factory` (repeatable, with `--delegate-option key=value`). benchmark's flags are spelled as
+module:Factory` or `--delegate libfoo.so` (repeatable, with `--delegate-option key=value`). benchmark's flags are spelled as
 benchmark_model's (`--num_runs=10` and `--num_runs 10` both work).
 """
 
@@ -50,7 +50,8 @@ def _add_model_arguments(
             default=[],
             metavar="SPEC",
             help="module:Factory or file.py:Factory returning a delegate, a module or file.py with "
-            "tflite_plugin_create_delegate(options), or replay:OP,OP (repeatable)",
+            "tflite_plugin_create_delegate(options), a native delegate library (libfoo.so, TFLite's C "
+            "plugin interface), or replay:OP,OP (repeatable)",
         )
     if delegates and delegate_options:
         parser.add_argument(

@@ -1,0 +1,133 @@
+"""A native delegate's kernel as a pytflite Registration: the DELEGATE node runs C code.
+
+ReplaceNodeSubsetsWithDelegateKernels passes a TfLiteRegistration by value; its copy becomes a pytflite
+Registration whose init / prepare / invoke / free call the C function pointers with the subgraph's
+TfLiteContext and a TfLiteNode for the DELEGATE node (init gets the node's TfLiteDelegateParams as its
+buffer, length 0, as in TFLite; `(void*)-1` from init means it failed). The calls release the GIL, so
+a delegate's worker threads may call back into the context while its kernel waits for them.
+
+Before each call the TfLiteTensor structs are written again where pytflite may have moved memory:
+all of them before prepare and after each allocation (`bind`, which also gives the check-free invoke
+loop a step that is a bare C call), the node's own tensors before an invoke outside that loop.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import TYPE_CHECKING, Any
+
+from ...core.node import DelegateParams, Node, Registration
+from ...core.types import BuiltinOperator
+from ...errors import KernelError
+from . import abi
+from .context import NativeContext, fill_delegate_params
+
+if TYPE_CHECKING:
+    from ...core.context import Context
+    from .library import NativeDelegate
+
+
+def _function(prototype: Any, address: int | None) -> Any:
+    return prototype(address) if address else None
+
+
+class _Kernel:
+    """One DELEGATE node's C state: its TfLiteNode, TfLiteDelegateParams and the C user data."""
+
+    def __init__(self, native: NativeContext, registration: abi.TfLiteRegistration, delegate: NativeDelegate):
+        self.native = native
+        self.registration = registration
+        self.delegate = delegate
+        self.node = abi.TfLiteNode()
+        self.params = abi.TfLiteDelegateParams()
+        self.buffers: list[Any] = []  # what the params point to
+        self.node_arrays: list[Any] = []  # what the node's tensor lists point to
+
+    def c_structs(self) -> tuple[int, int]:
+        """(TfLiteNode*, TfLiteRegistration*) for GetNodeAndRegistration on this DELEGATE node."""
+        return ctypes.addressof(self.node), ctypes.addressof(self.registration)
+
+    def write_node(self, node: Node) -> None:
+        arrays = [abi.int_array(node.inputs), abi.int_array(node.outputs), abi.int_array(node.temporaries)]
+        self.node.inputs, self.node.outputs, self.node.temporaries = (ctypes.addressof(a) for a in arrays)
+        self.node_arrays = arrays
+
+
+def delegate_kernel_registration(
+    native: NativeContext, registration: abi.TfLiteRegistration, delegate: NativeDelegate
+) -> Registration:
+    """The pytflite Registration running a C delegate kernel (`registration` is our own copy)."""
+    name = (
+        ctypes.string_at(registration.custom_name).decode("utf-8", "replace")
+        if registration.custom_name
+        else ""
+    )
+    # the delegate's name string may not outlive its Prepare: point the copy at our own
+    name_buffer = ctypes.create_string_buffer(name.encode("utf-8"))
+    registration.custom_name = ctypes.addressof(name_buffer) if name else None
+    init = _function(abi.InitFn, registration.init)
+    free = _function(abi.FreeFn, registration.free)
+    prepare = _function(abi.KernelFn, registration.prepare)
+    invoke = _function(abi.KernelFn, registration.invoke)
+    profiling_string = _function(abi.ProfilingStringFn, registration.profiling_string)
+    context_address = native.address
+    label = name or delegate.name
+
+    def init_kernel(context: Context, params: DelegateParams, length: int) -> _Kernel:
+        kernel = _Kernel(native, registration, delegate)
+        kernel.buffers = [name_buffer, *fill_delegate_params(kernel.params, params, delegate.native_address)]
+        kernel.node.builtin_data = ctypes.addressof(kernel.params)
+        kernel.node.delegate = delegate.native_address
+        native.sync()
+        if init is not None:
+            user_data = init(context_address, ctypes.addressof(kernel.params), 0)
+            if user_data == abi.INIT_FAILED:
+                raise KernelError(f"{label} kernel init failed (TfLiteKernelInitFailed).")
+            kernel.node.user_data = user_data
+        delegate.kernel_created()
+        return kernel
+
+    def prepare_kernel(context: Context, node: Node) -> int | None:
+        kernel: _Kernel = node.user_data
+        kernel.write_node(node)
+        native.sync()
+        return prepare(context_address, ctypes.addressof(kernel.node)) if prepare is not None else None
+
+    def invoke_kernel(context: Context, node: Node) -> int | None:
+        kernel: _Kernel = node.user_data
+        native.sync((*node.inputs, *node.outputs, *node.temporaries))
+        return invoke(context_address, ctypes.addressof(kernel.node)) if invoke is not None else None
+
+    def bind_kernel(context: Context, node: Node) -> Any:
+        native.sync()
+        if invoke is None:
+            return invoke_kernel
+        node_address = ctypes.addressof(node.user_data.node)
+
+        def step(context: Context, node: Node) -> int:
+            return invoke(context_address, node_address)
+
+        return step
+
+    def free_kernel(context: Context, kernel: _Kernel) -> None:
+        try:
+            if free is not None and kernel.node.user_data:
+                free(context_address, kernel.node.user_data)
+        finally:
+            delegate.kernel_freed()
+
+    def profile_kernel(context: Context, node: Node) -> str:
+        text = profiling_string(context_address, ctypes.addressof(node.user_data.node))
+        return ctypes.string_at(text).decode("utf-8", "replace") if text else ""
+
+    return Registration(
+        init=init_kernel,
+        free=free_kernel,
+        prepare=prepare_kernel,
+        invoke=invoke_kernel,
+        bind=bind_kernel,
+        profiling_string=profile_kernel if profiling_string is not None else None,
+        builtin_code=BuiltinOperator.DELEGATE,
+        custom_name=name or None,
+        version=registration.version,
+    )

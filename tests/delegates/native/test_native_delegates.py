@@ -1,0 +1,245 @@
+"""Native delegates (issue #19): C++ delegates compiled here, loaded by pytflite's `load_delegate` and,
+for comparison, by ai-edge-litert's own `load_delegate` of the same library."""
+
+from __future__ import annotations
+
+import ctypes
+import gc
+import subprocess
+
+import numpy as np
+import pytest
+
+import pytflite
+from pytflite import BuiltinOperator as Op
+from pytflite import TensorType as T
+from pytflite.delegates.native import abi
+from pytflite.delegates.native.context import native_context, tensor_address
+from pytflite.delegates.native.printf import ReportErrorFn, format_printf, split_arguments
+from pytflite.model.builder import ModelBuilder
+from tests.oracle import litert, requires_litert
+
+pytestmark = pytest.mark.skipif(abi.check_platform() is not None, reason=str(abi.check_platform()))
+
+SHAPE = [2, 3]
+
+
+def chain_model() -> bytes:
+    """out = abs(relu(x + y) * y) - y: ADD and MUL, then ABS (which the delegate never claims), then SUB."""
+    builder = ModelBuilder()
+    x = builder.add_input("x", T.FLOAT32, SHAPE, shape_signature=[-1, 3])
+    y = builder.add_input("y", T.FLOAT32, SHAPE, shape_signature=[-1, 3])
+    a, m, t, out = (builder.add_tensor(name, T.FLOAT32, SHAPE) for name in ("a", "m", "t", "out"))
+    builder.add_operator(Op.ADD, [x, y], [a], {"fused_activation_function": "RELU"})
+    builder.add_operator(Op.MUL, [a, y], [m])
+    builder.add_operator(Op.ABS, [m], [t])
+    builder.add_operator(Op.SUB, [t, y], [out])
+    builder.add_output(out)
+    return builder.build()
+
+
+MODEL = chain_model()
+
+
+def inputs(rows: int, seed: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal((rows, 3)).astype(np.float32) for _ in range(2)]
+
+
+def interpreter(module, delegates):
+    if module is litert:
+        return litert.Interpreter(
+            model_content=MODEL,
+            experimental_delegates=delegates,
+            experimental_op_resolver_type=litert.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
+        )
+    return pytflite.Interpreter(model_content=MODEL, experimental_delegates=delegates)
+
+
+def invoke(interp, values: list[np.ndarray]) -> np.ndarray:
+    for detail, value in zip(interp.get_input_details(), values):
+        if list(detail["shape"]) != list(value.shape):
+            interp.resize_tensor_input(detail["index"], value.shape)
+    interp.allocate_tensors()
+    for detail, value in zip(interp.get_input_details(), values):
+        interp.set_tensor(detail["index"], value)
+    interp.invoke()
+    return interp.get_tensor(interp.get_output_details()[0]["index"])
+
+
+def delegate_nodes(interp) -> int:
+    return sum(op["op_name"] == "DELEGATE" for op in interp._get_ops_details())
+
+
+# --- layouts -------------------------------------------------------------------------------------------
+
+
+def test_ctypes_layouts_match_the_compiled_header(built):
+    """Sizes and field offsets printed by a C++ program over the header equal the ctypes layouts."""
+    printed = subprocess.run([built["layout"]], capture_output=True, text=True, check=True).stdout.split("\n")
+    checked = 0
+    for line in filter(None, printed):
+        name, value = line.split()
+        struct_name, _, field = name.partition(".")
+        struct = getattr(abi, struct_name)
+        ours = getattr(struct, field).offset if field else ctypes.sizeof(struct)
+        assert ours == int(value), f"{name}: ctypes says {ours}, g++ says {value}"
+        checked += 1
+    assert checked > 40
+    assert ctypes.sizeof(abi.TfLiteTensor) == 112 and ctypes.sizeof(abi.TfLiteContext) == 200
+
+
+# --- against LiteRT ------------------------------------------------------------------------------------
+
+
+@requires_litert
+@pytest.mark.parametrize(
+    ("options", "partitions"),
+    [
+        ({}, [("ADD", "MUL"), ("SUB",)]),
+        ({"ops": "ADD,SUB"}, [("ADD",), ("SUB",)]),
+        ({"max_partitions": 1}, [("ADD", "MUL")]),
+        ({"worker_thread": 1}, [("ADD", "MUL"), ("SUB",)]),  # calls back from its own thread: no deadlock
+    ],
+)
+def test_delegate_runs_as_under_litert(built, options, partitions):
+    ours = interpreter(pytflite, [pytflite.load_delegate(built["arith"], options)])
+    theirs = interpreter(litert, [litert.load_delegate(str(built["arith"]), options)])
+    assert [p.op_names for p in ours.delegate_partitions()] == partitions
+    assert delegate_nodes(ours) == delegate_nodes(theirs) == len(partitions)
+    # the same shapes twice (the second run takes the check-free steps), then a resize (delegates redone)
+    for values in (inputs(2, 0), inputs(2, 1), inputs(5, 2)):
+        np.testing.assert_array_equal(invoke(ours, values), invoke(theirs, values))
+
+
+def test_delegate_kernels_work_in_the_arena_in_place(built):
+    """The TfLiteTensor structs point at the tensors' own arrays: no copies at the partition boundary."""
+    ours = interpreter(pytflite, [pytflite.load_delegate(built["arith"])])
+    x, y = inputs(2, 3)
+    result = invoke(ours, [x, y])
+    subgraph = ours.subgraphs[0]
+    native = native_context(subgraph.context)
+    for partition in ours.delegate_partitions():
+        for index in (*partition.input_tensors, *partition.output_tensors):
+            assert native.struct.tensors and tensor_address(subgraph.tensors[index].data) is not None
+            assert native._tensors[index].data == tensor_address(subgraph.tensors[index].data)
+    np.testing.assert_array_equal(result, np.abs(np.maximum(x + y, 0) * y) - y)
+
+
+# --- failures ------------------------------------------------------------------------------------------
+
+
+@requires_litert
+def test_creation_failure_reads_as_in_litert(built):
+    library = str(built["arith"])
+    with pytest.raises(ValueError) as ours:
+        pytflite.load_delegate(library, {"fail": "no device"})
+    with pytest.raises(ValueError) as theirs:
+        litert.load_delegate(library, {"fail": "no device"})
+    assert (
+        str(ours.value)
+        == str(theirs.value)
+        == f"Failed to load delegate from {library}\nArithDelegate refused: no device"
+    )
+
+
+def test_library_without_plugin_entry_points_is_refused(built):
+    library = str(built["no_entry_points"])
+    with pytest.raises(
+        ValueError, match=rf"^Failed to load delegate from {library}\n.*does not export tflite_plugin"
+    ):
+        pytflite.load_delegate(library)
+
+
+def test_opaque_api_delegate_is_refused_at_load(built):
+    with pytest.raises(ValueError, match="opaque delegate API"):
+        pytflite.load_delegate(built["arith"], {"opaque": 1})
+
+
+def test_failing_delegate_prepare_leaves_a_usable_interpreter(built):
+    """The runtime refuses the delegate's bad request (kTfLiteError), the delegate gives up, and the
+    interpreter runs on its CPU kernels."""
+    ours = interpreter(pytflite, [])
+    with pytest.raises(
+        RuntimeError, match="node index 100000 out of range.*Restored original execution plan"
+    ):
+        ours.modify_graph_with_delegate(pytflite.load_delegate(built["arith"], {"probe_bad_node": 1}))
+    x, y = inputs(2, 4)
+    np.testing.assert_array_equal(invoke(ours, [x, y]), np.abs(np.maximum(x + y, 0) * y) - y)
+    assert delegate_nodes(ours) == 0
+
+
+def test_python_exception_in_a_callback_is_an_error_status(built, monkeypatch):
+    from pytflite.delegates.native.context import NativeContext
+
+    def broken(self, plan_out):
+        raise ZeroDivisionError("plan exploded")
+
+    monkeypatch.setattr(NativeContext, "get_execution_plan", broken)
+    ours = interpreter(pytflite, [])
+    with pytest.raises(RuntimeError, match="ZeroDivisionError: plan exploded"):
+        ours.modify_graph_with_delegate(pytflite.load_delegate(built["arith"]))
+    monkeypatch.undo()
+    x, y = inputs(2, 5)
+    np.testing.assert_array_equal(invoke(ours, [x, y]), np.abs(np.maximum(x + y, 0) * y) - y)
+
+
+# --- ReportError and teardown --------------------------------------------------------------------------
+
+
+def test_report_error_formats_the_variadic_arguments(built):
+    """A C caller's printf arguments, in registers and on the stack, come out formatted."""
+    library = ctypes.CDLL(str(built["arith"]))
+    lines = []
+
+    def report(context, fmt, *arguments):
+        lines.append(format_printf(fmt, *split_arguments(arguments)))
+
+    callback = ReportErrorFn(report)
+    library.arith_delegate_report.argtypes = [ctypes.c_void_p, ReportErrorFn]
+    library.arith_delegate_report(None, callback)
+    assert lines == [
+        "int -42 uint 4000000000 long -1234567890123 size 77 hex 0xff char Z str text pct % f 3.142 g 0.5 e 1.23e+04",
+        "1 2 3 4 5 6 7 8 9 10 | 1.500000 2.500000 3.500000 4.500000 5.500000 6.500000 7.500000 8.500000 "
+        "9.500000 10.500000",
+    ]
+
+
+def test_delegate_is_destroyed_when_nothing_uses_it(built):
+    library = ctypes.CDLL(str(built["arith"]))
+    gc.collect()  # other tests' garbage
+    before = library.arith_delegate_live_count()
+    delegate = pytflite.load_delegate(built["arith"])
+    ours = interpreter(pytflite, [delegate])
+    invoke(ours, inputs(2, 6))
+    assert library.arith_delegate_live_count() == before + 1
+    del delegate  # the interpreter's kernels still use it
+    gc.collect()
+    assert library.arith_delegate_live_count() == before + 1
+    del ours
+    gc.collect()
+    assert library.arith_delegate_live_count() == before
+
+
+def test_builtin_data_is_written_as_the_c_option_structs():
+    """Schema enums become TfLite's (padding VALID is 2 in C), fields keep their values."""
+    from pytflite.delegates.native.builtin_data import c_builtin_data
+    from pytflite.model import options
+
+    conv = c_builtin_data(
+        Op.CONV_2D,
+        options.Conv2DOptions(
+            padding=options.Padding.VALID, stride_w=2, stride_h=3, fused_activation_function=3
+        ),
+    )
+    assert (conv.padding, conv.stride_width, conv.stride_height, conv.activation) == (2, 2, 3, 3)
+    assert (conv.dilation_width_factor, conv.dilation_height_factor) == (1, 1)
+    pool = c_builtin_data(Op.MAX_POOL_2D, options.Pool2DOptions(padding=options.Padding.SAME, filter_width=4))
+    assert (pool.padding, pool.filter_width) == (1, 4)
+    reshape = c_builtin_data(Op.RESHAPE, options.ReshapeOptions(new_shape=(1, -1, 7)))
+    assert (reshape.num_dimensions, list(reshape.shape)[:3]) == (3, [1, -1, 7])
+    assert c_builtin_data(Op.MEAN, options.ReducerOptions(keep_dims=True)).keep_dims
+    assert (
+        c_builtin_data(Op.ADD, None).activation == 0
+    )  # no options in the model: zeros, as TFLite's defaults
+    assert c_builtin_data(Op.TANH, None) is None
