@@ -245,7 +245,8 @@ def type_name(tensor_type: TensorType | None) -> str:
     return "NOTYPE" if tensor_type is None else tensor_type.name
 
 
-# TfLiteType's numbering, for the few messages where TFLite prints a type as a number.
+# TfLiteType's numbering: the C API's codes (native delegates' structs), and the few messages where
+# TFLite prints a type as a number.
 TFLITE_TYPE_NUMBER = {
     TensorType.FLOAT32: 1,
     TensorType.INT32: 2,

@@ -8,9 +8,17 @@
 //   opaque=1             pretends to be an opaque-API delegate (opaque_delegate_builder set)
 //   probe_bad_node=1     Prepare asks for a node that does not exist and fails if the runtime refuses
 //   worker_thread=1      Prepare calls the context from a thread of its own and joins it
+//   buffer_handles=1     keeps each partition's outputs in buffers of its own, as an accelerator keeps them
+//                        in device memory: the output tensors get a buffer_handle, invoke marks them
+//                        data_is_stale, and the runtime calls CopyFromBufferHandle before a CPU node reads
+//                        one and after invoke; FreeBufferHandle gives the buffers back at teardown
+//   scratch=1            each kernel computes into a temporary of its own: its Prepare adds a tensor
+//                        (AddTensors), replaces node->temporaries with it, types and sizes it
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -20,17 +28,20 @@
 namespace {
 
 int live_delegates = 0;
+int buffer_copies = 0, buffers_freed = 0;  // CopyFromBufferHandle and FreeBufferHandle calls
 char opaque_marker;
 
 struct Options {
   bool add = true, sub = true, mul = true;
   int max_partitions = 0;
-  bool probe_bad_node = false, worker_thread = false;
+  bool probe_bad_node = false, worker_thread = false, buffer_handles = false, scratch = false;
 };
 
 struct ArithDelegate {
   TfLiteDelegate base;  // first, so a TfLiteDelegate* is an ArithDelegate*
   Options options;
+  std::map<int, std::vector<float>> buffers;  // by buffer handle
+  int next_handle = 0;
 };
 
 struct Step {
@@ -40,14 +51,17 @@ struct Step {
 // A partition's tensors that no node outside it reads have no memory in the runtime (TFLite allocates
 // only what its execution plan uses): the kernel keeps those in buffers of its own.
 struct Kernel {
+  ArithDelegate* delegate;
   std::vector<Step> steps;
   std::vector<int> boundary;  // the partition's input and output tensors
   std::vector<std::vector<float>> own;  // per step: its output's buffer when internal, else empty
+  std::vector<int> handles;  // per step: its output's buffer handle (buffer_handles=1), else -1
+  int scratch = -1;  // the index of its temporary (scratch=1)
 };
 
 bool Claims(const Options& options, int op) {
-  return (op == kBuiltinAdd && options.add) || (op == kBuiltinSub && options.sub) ||
-         (op == kBuiltinMul && options.mul);
+  return (op == kTfLiteBuiltinAdd && options.add) || (op == kTfLiteBuiltinSub && options.sub) ||
+         (op == kTfLiteBuiltinMul && options.mul);
 }
 
 size_t Elements(const TfLiteTensor& t) {
@@ -61,22 +75,24 @@ bool Supported(TfLiteContext* context, const Options& options, TfLiteNode* node,
   const TfLiteTensor& a = context->tensors[node->inputs->data[0]];
   const TfLiteTensor& b = context->tensors[node->inputs->data[1]];
   const TfLiteTensor& out = context->tensors[node->outputs->data[0]];
-  return a.type == kFloat32Type && b.type == kFloat32Type && out.type == kFloat32Type &&
+  return a.type == kTfLiteFloat32 && b.type == kTfLiteFloat32 && out.type == kTfLiteFloat32 &&
          Elements(a) == Elements(b);
 }
 
 void* KernelInit(TfLiteContext* context, const char* buffer, size_t) {
   const auto* params = reinterpret_cast<const TfLiteDelegateParams*>(buffer);
   auto* kernel = new Kernel;
+  kernel->delegate = reinterpret_cast<ArithDelegate*>(params->delegate);
   for (int i = 0; i < params->nodes_to_replace->size; ++i) {
     TfLiteNode* node;
     TfLiteRegistration* reg;
-    if (context->GetNodeAndRegistration(context, params->nodes_to_replace->data[i], &node, &reg) != kOk) {
+    if (context->GetNodeAndRegistration(context, params->nodes_to_replace->data[i], &node, &reg) != kTfLiteOk) {
       delete kernel;
       return reinterpret_cast<void*>(-1);  // TfLiteKernelInitFailed()
     }
     // TfLiteAddParams, TfLiteSubParams and TfLiteMulParams all start with the fused activation
-    int activation = node->builtin_data ? *static_cast<const int*>(node->builtin_data) : kActNone;
+    int activation =
+        node->builtin_data ? static_cast<const TfLiteMulParams*>(node->builtin_data)->activation : kTfLiteActNone;
     kernel->steps.push_back(
         {reg->builtin_code, activation, node->inputs->data[0], node->inputs->data[1], node->outputs->data[0]});
   }
@@ -84,6 +100,7 @@ void* KernelInit(TfLiteContext* context, const char* buffer, size_t) {
   kernel->boundary.insert(kernel->boundary.end(), params->output_tensors->data,
                           params->output_tensors->data + params->output_tensors->size);
   kernel->own.resize(kernel->steps.size());
+  kernel->handles.assign(kernel->steps.size(), -1);
   return kernel;
 }
 
@@ -95,31 +112,68 @@ bool IsBoundary(const Kernel& kernel, int tensor) {
   return false;
 }
 
+TfLiteIntArray* NewIntArray(const std::vector<int>& values) {
+  auto* array = static_cast<TfLiteIntArray*>(malloc(sizeof(int) * (1 + values.size())));
+  array->size = static_cast<int>(values.size());
+  for (size_t i = 0; i < values.size(); ++i) array->data[i] = values[i];
+  return array;
+}
+
+// A float32 arena temporary as large as the largest step output, as node->temporaries.
+TfLiteStatus PrepareScratch(TfLiteContext* context, TfLiteNode* node, Kernel& kernel) {
+  if (kernel.scratch < 0 && context->AddTensors(context, 1, &kernel.scratch) != kTfLiteOk) return kTfLiteError;
+  free(node->temporaries);  // TfLiteIntArrayFree
+  node->temporaries = NewIntArray({kernel.scratch});
+  size_t largest = 0;
+  for (const Step& step : kernel.steps) largest = std::max(largest, Elements(context->tensors[step.out]));
+  TfLiteTensor* scratch = &context->tensors[kernel.scratch];  // AddTensors may have moved the array
+  scratch->type = kTfLiteFloat32;
+  scratch->allocation_type = kTfLiteArenaRw;
+  return context->ResizeTensor(context, scratch, NewIntArray({static_cast<int>(largest)}));
+}
+
 TfLiteStatus KernelPrepare(TfLiteContext* context, TfLiteNode* node) {
   auto* kernel = static_cast<Kernel*>(node->user_data);
   if (kernel == nullptr) {
     context->ReportError(context, "ArithDelegate: kernel %s", "not initialized");
-    return kError;
+    return kTfLiteError;
   }
+  if (kernel->delegate->options.scratch && PrepareScratch(context, node, *kernel) != kTfLiteOk) return kTfLiteError;
+  ArithDelegate* delegate = kernel->delegate;
   for (size_t i = 0; i < kernel->steps.size(); ++i) {
     int out = kernel->steps[i].out;
-    kernel->own[i].assign(IsBoundary(*kernel, out) ? 0 : Elements(context->tensors[out]), 0.f);
+    TfLiteTensor& tensor = context->tensors[out];
+    bool boundary = IsBoundary(*kernel, out);
+    kernel->own[i].assign(boundary ? 0 : Elements(tensor), 0.f);
+    if (boundary && delegate->options.buffer_handles) {
+      if (kernel->handles[i] < 0) kernel->handles[i] = delegate->next_handle++;
+      delegate->buffers[kernel->handles[i]].assign(Elements(tensor), 0.f);
+      tensor.buffer_handle = kernel->handles[i];
+      tensor.delegate = &delegate->base;
+      tensor.data_is_stale = false;
+    }
   }
-  return kOk;
+  return kTfLiteOk;
 }
 
-// Where a tensor's values are while the partition runs.
+// Where a tensor's values are while the partition runs: this partition's own buffers, the delegate's
+// buffer for a stale output of another of its partitions, else the runtime's memory.
 float* Values(TfLiteContext* context, Kernel& kernel, int tensor) {
-  for (size_t i = 0; i < kernel.steps.size(); ++i)
-    if (kernel.steps[i].out == tensor && !kernel.own[i].empty()) return kernel.own[i].data();
-  return static_cast<float*>(context->tensors[tensor].data);
+  for (size_t i = 0; i < kernel.steps.size(); ++i) {
+    if (kernel.steps[i].out != tensor) continue;
+    if (!kernel.own[i].empty()) return kernel.own[i].data();
+    if (kernel.handles[i] >= 0) return kernel.delegate->buffers[kernel.handles[i]].data();
+  }
+  TfLiteTensor& t = context->tensors[tensor];
+  if (t.delegate == &kernel.delegate->base && t.data_is_stale) return kernel.delegate->buffers[t.buffer_handle].data();
+  return static_cast<float*>(t.data);
 }
 
 float Activate(int activation, float x) {
   switch (activation) {
-    case kActRelu: return x < 0.f ? 0.f : x;
-    case kActRelu6: return x < 0.f ? 0.f : (x > 6.f ? 6.f : x);
-    case kActReluN1To1: return x < -1.f ? -1.f : (x > 1.f ? 1.f : x);
+    case kTfLiteActRelu: return x < 0.f ? 0.f : x;
+    case kTfLiteActRelu6: return x < 0.f ? 0.f : (x > 6.f ? 6.f : x);
+    case kTfLiteActReluN1To1: return x < -1.f ? -1.f : (x > 1.f ? 1.f : x);
     default: return x;
   }
 }
@@ -133,61 +187,77 @@ TfLiteStatus KernelInvoke(TfLiteContext* context, TfLiteNode* node) {
     const float* x = Values(context, *kernel, step.a);
     const float* y = Values(context, *kernel, step.b);
     float* z = Values(context, *kernel, step.out);
+    float* result = kernel->scratch >= 0 ? static_cast<float*>(context->tensors[kernel->scratch].data) : z;
     size_t n = Elements(out);
-    if (Elements(a) != n || Elements(b) != n || !x || !y || !z) {
+    if (Elements(a) != n || Elements(b) != n || !x || !y || !z || !result) {
       context->ReportError(context, "ArithDelegate: tensor %d has %zu elements, %d has %zu, output %s %zu",
                            step.a, Elements(a), step.b, Elements(b), out.name, n);
-      return kError;
+      return kTfLiteError;
     }
     for (size_t i = 0; i < n; ++i) {
-      float v = step.op == kBuiltinAdd ? x[i] + y[i] : step.op == kBuiltinSub ? x[i] - y[i] : x[i] * y[i];
-      z[i] = Activate(step.activation, v);
+      float v = step.op == kTfLiteBuiltinAdd ? x[i] + y[i] : step.op == kTfLiteBuiltinSub ? x[i] - y[i] : x[i] * y[i];
+      result[i] = Activate(step.activation, v);
     }
+    if (result != z) memcpy(z, result, n * sizeof(float));
   }
-  return kOk;
+  for (size_t i = 0; i < kernel->steps.size(); ++i) {
+    if (kernel->handles[i] >= 0) context->tensors[kernel->steps[i].out].data_is_stale = true;
+  }
+  return kTfLiteOk;
 }
 
-TfLiteIntArray* NewIntArray(const std::vector<int>& values) {
-  auto* array = static_cast<TfLiteIntArray*>(malloc(sizeof(int) * (1 + values.size())));
-  array->size = static_cast<int>(values.size());
-  for (size_t i = 0; i < values.size(); ++i) array->data[i] = values[i];
-  return array;
+TfLiteStatus CopyFromBufferHandle(TfLiteContext* context, TfLiteDelegate* base, int handle, TfLiteTensor* tensor) {
+  auto& buffers = reinterpret_cast<ArithDelegate*>(base)->buffers;
+  auto found = buffers.find(handle);
+  if (found == buffers.end() || tensor->data == nullptr || found->second.size() != Elements(*tensor)) {
+    context->ReportError(context, "ArithDelegate: cannot copy buffer %d into tensor %s", handle, tensor->name);
+    return kTfLiteError;
+  }
+  memcpy(tensor->data, found->second.data(), found->second.size() * sizeof(float));
+  ++buffer_copies;
+  return kTfLiteOk;
+}
+
+void FreeBufferHandle(TfLiteContext*, TfLiteDelegate* base, int* handle) {
+  reinterpret_cast<ArithDelegate*>(base)->buffers.erase(*handle);
+  *handle = -1;
+  ++buffers_freed;
 }
 
 TfLiteStatus DelegatePrepare(TfLiteContext* context, TfLiteDelegate* base) {
   const Options& options = reinterpret_cast<ArithDelegate*>(base)->options;
   if (options.worker_thread) {
-    TfLiteStatus status = kError;
+    TfLiteStatus status = kTfLiteError;
     std::thread worker([&] {
       TfLiteIntArray* plan;
       status = context->GetExecutionPlan(context, &plan);
-      context->ReportError(context, "ArithDelegate worker: %d nodes in the plan", status == kOk ? plan->size : -1);
+      context->ReportError(context, "ArithDelegate worker: %d nodes in the plan", status == kTfLiteOk ? plan->size : -1);
     });
     worker.join();
-    if (status != kOk) return status;
+    if (status != kTfLiteOk) return status;
   }
   if (options.probe_bad_node) {
     TfLiteNode* node;
     TfLiteRegistration* reg;
-    if (context->GetNodeAndRegistration(context, 100000, &node, &reg) != kOk) return kError;
+    if (context->GetNodeAndRegistration(context, 100000, &node, &reg) != kTfLiteOk) return kTfLiteError;
   }
   TfLiteIntArray* plan;
-  if (context->GetExecutionPlan(context, &plan) != kOk) return kError;
+  if (context->GetExecutionPlan(context, &plan) != kTfLiteOk) return kTfLiteError;
   std::vector<int> plan_nodes(plan->data, plan->data + plan->size);  // the next call may reuse the array
   std::vector<int> supported;
   for (int index : plan_nodes) {
     TfLiteNode* node;
     TfLiteRegistration* reg;
-    if (context->GetNodeAndRegistration(context, index, &node, &reg) != kOk) return kError;
+    if (context->GetNodeAndRegistration(context, index, &node, &reg) != kTfLiteOk) return kTfLiteError;
     if (Supported(context, options, node, reg)) supported.push_back(index);
   }
   TfLiteIntArray* claimed = NewIntArray(supported);
   if (options.max_partitions > 0) {  // keep the largest partitions, as SimpleDelegate does
     TfLiteDelegateParams* partitions;
     int count = 0;
-    if (context->PreviewDelegatePartitioning(context, claimed, &partitions, &count) != kOk) {
+    if (context->PreviewDelegatePartitioning(context, claimed, &partitions, &count) != kTfLiteOk) {
       free(claimed);
-      return kError;
+      return kTfLiteError;
     }
     std::vector<int> chosen;
     std::vector<bool> taken(count, false);
@@ -209,7 +279,7 @@ TfLiteStatus DelegatePrepare(TfLiteContext* context, TfLiteDelegate* base) {
   registration.free = KernelFree;
   registration.prepare = KernelPrepare;
   registration.invoke = KernelInvoke;
-  registration.builtin_code = kBuiltinDelegate;
+  registration.builtin_code = kTfLiteBuiltinDelegate;
   registration.custom_name = "ArithDelegate";
   registration.version = 1;
   TfLiteStatus status = context->ReplaceNodeSubsetsWithDelegateKernels(context, registration, claimed, base);
@@ -240,6 +310,10 @@ extern "C" TfLiteDelegate* tflite_plugin_create_delegate(const char* const* keys
       options.probe_bad_node = true;
     } else if (key == "worker_thread") {
       options.worker_thread = true;
+    } else if (key == "buffer_handles") {
+      options.buffer_handles = true;
+    } else if (key == "scratch") {
+      options.scratch = true;
     } else {
       report_error(("ArithDelegate: unknown option " + key).c_str());
       return nullptr;
@@ -248,6 +322,10 @@ extern "C" TfLiteDelegate* tflite_plugin_create_delegate(const char* const* keys
   auto* delegate = new ArithDelegate{};
   delegate->base.data_ = delegate;
   delegate->base.Prepare = DelegatePrepare;
+  if (options.buffer_handles) {
+    delegate->base.CopyFromBufferHandle = CopyFromBufferHandle;
+    delegate->base.FreeBufferHandle = FreeBufferHandle;
+  }
   delegate->base.opaque_delegate_builder = opaque ? &opaque_marker : nullptr;
   delegate->options = options;
   ++live_delegates;
@@ -262,6 +340,13 @@ extern "C" void tflite_plugin_destroy_delegate(TfLiteDelegate* delegate) {
 
 // For the tests: how many delegates exist, and a variadic ReportError call with many kinds of arguments.
 extern "C" int arith_delegate_live_count() { return live_delegates; }
+
+// CopyFromBufferHandle and FreeBufferHandle calls since the last call (buffer_handles=1).
+extern "C" void arith_delegate_buffer_counts(int* copies_and_frees) {
+  copies_and_frees[0] = buffer_copies;
+  copies_and_frees[1] = buffers_freed;
+  buffer_copies = buffers_freed = 0;
+}
 
 extern "C" void arith_delegate_report(TfLiteContext* context, void (*report)(TfLiteContext*, const char*, ...)) {
   report(context, "int %d uint %u long %ld size %zu hex %#x char %c str %s pct %% f %.3f g %g e %.2e",

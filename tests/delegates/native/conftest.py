@@ -1,5 +1,6 @@
 """The test delegates, compiled once per session into a temporary directory: with the machine's C++
-compiler, else with the one in the `ziglang` test extra (its first build of libc++ takes a minute)."""
+compiler, else with the one in the `ziglang` test extra (its first build of libc++ takes a minute).
+They include examples/native_delegate/tflite_abi.h, and the guide's MyDelegate is that example's."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests.delegates.native.helpers import EXAMPLE
 
 SOURCES = Path(__file__).resolve().parent
 
@@ -23,18 +26,20 @@ def _compiler() -> list[str]:
     pytest.fail("the native test delegates need a C++ compiler: install g++, or the test extra (ziglang)")
 
 
-def _compile(output: Path, source: str, *flags: str) -> Path:
+def compile_cpp(output: Path, source: Path, *flags: str) -> Path:
+    """`source` compiled to `output` (against examples/native_delegate's tflite_abi.h); fails the test
+    with the compiler's messages."""
     command = [
         *_compiler(),
         "-std=c++17",
         "-O2",
         "-Wall",
         "-pthread",
-        f"-I{SOURCES}",
+        f"-I{EXAMPLE}",
         *flags,
         "-o",
         str(output),
-        str(SOURCES / source),
+        str(source),
     ]
     result = subprocess.run(command, capture_output=True, text=True)
     if result.returncode != 0:
@@ -44,12 +49,18 @@ def _compile(output: Path, source: str, *flags: str) -> Path:
 
 @pytest.fixture(scope="session")
 def built(tmp_path_factory) -> dict[str, Path]:
-    """Paths of the compiled test programs: arith (the delegate), no_entry_points, layout."""
+    """Paths of the compiled test programs: the delegates arith, my (the delegate guide's MyDelegate) and
+    counting, the library no_entry_points, and the program layout."""
     directory = tmp_path_factory.mktemp("native_delegates")
-    return {
-        "arith": _compile(directory / "libarith_delegate.so", "arith_delegate.cc", "-shared", "-fPIC"),
-        "no_entry_points": _compile(
-            directory / "libno_entry_points.so", "no_entry_points.cc", "-shared", "-fPIC"
-        ),
-        "layout": _compile(directory / "layout", "layout.cc"),
+    libraries = {
+        "arith": SOURCES / "arith_delegate.cc",
+        "my": EXAMPLE / "my_delegate.cc",
+        "counting": SOURCES / "counting_delegate.cc",
+        "no_entry_points": SOURCES / "no_entry_points.cc",
     }
+    built = {
+        name: compile_cpp(directory / f"lib{source.stem}.so", source, "-shared", "-fPIC")
+        for name, source in libraries.items()
+    }
+    built["layout"] = compile_cpp(directory / "layout", SOURCES / "layout.cc")
+    return built

@@ -13,10 +13,12 @@ import pytest
 import pytflite
 from pytflite import BuiltinOperator as Op
 from pytflite import TensorType as T
+from pytflite.core.types import AllocationType
 from pytflite.delegates.native import abi
 from pytflite.delegates.native.context import native_context, tensor_address
 from pytflite.delegates.native.printf import ReportErrorFn, format_printf, split_arguments
 from pytflite.model.builder import ModelBuilder
+from tests.delegates.native.helpers import delegate_nodes, make_interpreter
 from tests.oracle import litert, requires_litert
 
 pytestmark = pytest.mark.skipif(abi.check_platform() is not None, reason=str(abi.check_platform()))
@@ -47,13 +49,7 @@ def inputs(rows: int, seed: int) -> list[np.ndarray]:
 
 
 def interpreter(module, delegates):
-    if module is litert:
-        return litert.Interpreter(
-            model_content=MODEL,
-            experimental_delegates=delegates,
-            experimental_op_resolver_type=litert.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
-        )
-    return pytflite.Interpreter(model_content=MODEL, experimental_delegates=delegates)
+    return make_interpreter(module, MODEL, delegates)
 
 
 def invoke(interp, values: list[np.ndarray]) -> np.ndarray:
@@ -65,10 +61,6 @@ def invoke(interp, values: list[np.ndarray]) -> np.ndarray:
         interp.set_tensor(detail["index"], value)
     interp.invoke()
     return interp.get_tensor(interp.get_output_details()[0]["index"])
-
-
-def delegate_nodes(interp) -> int:
-    return sum(op["op_name"] == "DELEGATE" for op in interp._get_ops_details())
 
 
 # --- layouts -------------------------------------------------------------------------------------------
@@ -100,6 +92,8 @@ def test_ctypes_layouts_match_the_compiled_header(built):
         ({"ops": "ADD,SUB"}, [("ADD",), ("SUB",)]),
         ({"max_partitions": 1}, [("ADD", "MUL")]),
         ({"worker_thread": 1}, [("ADD", "MUL"), ("SUB",)]),  # calls back from its own thread: no deadlock
+        ({"buffer_handles": 1}, [("ADD", "MUL"), ("SUB",)]),  # outputs kept in the delegate's buffers
+        ({"scratch": 1}, [("ADD", "MUL"), ("SUB",)]),  # kernels replace node->temporaries
     ],
 )
 def test_delegate_runs_as_under_litert(built, options, partitions):
@@ -124,6 +118,54 @@ def test_delegate_kernels_work_in_the_arena_in_place(built):
             assert native.struct.tensors and tensor_address(subgraph.tensors[index].data) is not None
             assert native._tensors[index].data == tensor_address(subgraph.tensors[index].data)
     np.testing.assert_array_equal(result, np.abs(np.maximum(x + y, 0) * y) - y)
+
+
+@requires_litert
+def test_delegate_buffers_are_copied_back_and_freed_as_in_litert(built):
+    """With buffer_handles=1 each partition's outputs stay in the delegate's buffers, marked stale: the
+    runtime copies `m` back before ABS reads it and `out` after invoke (2 copies per invoke), and frees
+    both handles when the interpreter goes, in pytflite as in LiteRT."""
+    library = ctypes.CDLL(str(built["arith"]))
+
+    def copies_and_frees() -> tuple[int, int]:
+        counts = (ctypes.c_int * 2)()
+        library.arith_delegate_buffer_counts(counts)
+        return tuple(counts)
+
+    for runtime in (pytflite, litert):
+        gc.collect()
+        copies_and_frees()
+        interp = interpreter(runtime, [runtime.load_delegate(str(built["arith"]), {"buffer_handles": 1})])
+        for values in (inputs(2, 7), inputs(2, 8), inputs(4, 9)):
+            x, y = values
+            np.testing.assert_array_equal(invoke(interp, values), np.abs(np.maximum(x + y, 0) * y) - y)
+            assert copies_and_frees() == (2, 0), runtime.__name__
+        if runtime is pytflite:  # what the C code wrote into the TfLiteTensor structs, read back
+            m = interp.subgraphs[0].tensors[3]
+            assert (m.name, m.data_is_stale) == ("m", False) and m.buffer_handle >= 0
+            assert m.delegate is interp._delegates[0]
+        del interp
+        gc.collect()
+        assert copies_and_frees() == (0, 2), runtime.__name__
+
+
+def test_kernel_replacing_its_temporaries(built):
+    """A kernel's Prepare adds a tensor, frees node->temporaries and points it at a new array holding the
+    tensor, then types and sizes it in the C struct: the DELEGATE node gets that arena temporary."""
+    ours = interpreter(pytflite, [pytflite.load_delegate(built["arith"], {"scratch": 1})])
+    invoke(ours, inputs(3, 10))
+    subgraph = ours.subgraphs[0]
+    delegate_steps = [i for i in subgraph.execution_plan if subgraph.nodes[i][1].builtin_code == Op.DELEGATE]
+    temporaries = [subgraph.nodes[i][0].temporaries for i in delegate_steps]
+    assert [len(t) for t in temporaries] == [1, 1] and temporaries[0] != temporaries[1]
+    for (index,) in temporaries:
+        tensor = subgraph.tensors[index]
+        assert (tensor.type, tensor.shape, tensor.allocation_type) == (
+            T.FLOAT32,
+            (9,),
+            AllocationType.ARENA_RW,
+        )
+        assert tensor.data is not None
 
 
 # --- failures ------------------------------------------------------------------------------------------

@@ -7,7 +7,8 @@ TfLiteDelegateParams 32 bytes. Other platforms are refused by `check_platform`: 
 TfLiteContext, and Apple's arm64 passes variadic arguments on the stack (see printf.py).
 
 Also here: TfLiteType codes (which differ from the schema's TensorType: FLOAT32 is 1, not 0) and the
-integer arrays (TfLiteIntArray: an int count followed by that many ints) the structs point to.
+integer arrays (TfLiteIntArray: an int count followed by that many ints) the structs point to, owned by
+Python or, where a delegate may free or replace them, by libc's heap.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import platform
 import sys
 from collections.abc import Sequence
 
-from ...core.types import TensorType
+from ...core.types import TFLITE_TYPE_NUMBER, TensorType
 
 c_int_p = ctypes.POINTER(ctypes.c_int)
 
@@ -50,36 +51,22 @@ def register_ints() -> int:
 # --- TfLiteType <-> TensorType -----------------------------------------------------------------------
 
 NO_TYPE = 0  # kTfLiteNoType: a tensor without a type yet
-_TFLITE_TYPE = {
-    TensorType.FLOAT32: 1,
-    TensorType.INT32: 2,
-    TensorType.UINT8: 3,
-    TensorType.INT64: 4,
-    TensorType.STRING: 5,
-    TensorType.BOOL: 6,
-    TensorType.INT16: 7,
-    TensorType.COMPLEX64: 8,
-    TensorType.INT8: 9,
-    TensorType.FLOAT16: 10,
-    TensorType.FLOAT64: 11,
-    TensorType.COMPLEX128: 12,
-    TensorType.UINT64: 13,
-    TensorType.RESOURCE: 14,
-    TensorType.VARIANT: 15,
-    TensorType.UINT32: 16,
-    TensorType.UINT16: 17,
-    TensorType.INT4: 18,
-    TensorType.BFLOAT16: 19,
-    TensorType.INT2: 20,
-    TensorType.UINT4: 21,
-    TensorType.FLOAT8_E4M3FN: 22,
-    TensorType.FLOAT8_E5M2: 23,
-}
+_TFLITE_TYPE = TFLITE_TYPE_NUMBER  # core/types.py holds TfLiteType's numbering
+_TENSOR_TYPE = {code: tensor_type for tensor_type, code in _TFLITE_TYPE.items()}
 
 
 def tflite_type(tensor_type: TensorType | None) -> int:
     """The TfLiteType code of a schema TensorType (None: kTfLiteNoType)."""
     return NO_TYPE if tensor_type is None else _TFLITE_TYPE[TensorType(tensor_type)]
+
+
+def tensor_type(code: int) -> TensorType | None:
+    """The schema TensorType of a TfLiteType code (kTfLiteNoType: None)."""
+    if code == NO_TYPE:
+        return None
+    if code not in _TENSOR_TYPE:
+        raise ValueError(f"{code} is not a TfLiteType")
+    return _TENSOR_TYPE[code]
 
 
 # --- structs -----------------------------------------------------------------------------------------
@@ -249,3 +236,25 @@ def read_int_array(address: int | None) -> tuple[int, ...]:
     if size < 0:
         raise ValueError(f"TfLiteIntArray at {address:#x} has negative size {size}")
     return tuple((ctypes.c_int * size).from_address(address + ctypes.sizeof(ctypes.c_int)))
+
+
+# --- arrays on the C heap: ones a delegate may free or replace (TfLiteIntArrayFree is free) -----------
+
+_libc = ctypes.CDLL(None)
+_libc.malloc.argtypes, _libc.malloc.restype = [ctypes.c_size_t], ctypes.c_void_p
+_libc.free.argtypes, _libc.free.restype = [ctypes.c_void_p], None
+
+
+def malloc_int_array(values: Sequence[int]) -> int:
+    """A TfLiteIntArray from libc's malloc (the caller frees it with `free`, unless C code took it)."""
+    address = _libc.malloc(ctypes.sizeof(ctypes.c_int) * (1 + len(values)))
+    if not address:
+        raise MemoryError("malloc failed for a TfLiteIntArray")
+    (ctypes.c_int * (1 + len(values))).from_address(address)[:] = [len(values), *values]
+    return address
+
+
+def free(address: int | None) -> None:
+    """libc's free (NULL is ignored)."""
+    if address:
+        _libc.free(address)

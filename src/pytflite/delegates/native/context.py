@@ -4,6 +4,8 @@
 memory (the arena, the mapped model, dynamic arrays): nothing is copied, a delegate kernel reads its
 inputs and writes its outputs in place. The structs are written again (`sync`) whenever pytflite may
 have moved memory: before every call into the delegate, and for a kernel's own tensors at each invoke.
+What C code may write into them (a temporary's type and allocation type, buffer handles, data_is_stale)
+is read back after the call (`read_back`).
 
 The callbacks are pytflite's Context methods behind C function pointers. The function pointers are
 made once per process (module-level thunks) and find their NativeContext by the struct's address, so a
@@ -27,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from ...core.node import DelegateParams, Node, Registration
 from ...core.quantization import AffineQuantization
 from ...core.tensor import NULL_BUFFER_HANDLE
-from ...core.types import NON_POD_TYPES, BuiltinOperator, Status
+from ...core.types import NON_POD_TYPES, AllocationType, BuiltinOperator, Status
 from ...errors import InterpreterError, KernelError
 from . import abi
 from .builtin_data import c_builtin_data
@@ -36,10 +38,6 @@ from .printf import ReportErrorFn, format_printf, split_arguments
 if TYPE_CHECKING:
     from ...core.context import Context
     from ...core.tensor import Tensor
-
-_libc = ctypes.CDLL(None)
-_libc.free.argtypes = [ctypes.c_void_p]
-_libc.free.restype = None
 
 _TENSOR_SIZE = ctypes.sizeof(abi.TfLiteTensor)
 _ERROR = int(Status.ERROR)
@@ -134,14 +132,7 @@ class NativeContext:
 
     def _write_tensor(self, index: int, tensor: Tensor) -> None:
         data = tensor.data
-        key = (
-            tensor.shape,
-            tensor.type,
-            tensor.allocation_type,
-            tensor.quantization,
-            tensor.buffer_handle,
-            tensor.data_is_stale,
-        )
+        key = _tensor_key(tensor)
         view = self._tensor_views[index]
         if view.key == key and view.data is data:
             return
@@ -187,6 +178,36 @@ class NativeContext:
             buffers.append(signature)
             struct.dims_signature = ctypes.addressof(signature)
         view.data, view.key, view.buffers = data, key, buffers
+
+    def read_back(self, indices: Iterable[int] | None = None) -> None:
+        """Take what C code may write into TfLiteTensor structs back into the pytflite tensors (all when
+        `indices` is None): a kernel typing a temporary it added and choosing its memory (`type`, and
+        `allocation_type` arena, dynamic or persistent, before it resizes the tensor), and a delegate
+        keeping a tensor in a buffer of its own (`buffer_handle`, `delegate`, `data_is_stale`), which
+        pytflite then copies back before a CPU consumer and after invoke, and frees at teardown. Call
+        it after the C call, with the structs synced before it."""
+        tensors = self.context.tensors
+        for index in range(len(self._tensor_views)) if indices is None else indices:
+            if index < 0:
+                continue
+            struct, tensor = self._tensors[index], tensors[index]
+            if struct.type != abi.tflite_type(tensor.type):
+                tensor.type = abi.tensor_type(struct.type)
+            allocation = struct.allocation_type
+            if allocation != tensor.allocation_type:
+                if allocation == AllocationType.DYNAMIC:
+                    self.context.set_tensor_to_dynamic(tensor)
+                elif allocation == AllocationType.PERSISTENT_RO:
+                    self.context.set_tensor_to_persistent_ro(tensor)
+                elif allocation == AllocationType.ARENA_RW:
+                    tensor.allocation_type, tensor.data = AllocationType.ARENA_RW, None
+            if struct.buffer_handle != tensor.buffer_handle or (
+                struct.buffer_handle != NULL_BUFFER_HANDLE
+                and struct.delegate != _delegate_address(tensor.delegate)
+            ):
+                _take_handle(tensor, struct)
+            tensor.data_is_stale = bool(struct.data_is_stale)
+            self._tensor_views[index].key = _tensor_key(tensor)
 
     # --- nodes ---------------------------------------------------------------------------------------
 
@@ -254,8 +275,7 @@ class NativeContext:
         try:
             shape = abi.read_int_array(new_size)
         finally:
-            if new_size:
-                _libc.free(new_size)
+            abi.free(new_size)
         self._resize(self.tensor_index(tensor), shape)
 
     def resize_tensor_explicit(self, tensor: int, rank: int, shape: int) -> None:
@@ -263,6 +283,7 @@ class NativeContext:
         self._resize(self.tensor_index(tensor), dims)
 
     def _resize(self, index: int, shape: tuple[int, ...]) -> None:
+        self.read_back([index])  # a kernel makes a tensor dynamic by writing allocation_type, then resizes
         context = self.context
         context.resize_tensor(context.tensors[index], shape)
         self.sync([index])
@@ -287,6 +308,10 @@ class NativeContext:
         buffer = ctypes.create_string_buffer(max(size, 1))
         self._persistent.append(buffer)
         return ctypes.addressof(buffer)
+
+    def mark_fresh(self, index: int) -> None:
+        """The tensor's data was copied back from its delegate buffer (data_is_stale = false)."""
+        self._tensors[index].data_is_stale = False
 
     def get_tensor(self, index: int) -> int | None:
         if not 0 <= index < len(self._tensor_views):
@@ -363,6 +388,32 @@ def _write_node(view: _NodeView, node: Node, registration: Registration) -> None
         buffers.append(name)
         reg.custom_name = ctypes.addressof(name)
     view.buffers = buffers
+
+
+def _take_handle(tensor: Tensor, struct: abi.TfLiteTensor) -> None:
+    """A tensor's buffer handle as C code wrote it; a native delegate stays alive while it holds one
+    (until FreeBufferHandle at teardown)."""
+    from .library import NativeDelegate, native_delegate_at
+
+    owner = native_delegate_at(struct.delegate) if struct.buffer_handle != NULL_BUFFER_HANDLE else None
+    if owner is not None:
+        owner.hold()
+    if tensor.buffer_handle != NULL_BUFFER_HANDLE and isinstance(tensor.delegate, NativeDelegate):
+        tensor.delegate.drop()  # C code replaced or cleared the handle without FreeBufferHandle
+    tensor.buffer_handle = struct.buffer_handle
+    tensor.delegate = owner
+
+
+def _tensor_key(tensor: Tensor) -> tuple:
+    """What a TfLiteTensor struct is written from, besides the data array."""
+    return (
+        tensor.shape,
+        tensor.type,
+        tensor.allocation_type,
+        tensor.quantization,
+        tensor.buffer_handle,
+        tensor.data_is_stale,
+    )
 
 
 # A TfLiteDelegate standing for Python delegates, so that `node->delegate` / `tensor->delegate` is

@@ -9,6 +9,11 @@ a delegate's worker threads may call back into the context while its kernel wait
 Before each call the TfLiteTensor structs are written again where pytflite may have moved memory:
 all of them before prepare and after each allocation (`bind`, which also gives the check-free invoke
 loop a step that is a bare C call), the node's own tensors before an invoke outside that loop.
+
+After init and prepare, what C code wrote into the structs is read back: types, allocation types,
+buffer handles, data_is_stale, and (after prepare) the node's temporaries, which a kernel may free and
+replace. After invoke too, for the node's outputs, when the delegate can copy buffers back
+(CopyFromBufferHandle): such a delegate's invoke is never a bare C call.
 """
 
 from __future__ import annotations
@@ -41,16 +46,27 @@ class _Kernel:
         self.node = abi.TfLiteNode()
         self.params = abi.TfLiteDelegateParams()
         self.buffers: list[Any] = []  # what the params point to
-        self.node_arrays: list[Any] = []  # what the node's tensor lists point to
+        self.node_arrays: list[Any] = []  # what the node's inputs and outputs point to
 
     def c_structs(self) -> tuple[int, int]:
         """(TfLiteNode*, TfLiteRegistration*) for GetNodeAndRegistration on this DELEGATE node."""
         return ctypes.addressof(self.node), ctypes.addressof(self.registration)
 
     def write_node(self, node: Node) -> None:
-        arrays = [abi.int_array(node.inputs), abi.int_array(node.outputs), abi.int_array(node.temporaries)]
-        self.node.inputs, self.node.outputs, self.node.temporaries = (ctypes.addressof(a) for a in arrays)
+        """The node's tensor lists; `temporaries` is on the C heap, as a kernel may free and replace it."""
+        arrays = [abi.int_array(node.inputs), abi.int_array(node.outputs)]
+        self.node.inputs, self.node.outputs = (ctypes.addressof(a) for a in arrays)
         self.node_arrays = arrays
+        abi.free(self.node.temporaries)
+        self.node.temporaries = abi.malloc_int_array(node.temporaries)
+
+    def read_temporaries(self, node: Node) -> None:
+        """The temporaries the C kernel gave itself (it replaced `node->temporaries`), into the node."""
+        node.temporaries = abi.read_int_array(self.node.temporaries)
+
+    def free_arrays(self) -> None:
+        abi.free(self.node.temporaries)
+        self.node.temporaries = None
 
 
 def delegate_kernel_registration(
@@ -72,6 +88,8 @@ def delegate_kernel_registration(
     profiling_string = _function(abi.ProfilingStringFn, registration.profiling_string)
     context_address = native.address
     label = name or delegate.name
+    # a delegate that can copy buffers back may mark its outputs stale in each invoke
+    outputs_may_go_stale = delegate.copy_from_buffer_handle is not None
 
     def init_kernel(context: Context, params: DelegateParams, length: int) -> _Kernel:
         kernel = _Kernel(native, registration, delegate)
@@ -84,23 +102,34 @@ def delegate_kernel_registration(
             if user_data == abi.INIT_FAILED:
                 raise KernelError(f"{label} kernel init failed (TfLiteKernelInitFailed).")
             kernel.node.user_data = user_data
-        delegate.kernel_created()
+            native.read_back()
+        delegate.hold()
         return kernel
 
     def prepare_kernel(context: Context, node: Node) -> int | None:
         kernel: _Kernel = node.user_data
         kernel.write_node(node)
         native.sync()
-        return prepare(context_address, ctypes.addressof(kernel.node)) if prepare is not None else None
+        if prepare is None:
+            return None
+        status = prepare(context_address, ctypes.addressof(kernel.node))
+        kernel.read_temporaries(node)
+        native.read_back()
+        return status
 
     def invoke_kernel(context: Context, node: Node) -> int | None:
         kernel: _Kernel = node.user_data
         native.sync((*node.inputs, *node.outputs, *node.temporaries))
-        return invoke(context_address, ctypes.addressof(kernel.node)) if invoke is not None else None
+        if invoke is None:
+            return None
+        status = invoke(context_address, ctypes.addressof(kernel.node))
+        if outputs_may_go_stale:
+            native.read_back(node.outputs)
+        return status
 
     def bind_kernel(context: Context, node: Node) -> Any:
         native.sync()
-        if invoke is None:
+        if invoke is None or outputs_may_go_stale:
             return invoke_kernel
         node_address = ctypes.addressof(node.user_data.node)
 
@@ -114,7 +143,8 @@ def delegate_kernel_registration(
             if free is not None and kernel.node.user_data:
                 free(context_address, kernel.node.user_data)
         finally:
-            delegate.kernel_freed()
+            kernel.free_arrays()
+            delegate.drop()
 
     def profile_kernel(context: Context, node: Node) -> str:
         text = profiling_string(context_address, ctypes.addressof(node.user_data.node))

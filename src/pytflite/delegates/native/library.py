@@ -7,11 +7,14 @@ The plugin interface is TFLite's external delegate one, the same LiteRT's `load_
     void tflite_plugin_destroy_delegate(TfLiteDelegate* delegate);
 
 Options are passed as two parallel arrays of UTF-8 strings (`str(value)`), and a NULL result fails with
-what the plugin reported, as in LiteRT. Delegates built on TFLite's opaque API (a non-NULL
-`opaque_delegate_builder`) are refused: that API reaches into LiteRT's own interpreter.
+what the plugin reported, as in LiteRT (which then calls the destroy entry point with that NULL).
+Delegates built on TFLite's opaque API (a non-NULL `opaque_delegate_builder`) are refused: that API
+reaches into LiteRT's own interpreter.
 
-The delegate is destroyed once the Python object is gone and no kernel it made is still alive, so an
-interpreter tearing down after the user dropped the delegate still finds it.
+The delegate is destroyed once the Python object is gone and nothing needs it: no kernel it made and
+no tensor holding one of its buffer handles (the subgraph frees kernels first, then buffer handles, as
+TFLite does), so an interpreter tearing down after the delegate's finalizer ran (at exit, in a
+collected cycle) still finds it.
 """
 
 from __future__ import annotations
@@ -44,23 +47,23 @@ class LibraryNotOpened(NativeLoadError):
 
 class _Plugin:
     """The library and the TfLiteDelegate it made; destroys the delegate once it is released by its
-    Python object and its last kernel is freed."""
+    Python object and its last user (a kernel, a buffer handle) is gone."""
 
     def __init__(self, library: ctypes.CDLL, destroy: Any, address: int, reporter: Any):
         self.library, self.destroy, self.address, self.reporter = library, destroy, address, reporter
-        self.live_kernels = 0
+        self.users = 0
         self.released = False
 
     def release(self) -> None:
         self.released = True
         self._destroy_if_unused()
 
-    def kernel_freed(self) -> None:
-        self.live_kernels -= 1
+    def drop(self) -> None:
+        self.users -= 1
         self._destroy_if_unused()
 
     def _destroy_if_unused(self) -> None:
-        if self.released and self.live_kernels <= 0 and self.address:
+        if self.released and self.users <= 0 and self.address:
             address, self.address = self.address, 0
             self.destroy(address)
 
@@ -111,6 +114,9 @@ class NativeDelegate(Delegate):
         reporter = _ReportFn(lambda text: messages.append(text.decode("utf-8", "replace") if text else ""))
         address = create(keys, values, len(options), reporter)
         if not address:
+            # LiteRT's Delegate finalizer runs after a failed creation too and passes the NULL on; plugins
+            # count on it (LiteRT's test delegate counts it as a destruction)
+            destroy(None)
             raise NativeLoadError("".join(messages))
         struct = abi.TfLiteDelegate.from_address(address)
         if struct.opaque_delegate_builder:
@@ -156,24 +162,30 @@ class NativeDelegate(Delegate):
     def flags(self) -> DelegateFlags:  # read from the struct each time: the delegate owns it
         return DelegateFlags(self._struct.flags)
 
-    def kernel_created(self) -> None:
-        self._plugin.live_kernels += 1
+    def hold(self) -> None:
+        """A kernel or a tensor's buffer handle needs the C delegate alive until the matching drop."""
+        self._plugin.users += 1
 
-    def kernel_freed(self) -> None:
-        self._plugin.kernel_freed()
+    def drop(self) -> None:
+        self._plugin.drop()
 
     def _prepare_graph(self, context: Context, delegate: Delegate) -> int | None:
         native = native_context(context)
         native.sync()
         try:
-            return self._prepare(native.address, self.native_address) or None
+            status = self._prepare(native.address, self.native_address) or None
+            native.read_back()
+            return status
         finally:
             native.end_prepare()
 
     def _copy_from_buffer_handle(
         self, context: Context, delegate: Delegate, handle: int, tensor: Tensor
     ) -> int | None:
-        return self._copy(self._copy_from, context, handle, tensor)
+        status = self._copy(self._copy_from, context, handle, tensor)
+        if not status:
+            native_context(context).mark_fresh(tensor.index)
+        return status
 
     def _copy_to_buffer_handle(
         self, context: Context, delegate: Delegate, handle: int, tensor: Tensor
@@ -186,6 +198,9 @@ class NativeDelegate(Delegate):
         return function(native.address, self.native_address, handle, native.get_tensor(tensor.index)) or None
 
     def _free_buffer_handle(self, context: Context, delegate: Delegate, handle: int) -> None:
-        self._free_handle(
-            native_context(context).address, self.native_address, ctypes.byref(ctypes.c_int(handle))
-        )
+        try:
+            self._free_handle(
+                native_context(context).address, self.native_address, ctypes.byref(ctypes.c_int(handle))
+            )
+        finally:
+            self.drop()  # the tensor's handle (held when read back from its struct)

@@ -1,6 +1,8 @@
-// The parts of TFLite's C ABI (64-bit Linux layout) that the test delegates use, declared for these
-// tests only. pytflite's ctypes layouts (src/pytflite/delegates/native/abi.py) are checked against the
-// sizes and offsets of these structs by test_native_delegates.py.
+// The part of TFLite's C ABI that a delegate needs (the 64-bit Linux layout of LiteRT 2.x's
+// tflite/core/c/common.h), declared here so that a delegate builds without a TensorFlow checkout. The names
+// are TFLite's: a delegate written against this header builds unchanged against TFLite's own headers
+// (common.h, builtin_ops.h, builtin_op_data.h). pytflite's ctypes layouts
+// (src/pytflite/delegates/native/abi.py) are checked against it by tests/delegates/native.
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -8,11 +10,50 @@
 
 extern "C" {
 
-typedef int TfLiteStatus;  // 0 ok, 1 error
-enum { kOk = 0, kError = 1 };
-enum { kFloat32Type = 1 };
-enum { kBuiltinAdd = 0, kBuiltinMul = 18, kBuiltinSub = 41, kBuiltinDelegate = 51 };
-enum { kActNone = 0, kActRelu = 1, kActReluN1To1 = 2, kActRelu6 = 3 };
+typedef enum TfLiteStatus {
+  kTfLiteOk = 0,
+  kTfLiteError = 1,
+  kTfLiteDelegateError = 2,
+  kTfLiteApplicationError = 3,
+} TfLiteStatus;
+
+typedef enum TfLiteType { kTfLiteNoType = 0, kTfLiteFloat32 = 1, kTfLiteInt32 = 2, kTfLiteInt8 = 9 } TfLiteType;
+
+typedef enum TfLiteAllocationType {
+  kTfLiteMemNone = 0,
+  kTfLiteMmapRo = 1,
+  kTfLiteArenaRw = 2,
+  kTfLiteArenaRwPersistent = 3,
+  kTfLiteDynamic = 4,
+  kTfLitePersistentRo = 5,
+} TfLiteAllocationType;
+
+// builtin_ops.h: the operators these delegates look at
+enum { kTfLiteBuiltinAdd = 0, kTfLiteBuiltinMul = 18, kTfLiteBuiltinSub = 41, kTfLiteBuiltinDelegate = 51 };
+
+// builtin_op_data.h: a node's fused activation, and the options ADD, SUB and MUL point builtin_data at
+typedef enum TfLiteFusedActivation {
+  kTfLiteActNone = 0,
+  kTfLiteActRelu = 1,
+  kTfLiteActReluN1To1 = 2,
+  kTfLiteActRelu6 = 3,
+} TfLiteFusedActivation;
+
+typedef struct TfLiteAddParams {
+  TfLiteFusedActivation activation;
+  bool pot_scale_int16;
+} TfLiteAddParams;
+
+typedef struct TfLiteSubParams {
+  TfLiteFusedActivation activation;
+  bool pot_scale_int16;
+} TfLiteSubParams;
+
+typedef struct TfLiteMulParams {
+  TfLiteFusedActivation activation;
+} TfLiteMulParams;
+
+const int kTfLiteNullBufferHandle = -1;
 
 struct TfLiteIntArray {
   int size;
@@ -40,11 +81,11 @@ struct TfLiteAffineQuantization {
 };
 
 struct TfLiteTensor {
-  int type;
+  TfLiteType type;
   void* data;
   TfLiteIntArray* dims;
   TfLiteQuantizationParams params;
-  int allocation_type;
+  TfLiteAllocationType allocation_type;
   size_t bytes;
   const void* allocation;
   const char* name;
@@ -91,7 +132,7 @@ struct TfLiteDelegateParams {
   TfLiteIntArray* output_tensors;
 };
 
-typedef void* AnyFunction;  // context services the test delegates never call
+typedef void* AnyFunction;  // context services these delegates never call
 
 struct TfLiteContext {
   size_t tensors_size;
