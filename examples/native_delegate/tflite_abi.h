@@ -1,8 +1,9 @@
 // The part of TFLite's C ABI that a delegate needs (the 64-bit Linux layout of LiteRT 2.x's
-// tflite/core/c/common.h), declared here so that a delegate builds without a TensorFlow checkout. The names
-// are TFLite's: a delegate written against this header builds unchanged against TFLite's own headers
-// (common.h, builtin_ops.h, builtin_op_data.h). pytflite's ctypes layouts
-// (src/pytflite/delegates/native/abi.py) are checked against it by tests/delegates/native.
+// tflite/core/c/common.h, and the C++ Profiler of core/api/profiler.h that context->profiler points to),
+// declared here so that a delegate builds without a TensorFlow checkout. The names are TFLite's: a delegate
+// written against this header builds unchanged against TFLite's own headers (common.h, builtin_ops.h,
+// builtin_op_data.h, profiler.h). pytflite's ctypes layouts (src/pytflite/delegates/native/abi.py) and
+// its Profiler vtable (profiler.py) are checked against it by tests/delegates/native.
 #pragma once
 #include <stdbool.h>
 #include <stddef.h>
@@ -54,6 +55,14 @@ typedef struct TfLiteMulParams {
 } TfLiteMulParams;
 
 const int kTfLiteNullBufferHandle = -1;
+
+// TfLiteDelegate::flags
+typedef enum TfLiteDelegateFlags {
+  kTfLiteDelegateFlagsNone = 0,
+  kTfLiteDelegateFlagsAllowDynamicTensors = 1,
+  kTfLiteDelegateFlagsRequirePropagatedShapes = 2,
+  kTfLiteDelegateFlagsPerOperatorProfiling = 4,  // the runtime does not time the delegate's nodes itself
+} TfLiteDelegateFlags;
 
 struct TfLiteIntArray {
   int size;
@@ -175,3 +184,64 @@ struct TfLiteDelegate {
 };
 
 }  // extern "C"
+
+namespace tflite {
+
+// core/api/profiler.h: what TfLiteContext::profiler points to (NULL when nobody profiles). A C++ object,
+// so the virtual methods below, in this order, are its vtable layout, which the runtime provides.
+class Profiler {
+ public:
+  enum class EventType {
+    DEFAULT = 1,
+    OPERATOR_INVOKE_EVENT = 2,
+    DELEGATE_OPERATOR_INVOKE_EVENT = 4,  // metadata1: the node index (the delegate's own numbering)
+    DELEGATE_PROFILED_OPERATOR_INVOKE_EVENT = 8,
+    GENERAL_RUNTIME_INSTRUMENTATION_EVENT = 16,
+  };
+
+  virtual ~Profiler() {}
+  // Starts an event; the handle ends it.
+  virtual uint32_t BeginEvent(const char* tag, EventType event_type, int64_t event_metadata1,
+                              int64_t event_metadata2) = 0;
+  uint32_t BeginEvent(const char* tag, EventType event_type, int64_t event_metadata) {
+    return BeginEvent(tag, event_type, event_metadata, 0);
+  }
+  virtual void EndEvent(uint32_t event_handle, int64_t event_metadata1, int64_t event_metadata2) {
+    EndEvent(event_handle);
+  }
+  virtual void EndEvent(uint32_t event_handle) = 0;
+  // An event timed elsewhere: for operator events, `metric` is its duration in microseconds.
+  virtual void AddEvent(const char* tag, EventType event_type, uint64_t metric, int64_t event_metadata1,
+                        int64_t event_metadata2) {}
+  virtual void AddEventWithData(const char* tag, EventType event_type, const void* data) {}
+};
+
+// An event from its construction to the end of the scope; nothing when `profiler` is NULL.
+class ScopedProfile {
+ public:
+  ScopedProfile(Profiler* profiler, const char* tag, Profiler::EventType event_type = Profiler::EventType::DEFAULT,
+                int64_t event_metadata = 0)
+      : profiler_(profiler), event_handle_(profiler ? profiler->BeginEvent(tag, event_type, event_metadata) : 0) {}
+  ~ScopedProfile() {
+    if (profiler_) profiler_->EndEvent(event_handle_);
+  }
+
+ protected:
+  Profiler* profiler_;
+  uint32_t event_handle_;
+};
+
+class ScopedDelegateOperatorProfile : public ScopedProfile {
+ public:
+  ScopedDelegateOperatorProfile(Profiler* profiler, const char* tag, int node_index)
+      : ScopedProfile(profiler, tag, Profiler::EventType::DELEGATE_OPERATOR_INVOKE_EVENT,
+                      static_cast<uint32_t>(node_index)) {}
+};
+
+}  // namespace tflite
+
+// profiler.h's macro: times the rest of the enclosing scope as one op the delegate runs
+#define TFLITE_ABI_JOIN_(a, b) a##b
+#define TFLITE_ABI_JOIN(a, b) TFLITE_ABI_JOIN_(a, b)
+#define TFLITE_SCOPED_DELEGATE_OPERATOR_PROFILE(profiler, tag, node_index) \
+  tflite::ScopedDelegateOperatorProfile TFLITE_ABI_JOIN(_profile_, __COUNTER__)((profiler), (tag), (node_index))

@@ -14,6 +14,10 @@
 //                        one and after invoke; FreeBufferHandle gives the buffers back at teardown
 //   scratch=1            each kernel computes into a temporary of its own: its Prepare adds a tensor
 //                        (AddTensors), replaces node->temporaries with it, types and sizes it
+//   profile=1            each kernel times every node it runs on context->profiler (when there is one),
+//                        tagged with the op name, as TFLite's delegates do
+//   per_operator_profiling=1  sets kTfLiteDelegateFlagsPerOperatorProfiling: the runtime does not time
+//                        the DELEGATE nodes itself
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -34,7 +38,8 @@ char opaque_marker;
 struct Options {
   bool add = true, sub = true, mul = true;
   int max_partitions = 0;
-  bool probe_bad_node = false, worker_thread = false, buffer_handles = false, scratch = false;
+  bool probe_bad_node = false, worker_thread = false, buffer_handles = false, scratch = false, profile = false;
+  bool per_operator_profiling = false;
 };
 
 struct ArithDelegate {
@@ -45,7 +50,7 @@ struct ArithDelegate {
 };
 
 struct Step {
-  int op, activation, a, b, out;
+  int node, op, activation, a, b, out;
 };
 
 // A partition's tensors that no node outside it reads have no memory in the runtime (TFLite allocates
@@ -93,8 +98,8 @@ void* KernelInit(TfLiteContext* context, const char* buffer, size_t) {
     // TfLiteAddParams, TfLiteSubParams and TfLiteMulParams all start with the fused activation
     int activation =
         node->builtin_data ? static_cast<const TfLiteMulParams*>(node->builtin_data)->activation : kTfLiteActNone;
-    kernel->steps.push_back(
-        {reg->builtin_code, activation, node->inputs->data[0], node->inputs->data[1], node->outputs->data[0]});
+    kernel->steps.push_back({params->nodes_to_replace->data[i], reg->builtin_code, activation, node->inputs->data[0],
+                             node->inputs->data[1], node->outputs->data[0]});
   }
   kernel->boundary.assign(params->input_tensors->data, params->input_tensors->data + params->input_tensors->size);
   kernel->boundary.insert(kernel->boundary.end(), params->output_tensors->data,
@@ -178,9 +183,13 @@ float Activate(int activation, float x) {
   }
 }
 
+const char* OpName(int op) { return op == kTfLiteBuiltinAdd ? "ADD" : op == kTfLiteBuiltinSub ? "SUB" : "MUL"; }
+
 TfLiteStatus KernelInvoke(TfLiteContext* context, TfLiteNode* node) {
   auto* kernel = static_cast<Kernel*>(node->user_data);
+  auto* profiler = kernel->delegate->options.profile ? static_cast<tflite::Profiler*>(context->profiler) : nullptr;
   for (const Step& step : kernel->steps) {
+    TFLITE_SCOPED_DELEGATE_OPERATOR_PROFILE(profiler, OpName(step.op), step.node);
     const TfLiteTensor& a = context->tensors[step.a];
     const TfLiteTensor& b = context->tensors[step.b];
     const TfLiteTensor& out = context->tensors[step.out];
@@ -314,6 +323,10 @@ extern "C" TfLiteDelegate* tflite_plugin_create_delegate(const char* const* keys
       options.buffer_handles = true;
     } else if (key == "scratch") {
       options.scratch = true;
+    } else if (key == "profile") {
+      options.profile = true;
+    } else if (key == "per_operator_profiling") {
+      options.per_operator_profiling = true;
     } else {
       report_error(("ArithDelegate: unknown option " + key).c_str());
       return nullptr;
@@ -327,6 +340,7 @@ extern "C" TfLiteDelegate* tflite_plugin_create_delegate(const char* const* keys
     delegate->base.FreeBufferHandle = FreeBufferHandle;
   }
   delegate->base.opaque_delegate_builder = opaque ? &opaque_marker : nullptr;
+  if (options.per_operator_profiling) delegate->base.flags = kTfLiteDelegateFlagsPerOperatorProfiling;
   delegate->options = options;
   ++live_delegates;
   return &delegate->base;
@@ -353,4 +367,17 @@ extern "C" void arith_delegate_report(TfLiteContext* context, void (*report)(TfL
          -42, 4000000000u, -1234567890123L, static_cast<size_t>(77), 255, 'Z', "text", 3.14159, 0.5, 12345.678);
   report(context, "%d %d %d %d %d %d %d %d %d %d | %f %f %f %f %f %f %f %f %f %f", 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
          1.5, 2.5, 3.5, 4.5, 5.5, 6.5, 7.5, 8.5, 9.5, 10.5);
+}
+
+// Calls each virtual method of `profiler`, so that a test can check the vtable slots: an event "begin"
+// (metadata 1, 2) around an event "inner" (metadata 7), ended with and without metadata, then AddEvent
+// ("added", 250 us, metadata 5, 6) and AddEventWithData.
+extern "C" void arith_delegate_profile_all(tflite::Profiler* profiler) {
+  using Type = tflite::Profiler::EventType;
+  uint32_t outer = profiler->BeginEvent("begin", Type::DEFAULT, 1, 2);
+  uint32_t inner = profiler->BeginEvent("inner", Type::DELEGATE_PROFILED_OPERATOR_INVOKE_EVENT, 7);
+  profiler->EndEvent(inner);
+  profiler->EndEvent(outer, 3, 4);
+  profiler->AddEvent("added", Type::OPERATOR_INVOKE_EVENT, 250, 5, 6);
+  profiler->AddEventWithData("data", Type::GENERAL_RUNTIME_INSTRUMENTATION_EVENT, nullptr);
 }

@@ -94,6 +94,7 @@ def test_ctypes_layouts_match_the_compiled_header(built):
         ({"worker_thread": 1}, [("ADD", "MUL"), ("SUB",)]),  # calls back from its own thread: no deadlock
         ({"buffer_handles": 1}, [("ADD", "MUL"), ("SUB",)]),  # outputs kept in the delegate's buffers
         ({"scratch": 1}, [("ADD", "MUL"), ("SUB",)]),  # kernels replace node->temporaries
+        ({"profile": 1}, [("ADD", "MUL"), ("SUB",)]),  # kernels time their ops when there is a profiler
     ],
 )
 def test_delegate_runs_as_under_litert(built, options, partitions):

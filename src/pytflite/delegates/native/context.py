@@ -14,8 +14,12 @@ into the interpreter's error text and becomes kTfLiteError; it never unwinds thr
 delegate-only services (execution plan, nodes, replacement, partition preview) work only while a
 delegate's Prepare runs, as pytflite's Python Context enforces.
 
+`context->profiler` is NULL while the pytflite context has no profiler, else a tflite::Profiler object
+forwarding to it (profiler.py); `sync` writes it too, and a kernel's bare invoke step (run only when there
+is no profiler) clears one left from a profiled invoke.
+
 String, resource and variant tensors have `data` NULL (their NumPy arrays hold Python objects), and
-`sparsity` is always NULL. Not provided (NULL): the profiler, AllocateBufferForEval, RequestScratchBufferInArena /
+`sparsity` is always NULL. Not provided (NULL): AllocateBufferForEval, RequestScratchBufferInArena /
 GetScratchBuffer (TFLite Micro's), GetEvalTensor, AcquireSubgraphContext / ReleaseSubgraphContext.
 """
 
@@ -34,6 +38,7 @@ from ...errors import InterpreterError, KernelError
 from . import abi
 from .builtin_data import c_builtin_data
 from .printf import ReportErrorFn, format_printf, split_arguments
+from .profiler import NativeProfiler
 
 if TYPE_CHECKING:
     from ...core.context import Context
@@ -88,6 +93,7 @@ class NativeContext:
         self._external_contexts: dict[int, int] = {}
         self._persistent: list[Any] = []  # AllocatePersistentBuffer's buffers: the context's lifetime
         self._metadata: dict[bytes, Any] = {}
+        self._profiler: NativeProfiler | None = None  # made when a profiler is first set
         _CONTEXTS[self.address] = self
         struct = self.struct
         for name, thunk in _THUNKS.items():
@@ -106,8 +112,11 @@ class NativeContext:
     # --- tensors -------------------------------------------------------------------------------------
 
     def sync(self, indices: Iterable[int] | None = None) -> None:
-        """Write the TfLiteTensor structs of `indices` (all when None) from the pytflite tensors."""
-        tensors = self.context.tensors
+        """Write the TfLiteTensor structs of `indices` (all when None) from the pytflite tensors, and
+        `context->profiler`."""
+        context = self.context
+        self._sync_profiler(context)
+        tensors = context.tensors
         if len(tensors) != len(self._tensor_views):
             self._grow(len(tensors))
             indices = None
@@ -208,6 +217,14 @@ class NativeContext:
                 _take_handle(tensor, struct)
             tensor.data_is_stale = bool(struct.data_is_stale)
             self._tensor_views[index].key = _tensor_key(tensor)
+
+    def _sync_profiler(self, context: Context) -> None:
+        if context.profiler is None:
+            self.struct.profiler = None
+            return
+        if self._profiler is None:
+            self._profiler = NativeProfiler(context)
+        self.struct.profiler = self._profiler.address
 
     # --- nodes ---------------------------------------------------------------------------------------
 

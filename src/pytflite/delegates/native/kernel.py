@@ -8,7 +8,8 @@ a delegate's worker threads may call back into the context while its kernel wait
 
 Before each call the TfLiteTensor structs are written again where pytflite may have moved memory:
 all of them before prepare and after each allocation (`bind`, which also gives the check-free invoke
-loop a step that is a bare C call), the node's own tensors before an invoke outside that loop.
+loop a step that is a bare C call), the node's own tensors before an invoke outside that loop. `sync`
+writes `context->profiler` too; the bare step, which runs only when there is no profiler, makes it NULL.
 
 After init and prepare, what C code wrote into the structs is read back: types, allocation types,
 buffer handles, data_is_stale, and (after prepare) the node's temporaries, which a kernel may free and
@@ -132,8 +133,11 @@ def delegate_kernel_registration(
         if invoke is None or outputs_may_go_stale:
             return invoke_kernel
         node_address = ctypes.addressof(node.user_data.node)
+        struct = native.struct
 
         def step(context: Context, node: Node) -> int:
+            if struct.profiler:  # a profiler was removed since the last sync
+                struct.profiler = None
             return invoke(context_address, node_address)
 
         return step
