@@ -18,6 +18,7 @@
 //                        tagged with the op name, as TFLite's delegates do
 //   per_operator_profiling=1  sets kTfLiteDelegateFlagsPerOperatorProfiling: the runtime does not time
 //                        the DELEGATE nodes itself
+//   allow_dynamic=1      sets kTfLiteDelegateFlagsAllowDynamicTensors: a graph with dynamic tensors takes it
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -39,7 +40,7 @@ struct Options {
   bool add = true, sub = true, mul = true;
   int max_partitions = 0;
   bool probe_bad_node = false, worker_thread = false, buffer_handles = false, scratch = false, profile = false;
-  bool per_operator_profiling = false;
+  bool per_operator_profiling = false, allow_dynamic = false;
 };
 
 struct ArithDelegate {
@@ -327,6 +328,8 @@ extern "C" TfLiteDelegate* tflite_plugin_create_delegate(const char* const* keys
       options.profile = true;
     } else if (key == "per_operator_profiling") {
       options.per_operator_profiling = true;
+    } else if (key == "allow_dynamic") {
+      options.allow_dynamic = true;
     } else {
       report_error(("ArithDelegate: unknown option " + key).c_str());
       return nullptr;
@@ -340,7 +343,8 @@ extern "C" TfLiteDelegate* tflite_plugin_create_delegate(const char* const* keys
     delegate->base.FreeBufferHandle = FreeBufferHandle;
   }
   delegate->base.opaque_delegate_builder = opaque ? &opaque_marker : nullptr;
-  if (options.per_operator_profiling) delegate->base.flags = kTfLiteDelegateFlagsPerOperatorProfiling;
+  if (options.per_operator_profiling) delegate->base.flags |= kTfLiteDelegateFlagsPerOperatorProfiling;
+  if (options.allow_dynamic) delegate->base.flags |= kTfLiteDelegateFlagsAllowDynamicTensors;
   delegate->options = options;
   ++live_delegates;
   return &delegate->base;

@@ -96,3 +96,19 @@ def test_static_only_delegate_is_refused_by_a_dynamic_graph(built):
         make_interpreter(litert, path, [litert.load_delegate(str(built["arith"]))])
     with pytest.raises(RuntimeError, match="only supports static-sized tensors"):
         make_interpreter(pytflite, path, [pytflite.load_delegate(built["arith"])])
+
+
+def test_a_delegate_allowing_dynamic_tensors_runs_a_dynamic_graph(built):
+    """With kTfLiteDelegateFlagsAllowDynamicTensors the same library is applied to gru (a WHILE whose body
+    has dynamic tensors and float ADD/SUB/MUL) by both runtimes, and changes no value in either."""
+    path, values = CORPUS / MODELS["gru"]["file"], inputs("gru")
+    options = {"allow_dynamic": 1}
+    interpreter = make_interpreter(pytflite, path, [pytflite.load_delegate(built["arith"], options)])
+    ours = run(interpreter, values)
+    claimed = [s.nodes[i][0].delegate for s in interpreter.subgraphs for i in s.execution_plan]
+    assert sum(d is not None for d in claimed) >= 6  # three in each WHILE body
+    theirs = run(make_interpreter(litert, path, [litert.load_delegate(str(built["arith"]), options)]), values)
+    assert identical(ours, run(make_interpreter(pytflite, path, []), values))
+    assert identical(theirs, run(make_interpreter(litert, path, []), values))
+    for index, (mine, reference) in enumerate(zip(ours, theirs)):
+        assert_matches(mine, reference, what=f"gru output {index}")
