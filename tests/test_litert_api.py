@@ -19,7 +19,7 @@ from pytflite import BuiltinOperator as Op
 from pytflite import TensorType as T
 from pytflite.core import blas_threads
 from pytflite.model.builder import ModelBuilder
-from tests.oracle import litert, requires_litert
+from tests.oracle import CORPUS, litert, requires_litert
 from tests.test_interpreter_api import assert_same_outcome, mlp_model, outcome
 
 pytestmark = requires_litert
@@ -369,3 +369,70 @@ def test_no_visible_blas_means_nothing_to_size(monkeypatch):
     reference = pytflite.Interpreter(model_content=MODEL)
     for a, b in zip(outputs(interpreter), outputs(reference)):
         np.testing.assert_array_equal(a, b)
+
+
+# --- get_tensor_details -----------------------------------------------------------------------------
+
+
+def conv_model() -> bytes:
+    """x -> CONV_2D 3x3 -> AVERAGE_POOL_2D: kernels whose pytflite versions keep scratch memory."""
+    builder = ModelBuilder()
+    x = builder.add_input("x", T.FLOAT32, [1, 8, 8, 3])
+    w = builder.add_constant("w", np.linspace(-1, 1, 4 * 3 * 3 * 3, dtype=np.float32).reshape(4, 3, 3, 3))
+    b = builder.add_constant("b", np.zeros(4, np.float32))
+    c = builder.add_tensor("c", T.FLOAT32, [1, 8, 8, 4])
+    builder.add_operator(Op.CONV_2D, [x, w, b], [c], {"padding": "SAME", "stride_h": 1, "stride_w": 1})
+    y = builder.add_tensor("y", T.FLOAT32, [1, 4, 4, 4])
+    pool = {"padding": "VALID", "stride_h": 2, "stride_w": 2, "filter_height": 2, "filter_width": 2}
+    builder.add_operator(Op.AVERAGE_POOL_2D, [c], [y], pool)
+    builder.add_output(y)
+    return builder.build()
+
+
+def listed(interpreter) -> list[tuple]:
+    interpreter.allocate_tensors()
+    return [(d["index"], d["name"], tuple(d["shape"]), d["dtype"]) for d in interpreter.get_tensor_details()]
+
+
+def test_tensor_details_leave_out_pytflites_kernel_scratch_as_litert_has_none():
+    """LiteRT's default resolver hands a float convolution to XNNPACK, whose nodes add no tensors: it lists
+    the model's tensors only. pytflite's kernels keep scratch tensors of their own, which are no TFLite
+    tensors: listed, they would make the count and order differ."""
+    model = conv_model()
+    interpreter = pytflite.Interpreter(model_content=model)
+    ours_listed = listed(interpreter)
+    assert any(t.kernel_scratch and t.type is not None for t in interpreter.subgraphs[0].tensors)
+    assert ours_listed == listed(litert.Interpreter(model_content=model)) and len(ours_listed) == 5
+
+
+# Corpus models where LiteRT's default resolver (XNNPACK) leaves no kernel of its own that adds
+# temporaries: their listings must be LiteRT's, index for index. (lstm, mobilenet_v2_dynamic,
+# small_cnn_int16x8, zoo_int_types, zoo_matmul_conv and zoo_reduce keep LiteRT kernels that list their
+# temporaries: issue 18.)
+LISTED_AS_LITERT = [
+    "control_flow",
+    "dynamic_batch",
+    "gru",
+    "mlp",
+    "mobilenet_v2_f32",
+    "mobilenet_v2_fp16",
+    "mobilenet_v2_int8",
+    "small_cnn",
+    "small_cnn_int8",
+    "transformer_dynamic",
+    "transformer_f32",
+    "zoo_activations",
+    "zoo_binary_math",
+    "zoo_shape_ops",
+    "zoo_spatial",
+]
+
+
+@pytest.mark.parametrize("name", LISTED_AS_LITERT)
+def test_corpus_tensor_details_are_litert_s(name):
+    path = CORPUS / f"{name}.tflite"
+    if not path.exists():
+        pytest.skip(f"public corpus not found at {CORPUS}")
+    assert listed(pytflite.Interpreter(model_path=str(path))) == listed(
+        litert.Interpreter(model_path=str(path))
+    )

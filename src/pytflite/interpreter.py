@@ -312,7 +312,13 @@ class Interpreter:
                 f"{len(self._subgraphs)} subgraphs."
             )
         subgraph = self._subgraphs[subgraph_index]
-        return [tensor_details(subgraph, t) for t in subgraph.tensors if t.type is not None]
+        # as LiteRT: every typed tensor (the model's, and those kernels or delegates added), but not the
+        # scratch memory pytflite's own kernels keep (Tensor.kernel_scratch), which LiteRT does not have
+        return [
+            tensor_details(subgraph, t)
+            for t in subgraph.tensors
+            if t.type is not None and not t.kernel_scratch
+        ]
 
     def get_input_details(self) -> list[dict[str, Any]]:
         subgraph = self._subgraphs[0]

@@ -41,6 +41,7 @@ class Tensor:
         "buffer_handle",
         "data_is_stale",
         "buffer_index",
+        "kernel_scratch",
     )
 
     def __init__(
@@ -73,6 +74,9 @@ class Tensor:
         self.buffer_handle = NULL_BUFFER_HANDLE
         self.data_is_stale = False
         self.buffer_index = buffer_index  # the model buffer a constant came from (0: none)
+        # memory one of pytflite's builtin kernels added for itself (ops/common.add_scratch_tensors): no
+        # tensor of TFLite's, so get_tensor_details leaves it out as LiteRT has no such tensor
+        self.kernel_scratch = False
 
     @property
     def shape_signature(self) -> tuple[int, ...]:

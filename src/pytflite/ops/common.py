@@ -83,6 +83,16 @@ _CLAMP_RANGES = {
 }
 
 
+def add_scratch_tensors(context: Context, count: int) -> tuple[int, ...]:
+    """context.add_tensors for a builtin kernel's own scratch memory (typed and sized later with
+    scratch_tensor): marked kernel_scratch, so the Python API's tensor listing leaves them out (TFLite's
+    kernels have other temporaries, or none)."""
+    indices = context.add_tensors(count)
+    for index in indices:
+        context.tensors[index].kernel_scratch = True
+    return indices
+
+
 def scratch_tensor(context: Context, index: int, tensor_type: TensorType, shape: Sequence[int]) -> None:
     """Type and size an arena temporary a kernel's init added (context.add_tensors)."""
     scratch = context.tensors[index]

@@ -34,6 +34,7 @@ from ..errors import KernelError, ensure, ensure_eq, ensure_type, ensure_types_e
 from ..model.options import ActivationFunctionType
 from .common import (
     activation_clamp,
+    add_scratch_tensors,
     check_arity,
     input_tensor,
     output_tensor,
@@ -69,7 +70,7 @@ class PoolState:
 
 
 def _pool_init(context, buffer, length):
-    stage, rows, sums, signs = context.add_tensors(4)
+    stage, rows, sums, signs = add_scratch_tensors(context, 4)
     return PoolState(stage=stage, rows=rows, sums=sums, signs=signs)
 
 

@@ -45,7 +45,16 @@ from ..core.packed import PACKED_TYPES, pack_into, unpack_packed
 from ..core.quantization import AffineQuantization
 from ..core.types import BuiltinOperator, TensorType, storage_dtype, type_name
 from ..errors import KernelError, ensure, ensure_eq, ensure_type
-from .common import INTP_TYPE, check_arity, clip, input_tensor, output_tensor, scratch_tensor, set_temporaries
+from .common import (
+    INTP_TYPE,
+    add_scratch_tensors,
+    check_arity,
+    clip,
+    input_tensor,
+    output_tensor,
+    scratch_tensor,
+    set_temporaries,
+)
 from .quant.fixed_point import (
     INT32_MIN,
     float_to_int32,
@@ -317,7 +326,7 @@ def _requantizer(source, output, optimized: bool) -> tuple[Callable, bool]:
 
 
 def quantize_init(context, buffer, length):
-    (work,) = context.add_tensors(1)
+    (work,) = add_scratch_tensors(context, 1)
     return ConversionData(None, work)
 
 

@@ -26,6 +26,7 @@ from ...errors import KernelError, ensure, ensure_eq, ensure_type
 from ...fidelity.eigen_order import sum_in_order
 from ..common import (
     activation_clamp,
+    add_scratch_tensors,
     check_arity,
     clip,
     input_tensor,
@@ -139,7 +140,7 @@ class DepthwiseState:
 
 
 def _depthwise_init(context, buffer, length):
-    scratch, acc, wide = context.add_tensors(3)
+    scratch, acc, wide = add_scratch_tensors(context, 3)
     return DepthwiseState(scratch=scratch, acc=acc, wide=wide)
 
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...fidelity.eigen_order import eigen_product, sequential_products
-from ..common import scratch_tensor
+from ..common import add_scratch_tensors, scratch_tensor
 from ..windows import Staging, byte_strides, make_staging, padded_copies, staged_input
 from .common import _FLOAT_TYPES, _constant_data, _draft
 from .program import Program
@@ -67,7 +67,7 @@ _FOLD_GAIN = 32768
 
 
 def _conv_init(context, buffer, length):
-    stage, scratch, acc, wide = context.add_tensors(4)
+    stage, scratch, acc, wide = add_scratch_tensors(context, 4)
     return ConvState(scratch=scratch, stage=stage, acc=acc, wide=wide)
 
 

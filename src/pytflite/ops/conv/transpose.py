@@ -26,6 +26,7 @@ from ...errors import KernelError, ensure, ensure_eq
 from ...model.options import Padding
 from ..common import (
     activation_clamp,
+    add_scratch_tensors,
     check_arity,
     input_tensor,
     optional_input_tensor,
@@ -115,7 +116,7 @@ _GATHER_ELEMENTS = 1 << 18
 
 
 def _transpose_init(context, buffer, length):
-    scratch, gathered, acc, wide, shifted = context.add_tensors(5)
+    scratch, gathered, acc, wide, shifted = add_scratch_tensors(context, 5)
     return TransposeState(scratch=scratch, gathered=gathered, acc=acc, wide=wide, shifted=shifted)
 
 

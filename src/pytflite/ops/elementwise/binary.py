@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..common import clip
+from ..common import add_scratch_tensors, clip
 from ..registry import register_builtin
 
 Runner = Callable[[list, tuple, np.ndarray], None]  # run(tensors, node.inputs, output array)
@@ -45,7 +45,7 @@ class BinaryData:
 
 def binary_init_with_scratch(context, buffer, length):
     """init of the ops with a quantized lookup path: two arena temporaries, typed only when it is taken."""
-    return BinaryData(None, context.add_tensors(2))
+    return BinaryData(None, add_scratch_tensors(context, 2))
 
 
 def binary_invoke(context, node):
