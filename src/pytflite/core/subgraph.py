@@ -468,11 +468,18 @@ class Subgraph:
     # --- teardown ------------------------------------------------------------------------------------
 
     def free(self) -> None:
-        """Call every kernel's free with its user data (once) and free delegate buffer handles, as
-        TFLite's subgraph destructor does."""
+        """Teardown, as TFLite's subgraph destructor: call every kernel's free with its user data (once),
+        free delegate buffer handles, then let go of the nodes and the delegates, so that a delegate
+        whose last user this was goes now, not when Python's cycle collector runs (a subgraph and its
+        context refer to each other)."""
         for node, registration in self.nodes:
             self._free_node(node, registration)
         self.delegation.free_buffer_handles()
+        self.delegation.applied = []
+        self.nodes = []
+        self._runner = None
+        for tensor in self.tensors:
+            tensor.delegate = None
 
     def _free_node(self, node: Node, registration: Registration) -> None:
         if registration.free is not None and node.user_data is not None:

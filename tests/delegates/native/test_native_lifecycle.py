@@ -114,3 +114,31 @@ def test_kernels_are_freed_before_their_delegate(built, counts, runtime, dropped
         del delegate
     assert counts() == (1, 1, 1, 0)
     assert counts.events == ["kernel freed", "delegate destroyed"]
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_delegates_go_at_once_without_the_cycle_collector(built, counts, runtime):
+    """LiteRT's own tests read the counters through `delegate._library` / `interpreter._delegates` and
+    expect a delegate destroyed as soon as its last user is dropped, with no gc.collect() in between."""
+
+    def read(library) -> tuple[int, ...]:
+        values = (ctypes.c_int * 4)()
+        library.counting_delegate_counts(values)
+        return tuple(values)
+
+    gc.disable()
+    try:
+        interpreter = make_interpreter(runtime, MODEL, [runtime.load_delegate(built["counting"])])
+        library = interpreter._delegates[0]._library
+        assert read(library) == (1, 0, 1, 0)
+        del interpreter
+        assert read(library) == (1, 1, 1, 0)
+        delegate = runtime.load_delegate(built["counting"])
+        first = make_interpreter(runtime, MODEL, [delegate])
+        second = make_interpreter(runtime, MODEL, [delegate])
+        del delegate, first
+        assert read(library) == (2, 1, 3, 0)
+        del second
+        assert read(library) == (2, 2, 3, 0)
+    finally:
+        gc.enable()

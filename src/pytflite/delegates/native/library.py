@@ -142,12 +142,28 @@ class NativeDelegate(Delegate):
         self._free_handle = (
             abi.FreeBufferHandleFn(struct.FreeBufferHandle) if struct.FreeBufferHandle else None
         )
-        super().__init__(
-            prepare=self._prepare_graph if self._prepare else None,
-            copy_from_buffer_handle=self._copy_from_buffer_handle if self._copy_from else None,
-            copy_to_buffer_handle=self._copy_to_buffer_handle if self._copy_to else None,
-            free_buffer_handle=self._free_buffer_handle if self._free_handle else None,
-        )
+        self._library = handle  # as LiteRT's Delegate: the plugin library, for calling its other exports
+        super().__init__()
+
+    # The callbacks are properties, not bound methods stored on the object: those would make it a
+    # reference cycle, and the plugin's delegate would then outlive its last user until Python's cycle
+    # collector ran (LiteRT destroys it at once, and its tests count on that).
+
+    @property
+    def prepare(self):
+        return self._prepare_graph if self._prepare else None
+
+    @property
+    def copy_from_buffer_handle(self):
+        return self._copy_from_buffer_handle if self._copy_from else None
+
+    @property
+    def copy_to_buffer_handle(self):
+        return self._copy_to_buffer_handle if self._copy_to else None
+
+    @property
+    def free_buffer_handle(self):
+        return self._free_buffer_handle if self._free_handle else None
 
     @property
     def name(self) -> str:
