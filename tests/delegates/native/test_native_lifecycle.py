@@ -142,3 +142,12 @@ def test_delegates_go_at_once_without_the_cycle_collector(built, counts, runtime
         assert read(library) == (2, 2, 3, 0)
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_the_native_pointer_is_litert_s_method(built, counts, runtime):
+    delegate = runtime.load_delegate(built["counting"])
+    pointer = delegate._get_native_delegate_pointer()
+    assert isinstance(pointer, int) and pointer != 0
+    if runtime is pytflite:
+        assert pointer == delegate.native_address

@@ -174,6 +174,10 @@ class NativeDelegate(Delegate):
         """The TfLiteDelegate* the plugin returned."""
         return ctypes.addressof(self._struct)
 
+    def _get_native_delegate_pointer(self) -> int:
+        """LiteRT's Delegate method of that name: the TfLiteDelegate* (code written for LiteRT calls it)."""
+        return self.native_address
+
     @property
     def flags(self) -> DelegateFlags:  # read from the struct each time: the delegate owns it
         return DelegateFlags(self._struct.flags)
