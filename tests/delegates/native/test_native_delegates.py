@@ -150,6 +150,30 @@ def test_delegate_buffers_are_copied_back_and_freed_as_in_litert(built):
         assert copies_and_frees() == (0, 2), runtime.__name__
 
 
+def test_a_handle_attached_from_python_does_not_end_the_delegate_early(built):
+    """Only handles C code wrote keep a native delegate alive: freeing one attached from Python
+    (Delegation.set_buffer_handle) must not count as a release, or the C delegate would be destroyed while
+    its kernels still run."""
+    library = ctypes.CDLL(str(built["arith"]))
+    gc.collect()
+    live = library.arith_delegate_live_count()
+    delegate = pytflite.load_delegate(built["arith"], {"buffer_handles": 1})
+    interp = interpreter(pytflite, [delegate])
+    invoke(interp, inputs(2, 11))
+    delegation = interp.subgraphs[0].delegation
+    users = delegate._plugin.users  # its kernels and the handles C code gave tensors
+    for handle in range(1000, 1006):  # an input the delegate never gave a handle; each call frees the last
+        delegation.set_buffer_handle(0, handle, delegate)
+    assert delegate._plugin.users == users
+    del delegate
+    x, y = inputs(2, 12)
+    np.testing.assert_array_equal(invoke(interp, [x, y]), np.abs(np.maximum(x + y, 0) * y) - y)
+    assert library.arith_delegate_live_count() == live + 1
+    del interp, delegation
+    gc.collect()
+    assert library.arith_delegate_live_count() == live
+
+
 def test_kernel_replacing_its_temporaries(built):
     """A kernel's Prepare adds a tensor, frees node->temporaries and points it at a new array holding the
     tensor, then types and sizes it in the C struct: the DELEGATE node gets that arena temporary."""

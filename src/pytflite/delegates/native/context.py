@@ -414,9 +414,10 @@ def _take_handle(tensor: Tensor, struct: abi.TfLiteTensor) -> None:
 
     owner = native_delegate_at(struct.delegate) if struct.buffer_handle != NULL_BUFFER_HANDLE else None
     if owner is not None:
-        owner.hold()
+        owner.hold_handle(struct.buffer_handle)
     if tensor.buffer_handle != NULL_BUFFER_HANDLE and isinstance(tensor.delegate, NativeDelegate):
-        tensor.delegate.drop()  # C code replaced or cleared the handle without FreeBufferHandle
+        # C code replaced or cleared the handle without FreeBufferHandle
+        tensor.delegate.release_handle(tensor.buffer_handle)
     tensor.buffer_handle = struct.buffer_handle
     tensor.delegate = owner
 

@@ -143,6 +143,7 @@ class NativeDelegate(Delegate):
             abi.FreeBufferHandleFn(struct.FreeBufferHandle) if struct.FreeBufferHandle else None
         )
         self._library = handle  # as LiteRT's Delegate: the plugin library, for calling its other exports
+        self._held_handles: dict[int, int] = {}  # buffer handle -> how many tensors hold it (hold_handle)
         super().__init__()
 
     # The callbacks are properties, not bound methods stored on the object: those would make it a
@@ -189,6 +190,19 @@ class NativeDelegate(Delegate):
     def drop(self) -> None:
         self._plugin.drop()
 
+    def hold_handle(self, handle: int) -> None:
+        """A tensor holds `handle` (C code wrote it into the tensor's struct)."""
+        self._held_handles[handle] = self._held_handles.get(handle, 0) + 1
+        self.hold()
+
+    def release_handle(self, handle: int) -> None:
+        """A tensor let go of `handle`. Only handles held by hold_handle count: one attached from Python
+        (Delegation.set_buffer_handle) never kept the delegate alive, so it must not drop it either."""
+        held = self._held_handles.get(handle, 0)
+        if held:
+            self._held_handles[handle] = held - 1
+            self.drop()
+
     def _prepare_graph(self, context: Context, delegate: Delegate) -> int | None:
         native = native_context(context)
         native.sync()
@@ -223,4 +237,4 @@ class NativeDelegate(Delegate):
                 native_context(context).address, self.native_address, ctypes.byref(ctypes.c_int(handle))
             )
         finally:
-            self.drop()  # the tensor's handle (held when read back from its struct)
+            self.release_handle(handle)
