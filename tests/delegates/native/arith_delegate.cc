@@ -19,6 +19,9 @@
 //   per_operator_profiling=1  sets kTfLiteDelegateFlagsPerOperatorProfiling: the runtime does not time
 //                        the DELEGATE nodes itself
 //   allow_dynamic=1      sets kTfLiteDelegateFlagsAllowDynamicTensors: a graph with dynamic tensors takes it
+//   no_free_handle=1     with buffer_handles=1: no FreeBufferHandle (the buffers go with the delegate)
+//   inspect_plan=1       after replacing nodes, Prepare reads every node of the new plan, the DELEGATE nodes
+//                        included, and fails if one has a NULL inputs, outputs, intermediates or temporaries
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -40,7 +43,7 @@ struct Options {
   bool add = true, sub = true, mul = true;
   int max_partitions = 0;
   bool probe_bad_node = false, worker_thread = false, buffer_handles = false, scratch = false, profile = false;
-  bool per_operator_profiling = false, allow_dynamic = false;
+  bool per_operator_profiling = false, allow_dynamic = false, no_free_handle = false, inspect_plan = false;
 };
 
 struct ArithDelegate {
@@ -234,6 +237,24 @@ void FreeBufferHandle(TfLiteContext*, TfLiteDelegate* base, int* handle) {
   ++buffers_freed;
 }
 
+// Every node of the plan has its four tensor lists, as TFLite gives a node from its creation on.
+TfLiteStatus InspectPlan(TfLiteContext* context) {
+  TfLiteIntArray* plan;
+  if (context->GetExecutionPlan(context, &plan) != kTfLiteOk) return kTfLiteError;
+  std::vector<int> plan_nodes(plan->data, plan->data + plan->size);
+  for (int index : plan_nodes) {
+    TfLiteNode* node;
+    TfLiteRegistration* reg;
+    if (context->GetNodeAndRegistration(context, index, &node, &reg) != kTfLiteOk) return kTfLiteError;
+    if (!node->inputs || !node->outputs || !node->intermediates || !node->temporaries) {
+      context->ReportError(context, "ArithDelegate: node %d (builtin %d) has a NULL tensor list", index,
+                           reg->builtin_code);
+      return kTfLiteError;
+    }
+  }
+  return kTfLiteOk;
+}
+
 TfLiteStatus DelegatePrepare(TfLiteContext* context, TfLiteDelegate* base) {
   const Options& options = reinterpret_cast<ArithDelegate*>(base)->options;
   if (options.worker_thread) {
@@ -294,7 +315,8 @@ TfLiteStatus DelegatePrepare(TfLiteContext* context, TfLiteDelegate* base) {
   registration.version = 1;
   TfLiteStatus status = context->ReplaceNodeSubsetsWithDelegateKernels(context, registration, claimed, base);
   free(claimed);
-  return status;
+  if (status != kTfLiteOk || !options.inspect_plan) return status;
+  return InspectPlan(context);
 }
 
 }  // namespace
@@ -330,6 +352,10 @@ extern "C" TfLiteDelegate* tflite_plugin_create_delegate(const char* const* keys
       options.per_operator_profiling = true;
     } else if (key == "allow_dynamic") {
       options.allow_dynamic = true;
+    } else if (key == "no_free_handle") {
+      options.no_free_handle = true;
+    } else if (key == "inspect_plan") {
+      options.inspect_plan = true;
     } else {
       report_error(("ArithDelegate: unknown option " + key).c_str());
       return nullptr;
@@ -340,7 +366,7 @@ extern "C" TfLiteDelegate* tflite_plugin_create_delegate(const char* const* keys
   delegate->base.Prepare = DelegatePrepare;
   if (options.buffer_handles) {
     delegate->base.CopyFromBufferHandle = CopyFromBufferHandle;
-    delegate->base.FreeBufferHandle = FreeBufferHandle;
+    if (!options.no_free_handle) delegate->base.FreeBufferHandle = FreeBufferHandle;
   }
   delegate->base.opaque_delegate_builder = opaque ? &opaque_marker : nullptr;
   if (options.per_operator_profiling) delegate->base.flags |= kTfLiteDelegateFlagsPerOperatorProfiling;

@@ -174,6 +174,31 @@ def test_a_handle_attached_from_python_does_not_end_the_delegate_early(built):
     assert library.arith_delegate_live_count() == live
 
 
+def test_a_delegate_node_has_its_tensor_lists_from_its_creation(built):
+    """A Prepare that reads the plan again after replacing nodes (inspect_plan=1) gets the DELEGATE nodes
+    with their inputs, outputs, intermediates and temporaries, as TFLite gives a node when it is added:
+    NULL there would crash the delegate, as it did before the kernel's own prepare had run."""
+    ours = interpreter(pytflite, [pytflite.load_delegate(built["arith"], {"inspect_plan": 1})])
+    assert delegate_nodes(ours) == 2
+    x, y = inputs(2, 13)
+    np.testing.assert_array_equal(invoke(ours, [x, y]), np.abs(np.maximum(x + y, 0) * y) - y)
+
+
+def test_handles_of_a_delegate_without_free_buffer_handle_do_not_keep_it_alive(built):
+    """A delegate whose buffers go with it (no FreeBufferHandle) is still destroyed with the interpreter
+    once the tensors holding its buffer handles let go of them."""
+    library = ctypes.CDLL(str(built["arith"]))
+    gc.collect()
+    live = library.arith_delegate_live_count()
+    delegate = pytflite.load_delegate(built["arith"], {"buffer_handles": 1, "no_free_handle": 1})
+    ours = interpreter(pytflite, [delegate])
+    x, y = inputs(2, 14)
+    np.testing.assert_array_equal(invoke(ours, [x, y]), np.abs(np.maximum(x + y, 0) * y) - y)
+    del delegate, ours
+    gc.collect()
+    assert library.arith_delegate_live_count() == live
+
+
 def test_kernel_replacing_its_temporaries(built):
     """A kernel's Prepare adds a tensor, frees node->temporaries and points it at a new array holding the
     tensor, then types and sizes it in the C struct: the DELEGATE node gets that arena temporary."""

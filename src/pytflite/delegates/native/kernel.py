@@ -53,13 +53,17 @@ class _Kernel:
         """(TfLiteNode*, TfLiteRegistration*) for GetNodeAndRegistration on this DELEGATE node."""
         return ctypes.addressof(self.node), ctypes.addressof(self.registration)
 
-    def write_node(self, node: Node) -> None:
-        """The node's tensor lists; `temporaries` is on the C heap, as a kernel may free and replace it."""
-        arrays = [abi.int_array(node.inputs), abi.int_array(node.outputs)]
-        self.node.inputs, self.node.outputs = (ctypes.addressof(a) for a in arrays)
+    def write_node(
+        self, inputs: tuple[int, ...], outputs: tuple[int, ...], temporaries: tuple[int, ...]
+    ) -> None:
+        """The node's tensor lists, all non-NULL from init on as in TFLite (a delegate's Prepare may read
+        its new DELEGATE nodes before they are prepared); `temporaries` is on the C heap, as a kernel may
+        free and replace it. A DELEGATE node has no intermediates."""
+        arrays = [abi.int_array(inputs), abi.int_array(outputs), abi.int_array(())]
+        self.node.inputs, self.node.outputs, self.node.intermediates = (ctypes.addressof(a) for a in arrays)
         self.node_arrays = arrays
         abi.free(self.node.temporaries)
-        self.node.temporaries = abi.malloc_int_array(node.temporaries)
+        self.node.temporaries = abi.malloc_int_array(temporaries)
 
     def read_temporaries(self, node: Node) -> None:
         """The temporaries the C kernel gave itself (it replaced `node->temporaries`), into the node."""
@@ -97,10 +101,12 @@ def delegate_kernel_registration(
         kernel.buffers = [name_buffer, *fill_delegate_params(kernel.params, params, delegate.native_address)]
         kernel.node.builtin_data = ctypes.addressof(kernel.params)
         kernel.node.delegate = delegate.native_address
+        kernel.write_node(params.input_tensors, params.output_tensors, ())
         native.sync()
         if init is not None:
             user_data = init(context_address, ctypes.addressof(kernel.params), 0)
             if user_data == abi.INIT_FAILED:
+                kernel.free_arrays()
                 raise KernelError(f"{label} kernel init failed (TfLiteKernelInitFailed).")
             kernel.node.user_data = user_data
             native.read_back()
@@ -109,7 +115,7 @@ def delegate_kernel_registration(
 
     def prepare_kernel(context: Context, node: Node) -> int | None:
         kernel: _Kernel = node.user_data
-        kernel.write_node(node)
+        kernel.write_node(node.inputs, node.outputs, node.temporaries)
         native.sync()
         if prepare is None:
             return None

@@ -164,7 +164,9 @@ class NativeDelegate(Delegate):
 
     @property
     def free_buffer_handle(self):
-        return self._free_buffer_handle if self._free_handle else None
+        # always there, FreeBufferHandle or not: a tensor letting go of a handle C code gave it must
+        # release the delegate it held (release_handle), or the delegate would never be destroyed
+        return self._free_buffer_handle
 
     @property
     def name(self) -> str:
@@ -232,9 +234,11 @@ class NativeDelegate(Delegate):
         return function(native.address, self.native_address, handle, native.get_tensor(tensor.index)) or None
 
     def _free_buffer_handle(self, context: Context, delegate: Delegate, handle: int) -> None:
+        """FreeBufferHandle where the delegate has one; the tensor's hold on the delegate ends either way."""
         try:
-            self._free_handle(
-                native_context(context).address, self.native_address, ctypes.byref(ctypes.c_int(handle))
-            )
+            if self._free_handle is not None:
+                self._free_handle(
+                    native_context(context).address, self.native_address, ctypes.byref(ctypes.c_int(handle))
+                )
         finally:
             self.release_handle(handle)
