@@ -199,6 +199,23 @@ def test_handles_of_a_delegate_without_free_buffer_handle_do_not_keep_it_alive(b
     assert library.arith_delegate_live_count() == live
 
 
+def test_c_pointers_in_a_tensor_struct_stay_until_what_they_describe_changes(built):
+    """TFLite keeps tensor->dims (and the name, the quantization) until a resize; C code may hold them.
+    With buffer_handles=1 every invoke changes data_is_stale and the buffer handle fields, so the struct
+    is written again: its dims and name pointers must not move (the old buffers would be freed)."""
+    interp = interpreter(pytflite, [pytflite.load_delegate(built["arith"], {"buffer_handles": 1})])
+    invoke(interp, inputs(2, 13))
+    native = native_context(interp.subgraphs[0].context)
+    m = next(t.index for t in interp.subgraphs[0].tensors if t.name == "m")
+    before = (native._tensors[m].dims, native._tensors[m].name)
+    invoke(interp, inputs(2, 14))
+    invoke(interp, inputs(2, 15))
+    assert (native._tensors[m].dims, native._tensors[m].name) == before
+    invoke(interp, inputs(3, 16))  # a resize: new dims, as in TFLite
+    assert native._tensors[m].dims != before[0]
+    assert abi.read_int_array(native._tensors[m].dims) == (3, 3)
+
+
 def test_kernel_replacing_its_temporaries(built):
     """A kernel's Prepare adds a tensor, frees node->temporaries and points it at a new array holding the
     tensor, then types and sizes it in the C struct: the DELEGATE node gets that arena temporary."""

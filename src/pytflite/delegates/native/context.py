@@ -56,14 +56,20 @@ def tensor_address(data: Any) -> int | None:
 
 
 class _TensorView:
-    """What one TfLiteTensor struct was last written from, and the C buffers it points to."""
+    """What one TfLiteTensor struct was last written from, and the C buffers it points to: each of
+    `dims`, `name`, `quantization`, `signature` is (what the buffer was made from, the buffer(s)) and is
+    kept while that stays the same, so a pointer C code read from the struct (tensor->dims, as TFLite
+    keeps it until a resize) stays valid when only other fields change."""
 
-    __slots__ = ("data", "key", "buffers")
+    __slots__ = ("data", "key", "dims", "name", "quantization", "signature")
 
     def __init__(self) -> None:
         self.data: Any = None
         self.key: tuple = ()
-        self.buffers: list[Any] = []
+        self.dims: tuple | None = None
+        self.name: tuple | None = None
+        self.quantization: tuple | None = None
+        self.signature: tuple | None = None
 
 
 class _NodeView:
@@ -127,7 +133,11 @@ class NativeContext:
     def _grow(self, count: int) -> None:
         """Re-make the tensor array for `count` tensors (AddTensors moves it, as it may in TFLite)."""
         self._tensors = (abi.TfLiteTensor * count)()
-        self._tensor_views = [_TensorView() for _ in range(count)]
+        # the existing tensors keep their C buffers (dims, names...), as TFLite's move keeps them
+        kept = self._tensor_views[:count]
+        for view in kept:
+            view.key = ()  # write the new struct in full
+        self._tensor_views = kept + [_TensorView() for _ in range(count - len(kept))]
         self.struct.tensors = ctypes.addressof(self._tensors)
         self.struct.tensors_size = count
 
@@ -146,20 +156,19 @@ class NativeContext:
         if view.key == key and view.data is data:
             return
         struct = self._tensors[index]
-        buffers: list[Any] = []
         address = None if tensor.type in NON_POD_TYPES else tensor_address(data)
         struct.type = abi.tflite_type(tensor.type)
         struct.data = address
-        dims = abi.int_array(tensor.shape)
-        buffers.append(dims)
-        struct.dims = ctypes.addressof(dims)
+        if view.dims is None or view.dims[0] != tensor.shape:
+            view.dims = (tensor.shape, abi.int_array(tensor.shape))
+        struct.dims = ctypes.addressof(view.dims[1])
         struct.params.scale = tensor.params.scale
         struct.params.zero_point = tensor.params.zero_point
         struct.allocation_type = int(tensor.allocation_type)
         struct.bytes = tensor.bytes
-        name = ctypes.create_string_buffer(tensor.name.encode("utf-8"))
-        buffers.append(name)
-        struct.name = ctypes.addressof(name)
+        if view.name is None or view.name[0] != tensor.name:
+            view.name = (tensor.name, ctypes.create_string_buffer(tensor.name.encode("utf-8")))
+        struct.name = ctypes.addressof(view.name[1])
         struct.buffer_handle = tensor.buffer_handle
         struct.delegate = (
             _delegate_address(tensor.delegate) if tensor.buffer_handle != NULL_BUFFER_HANDLE else None
@@ -169,24 +178,25 @@ class NativeContext:
         struct.quantization.type, struct.quantization.params = abi.NO_QUANTIZATION, None
         quantization = tensor.quantization
         if isinstance(quantization, AffineQuantization):
-            scale, zero_point = (
-                abi.float_array(quantization.scale.tolist()),
-                abi.int_array(quantization.zero_point.tolist()),
-            )
-            affine = abi.TfLiteAffineQuantization(
-                ctypes.addressof(scale), ctypes.addressof(zero_point), quantization.quantized_dimension
-            )
-            buffers += [scale, zero_point, affine]
+            if view.quantization is None or view.quantization[0] is not quantization:
+                scale, zero_point = (
+                    abi.float_array(quantization.scale.tolist()),
+                    abi.int_array(quantization.zero_point.tolist()),
+                )
+                affine = abi.TfLiteAffineQuantization(
+                    ctypes.addressof(scale), ctypes.addressof(zero_point), quantization.quantized_dimension
+                )
+                view.quantization = (quantization, (scale, zero_point, affine))
             struct.quantization.type, struct.quantization.params = (
                 abi.AFFINE_QUANTIZATION,
-                ctypes.addressof(affine),
+                ctypes.addressof(view.quantization[1][2]),
             )
         struct.dims_signature = None
         if tensor.dims_signature:
-            signature = abi.int_array(tensor.dims_signature)
-            buffers.append(signature)
-            struct.dims_signature = ctypes.addressof(signature)
-        view.data, view.key, view.buffers = data, key, buffers
+            if view.signature is None or view.signature[0] != tensor.dims_signature:
+                view.signature = (tensor.dims_signature, abi.int_array(tensor.dims_signature))
+            struct.dims_signature = ctypes.addressof(view.signature[1])
+        view.data, view.key = data, key
 
     def read_back(self, indices: Iterable[int] | None = None) -> None:
         """Take what C code may write into TfLiteTensor structs back into the pytflite tensors (all when
