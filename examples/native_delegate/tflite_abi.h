@@ -143,6 +143,19 @@ struct TfLiteDelegateParams {
 
 typedef void* AnyFunction;  // context services these delegates never call
 
+// Shared objects a runtime and its delegates may hand each other (a TPU's device, a thread pool).
+enum TfLiteExternalContextType {
+  kTfLiteEigenContext = 0,
+  kTfLiteGemmLowpContext = 1,
+  kTfLiteEdgeTpuContext = 2,
+  kTfLiteCpuBackendContext = 3,
+};
+
+struct TfLiteExternalContext {
+  TfLiteExternalContextType type;
+  TfLiteStatus (*Refresh)(TfLiteContext* context);  // e.g. after the thread count changed
+};
+
 struct TfLiteContext {
   size_t tensors_size;
   TfLiteStatus (*GetExecutionPlan)(TfLiteContext*, TfLiteIntArray** plan);
@@ -155,8 +168,8 @@ struct TfLiteContext {
   TfLiteStatus (*ReplaceNodeSubsetsWithDelegateKernels)(TfLiteContext*, TfLiteRegistration,
                                                         const TfLiteIntArray* nodes, TfLiteDelegate*);
   int recommended_num_threads;
-  AnyFunction GetExternalContext;
-  AnyFunction SetExternalContext;
+  TfLiteExternalContext* (*GetExternalContext)(TfLiteContext*, TfLiteExternalContextType);
+  void (*SetExternalContext)(TfLiteContext*, TfLiteExternalContextType, TfLiteExternalContext*);
   bool allow_fp32_relax_to_fp16;
   void* profiler;
   AnyFunction AllocatePersistentBuffer;

@@ -19,6 +19,9 @@
 //   per_operator_profiling=1  sets kTfLiteDelegateFlagsPerOperatorProfiling: the runtime does not time
 //                        the DELEGATE nodes itself
 //   allow_dynamic=1      sets kTfLiteDelegateFlagsAllowDynamicTensors: a graph with dynamic tensors takes it
+//   external_context=1   Prepare sets its own EdgeTPU external context (none other may be there) and reads
+//                        it back, as a TPU delegate shares its device with the runtime; fails with a report
+//                        otherwise
 //   no_free_handle=1     with buffer_handles=1: no FreeBufferHandle (the buffers go with the delegate)
 //   inspect_plan=1       after replacing nodes, Prepare reads every node of the new plan, the DELEGATE nodes
 //                        included, and fails if one has a NULL inputs, outputs, intermediates or temporaries
@@ -44,6 +47,7 @@ struct Options {
   int max_partitions = 0;
   bool probe_bad_node = false, worker_thread = false, buffer_handles = false, scratch = false, profile = false;
   bool per_operator_profiling = false, allow_dynamic = false, no_free_handle = false, inspect_plan = false;
+  bool external_context = false;
 };
 
 struct ArithDelegate {
@@ -255,8 +259,26 @@ TfLiteStatus InspectPlan(TfLiteContext* context) {
   return kTfLiteOk;
 }
 
+TfLiteStatus RefreshDevice(TfLiteContext*) { return kTfLiteOk; }
+TfLiteExternalContext device = {kTfLiteEdgeTpuContext, RefreshDevice};
+
+TfLiteStatus ShareDevice(TfLiteContext* context) {
+  TfLiteExternalContext* current = context->GetExternalContext(context, kTfLiteEdgeTpuContext);
+  if (current != nullptr && current != &device) {  // ours from an earlier Prepare (a resize) is fine
+    context->ReportError(context, "ArithDelegate: another EdgeTPU context was set");
+    return kTfLiteError;
+  }
+  context->SetExternalContext(context, kTfLiteEdgeTpuContext, &device);
+  if (context->GetExternalContext(context, kTfLiteEdgeTpuContext) != &device) {
+    context->ReportError(context, "ArithDelegate: the EdgeTPU context set is not the one read back");
+    return kTfLiteError;
+  }
+  return kTfLiteOk;
+}
+
 TfLiteStatus DelegatePrepare(TfLiteContext* context, TfLiteDelegate* base) {
   const Options& options = reinterpret_cast<ArithDelegate*>(base)->options;
+  if (options.external_context && ShareDevice(context) != kTfLiteOk) return kTfLiteError;
   if (options.worker_thread) {
     TfLiteStatus status = kTfLiteError;
     std::thread worker([&] {
@@ -352,6 +374,8 @@ extern "C" TfLiteDelegate* tflite_plugin_create_delegate(const char* const* keys
       options.per_operator_profiling = true;
     } else if (key == "allow_dynamic") {
       options.allow_dynamic = true;
+    } else if (key == "external_context") {
+      options.external_context = true;
     } else if (key == "no_free_handle") {
       options.no_free_handle = true;
     } else if (key == "inspect_plan") {

@@ -95,6 +95,7 @@ def test_ctypes_layouts_match_the_compiled_header(built):
         ({"buffer_handles": 1}, [("ADD", "MUL"), ("SUB",)]),  # outputs kept in the delegate's buffers
         ({"scratch": 1}, [("ADD", "MUL"), ("SUB",)]),  # kernels replace node->temporaries
         ({"profile": 1}, [("ADD", "MUL"), ("SUB",)]),  # kernels time their ops when there is a profiler
+        ({"external_context": 1}, [("ADD", "MUL"), ("SUB",)]),  # Set/GetExternalContext round trip
     ],
 )
 def test_delegate_runs_as_under_litert(built, options, partitions):
