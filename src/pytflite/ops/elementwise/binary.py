@@ -44,8 +44,9 @@ class BinaryData:
 
 
 def binary_init_with_scratch(context, buffer, length):
-    """init of the ops with a quantized lookup path: two arena temporaries, typed only when it is taken."""
-    return BinaryData(None, add_scratch_tensors(context, 2))
+    """init of the ops with a quantized lookup path: the arena temporary of its index, typed only when
+    that path is taken."""
+    return BinaryData(None, add_scratch_tensors(context, 1))
 
 
 def binary_invoke(context, node):

@@ -67,7 +67,7 @@ def _quantized_runner(context, node, formulas: dict[str, Callable], groups, chec
     """The function invoke calls: a lookup in per-path tables of all 256 x 256 results for 8-bit inputs,
     direct int64 arithmetic for int16 ones. `check(b)` validates the second input first (DIV).
 
-    The 8-bit lookup's index, first * 256 + second, is built in the node's first np.intp temporary
+    The 8-bit lookup's index, first * 256 + second, is built in the node's np.intp temporary
     (sized here) by two assignments and no arithmetic: the second input's raw bits converted into it
     (so its upper bytes are zero), then the first's written into its second-lowest byte (_INDEX_HIGH_BYTE).
     A ufunc casting its inputs would go through NumPy's buffers."""
@@ -95,15 +95,15 @@ def _quantized_runner(context, node, formulas: dict[str, Callable], groups, chec
         }
         main = tables[groups[0][0]]
         extras = [(tables[path], positions) for path, positions in groups[1:]]
-        scratch = node.user_data.scratch  # by init: the lookup uses the first
-        scratch_tensor(context, scratch[0], INTP_TYPE, shape)
-        set_temporaries(context, node, scratch, scratch[:1])
-        first_index = scratch[0]
+        scratch = node.user_data.scratch  # by init: the index's temporary
+        (index_tensor,) = scratch
+        scratch_tensor(context, index_tensor, INTP_TYPE, shape)
+        set_temporaries(context, node, scratch, scratch)
         views = ()  # (first, second, index) and the byte views made of them, while they stay the arrays
 
         def lookup(tensors, inputs, out):
             nonlocal views
-            a, b, index = tensors[inputs[0]].data, tensors[inputs[1]].data, tensors[first_index].data
+            a, b, index = tensors[inputs[0]].data, tensors[inputs[1]].data, tensors[index_tensor].data
             if check is not None:
                 check(b)
             if not views or views[0] is not a or views[1] is not b or views[2] is not index:
