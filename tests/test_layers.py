@@ -22,6 +22,7 @@ LAYERS = {
     "interpreter": 6,
     "interpreter_builder": 6,
     "debug": 6,
+    "tensor_numbering": 6,
     "tools": 7,
     "batch": 7,
     "__init__": 8,

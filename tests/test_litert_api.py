@@ -20,6 +20,7 @@ from pytflite import TensorType as T
 from pytflite.core import blas_threads
 from pytflite.model.builder import ModelBuilder
 from tests.oracle import CORPUS, litert, requires_litert
+from tests.tensor_listing import RESOLVERS, assert_listed_as_litert
 from tests.test_interpreter_api import assert_same_outcome, mlp_model, outcome
 
 pytestmark = requires_litert
@@ -389,50 +390,76 @@ def conv_model() -> bytes:
     return builder.build()
 
 
-def listed(interpreter) -> list[tuple]:
-    interpreter.allocate_tensors()
-    return [(d["index"], d["name"], tuple(d["shape"]), d["dtype"]) for d in interpreter.get_tensor_details()]
-
-
 def test_tensor_details_leave_out_pytflites_kernel_scratch_as_litert_has_none():
     """LiteRT's default resolver hands a float convolution to XNNPACK, whose nodes add no tensors: it lists
     the model's tensors only. pytflite's kernels keep scratch tensors of their own, which are no TFLite
     tensors: listed, they would make the count and order differ."""
     model = conv_model()
     interpreter = pytflite.Interpreter(model_content=model)
-    ours_listed = listed(interpreter)
+    interpreter.allocate_tensors()
     assert any(t.kernel_scratch and t.type is not None for t in interpreter.subgraphs[0].tensors)
-    assert ours_listed == listed(litert.Interpreter(model_content=model)) and len(ours_listed) == 5
+    assert len(assert_listed_as_litert(model, "BUILTIN")) == 5
 
 
-# Corpus models where LiteRT's default resolver (XNNPACK) leaves no kernel of its own that adds
-# temporaries: their listings must be LiteRT's, index for index. (lstm, mobilenet_v2_dynamic,
-# small_cnn_int16x8, zoo_int_types, zoo_matmul_conv and zoo_reduce keep LiteRT kernels that list their
-# temporaries: issue 18.)
-LISTED_AS_LITERT = [
-    "control_flow",
-    "dynamic_batch",
-    "gru",
-    "mlp",
-    "mobilenet_v2_f32",
-    "mobilenet_v2_fp16",
-    "mobilenet_v2_int8",
-    "small_cnn",
-    "small_cnn_int8",
-    "transformer_dynamic",
-    "transformer_f32",
-    "zoo_activations",
-    "zoo_binary_math",
-    "zoo_shape_ops",
-    "zoo_spatial",
-]
+def reduce_after_conv_model() -> bytes:
+    """CONV_2D (pytflite's kernel adds scratch tensors at init) then REDUCE_PROD (XNNPACK never takes it,
+    so LiteRT's kernel adds its four temporaries under every resolver, three of them listed)."""
+    builder = ModelBuilder()
+    x = builder.add_input("x", T.FLOAT32, [1, 8, 8, 3])
+    w = builder.add_constant("w", np.linspace(-1, 1, 4 * 3 * 3 * 3, dtype=np.float32).reshape(4, 3, 3, 3))
+    b = builder.add_constant("b", np.zeros(4, np.float32))
+    c = builder.add_tensor("c", T.FLOAT32, [1, 8, 8, 4])
+    builder.add_operator(Op.CONV_2D, [x, w, b], [c], {"padding": "SAME", "stride_h": 1, "stride_w": 1})
+    axes = builder.add_constant("axes", np.array([1, 2], np.int32))
+    y = builder.add_tensor("y", T.FLOAT32, [1, 4])
+    builder.add_operator(Op.REDUCE_PROD, [c, axes], [y], {"keep_dims": False})
+    builder.add_output(y)
+    return builder.build()
 
 
-@pytest.mark.parametrize("name", LISTED_AS_LITERT)
-def test_corpus_tensor_details_are_litert_s(name):
+@pytest.mark.parametrize("resolver", RESOLVERS)
+def test_litert_s_kernel_temporaries_are_listed_under_litert_s_indices(resolver):
+    """The temporaries LiteRT's kernels add are listed under the indices LiteRT gives them, whatever
+    scratch pytflite's own kernels keep; get_tensor, tensor() and set_tensor reach the same tensors."""
+    model = reduce_after_conv_model()
+    rows = assert_listed_as_litert(model, resolver)
+    prod_temporaries = [row[2:] for row in rows if row[0] >= 6][-3:]
+    assert prod_temporaries == [((4,), "int32"), ((2,), "int32"), ((4,), "float32")]
+    interpreter = pytflite.Interpreter(
+        model_content=model, experimental_op_resolver_type=getattr(pytflite.OpResolverType, resolver)
+    )
+    interpreter.allocate_tensors()
+    for index, _, shape, dtype in rows:
+        assert interpreter.get_tensor(index).shape == shape and interpreter.get_tensor(index).dtype == dtype
+        assert interpreter._get_tensor_details(index, 0)["index"] == index
+    last = rows[-1][0]
+    interpreter.set_tensor(last, np.arange(4, dtype=np.float32))
+    np.testing.assert_array_equal(interpreter.tensor(last)(), np.arange(4))
+    with pytest.raises(
+        ValueError, match=f"Invalid tensor index {last + 2} exceeds max tensor index {last + 2}"
+    ):
+        interpreter.get_tensor(last + 2)  # the reduction's fourth temporary, unlisted, is the last one
+
+
+# every model of the public corpus (the manifest may add more: they are found by name)
+CORPUS_MODELS = sorted(path.stem for path in CORPUS.glob("*.tflite")) or ["mobilenet_v2_f32"]
+
+
+@pytest.mark.parametrize("resolver", RESOLVERS)
+@pytest.mark.parametrize("name", CORPUS_MODELS)
+def test_corpus_tensor_details_are_litert_s(name, resolver):
+    """Every corpus model LiteRT loads lists the same tensors, index for index, under every resolver."""
     path = CORPUS / f"{name}.tflite"
     if not path.exists():
         pytest.skip(f"public corpus not found at {CORPUS}")
-    assert listed(pytflite.Interpreter(model_path=str(path))) == listed(
-        litert.Interpreter(model_path=str(path))
-    )
+    try:
+        litert.Interpreter(
+            model_path=str(path), experimental_op_resolver_type=getattr(litert.OpResolverType, resolver)
+        ).allocate_tensors()
+    except (RuntimeError, ValueError) as error:  # LiteRT lacks a kernel version, or a custom op
+        pytest.skip(f"LiteRT does not run {name} under {resolver}: {str(error).splitlines()[0]}")
+    assert_listed_as_litert(path, resolver)
+    recorded = np.load(path.with_suffix(".npz"))
+    inputs = [recorded[f"input_{i}"] for i in range(len(recorded.files)) if f"input_{i}" in recorded]
+    if inputs:  # after a run too: LiteRT's Eval sizes some temporaries its prepare left dynamic
+        assert_listed_as_litert(path, resolver, inputs=inputs)

@@ -33,6 +33,7 @@ from .core.tensor import Tensor
 from .core.types import (
     NON_POD_TYPES,
     BuiltinOperator,
+    LiteRTKernels,
     Status,
     TensorType,
     api_dtype,
@@ -47,6 +48,7 @@ from .interpreter_builder import build_subgraphs
 from .model.loading import load_model_content, load_model_file
 from .model.reader import ModelDescription
 from .ops.resolver import BuiltinOpResolver, BuiltinRefOpResolver, MutableOpResolver, OpResolver
+from .tensor_numbering import TensorNumbering
 
 _REFERENCE_TO_INTERNAL_DATA = """There is at least 1 reference to internal data
       in the interpreter in the form of a numpy array or slice. Be sure to
@@ -58,7 +60,9 @@ class OpResolverType(enum.Enum):
     """Which builtin kernels the interpreter uses (tf.lite.experimental.OpResolverType).
 
     pytflite has no default delegate, so AUTO, BUILTIN and BUILTIN_WITHOUT_DEFAULT_DELEGATES all mean
-    the builtin kernels; BUILTIN_REF selects the reference-kernel rounding where TFLite's differs.
+    the builtin kernels; BUILTIN_REF selects the reference-kernel rounding where TFLite's differs. The
+    type also says which LiteRT kernels' temporaries get_tensor_details() lists (LiteRT applies XNNPACK
+    under AUTO and BUILTIN).
     """
 
     AUTO = 0
@@ -67,11 +71,25 @@ class OpResolverType(enum.Enum):
     BUILTIN_WITHOUT_DEFAULT_DELEGATES = 3
 
 
-def _resolver_for(resolver_type: Any) -> OpResolver:
+def _resolver_type(resolver_type: Any) -> OpResolverType:
     name = getattr(resolver_type, "name", None)  # also accepts LiteRT's own OpResolverType members
     if name not in OpResolverType.__members__:
         raise InvalidArgumentError(f"Unrecognized passed in op resolver type: {resolver_type}")
-    return BuiltinRefOpResolver() if name == "BUILTIN_REF" else BuiltinOpResolver()
+    return OpResolverType[name]
+
+
+def _resolver_for(resolver_type: OpResolverType) -> OpResolver:
+    return BuiltinRefOpResolver() if resolver_type is OpResolverType.BUILTIN_REF else BuiltinOpResolver()
+
+
+# the LiteRT kernels each resolver type runs, whose temporaries the tensor listing shows (LiteRT applies
+# XNNPACK by default, except where the type says otherwise)
+_LITERT_KERNELS = {
+    OpResolverType.AUTO: LiteRTKernels.XNNPACK,
+    OpResolverType.BUILTIN: LiteRTKernels.XNNPACK,
+    OpResolverType.BUILTIN_REF: LiteRTKernels.REFERENCE,
+    OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES: LiteRTKernels.BUILTIN,
+}
 
 
 class _TensorView:
@@ -115,7 +133,8 @@ class Interpreter:
         `experimental_host_profile` (a pytflite extra): the machine whose LiteRT results to reproduce
         where LiteRT's depend on the CPU (docs/fidelity.md); default: this one (HostProfile.detect()),
         e.g. `pytflite.KNOWN_PROFILES["intel_sapphire_rapids"]` to get what LiteRT computes there."""
-        resolver = op_resolver if op_resolver is not None else _resolver_for(experimental_op_resolver_type)
+        resolver_type = _resolver_type(experimental_op_resolver_type)
+        resolver = op_resolver if op_resolver is not None else _resolver_for(resolver_type)
         if num_threads is not None:
             if not isinstance(num_threads, int):
                 raise InvalidArgumentError("type of num_threads should be int")
@@ -150,6 +169,7 @@ class Interpreter:
             preserve_all_tensors=bool(experimental_preserve_all_tensors),
             disable_delegate_clustering=bool(experimental_disable_delegate_clustering),
             disable_delegate_node_fusion=bool(experimental_disable_delegate_node_fusion),
+            litert_kernels=_LITERT_KERNELS[resolver_type],
         )
         exact = (
             None if experimental_exact_float_summation is None else bool(experimental_exact_float_summation)
@@ -161,6 +181,7 @@ class Interpreter:
             config,
             exact_float_summation=exact,
         )
+        self._numberings = [TensorNumbering(subgraph) for subgraph in self._subgraphs]
         self._blas_threads = BlasThreads(num_threads) if num_threads is not None else contextlib.nullcontext()
         self._experimental_compress_quantization_zero_points = experimental_compress_quantization_zero_points
         self._view_anchor = object()
@@ -268,10 +289,13 @@ class Interpreter:
     # --- tensor access --------------------------------------------------------------------------------
 
     def set_tensor(self, tensor_index: int, value: Any) -> None:
-        _set_tensor(self._subgraphs[0], _tensor_index(tensor_index, "set_tensor"), value)
+        tensor = self._numberings[0].tensor(_tensor_index(tensor_index, "set_tensor"))
+        _set_tensor(self._subgraphs[0], tensor.index, value)
 
     def get_tensor(self, tensor_index: int, subgraph_index: int = 0) -> np.ndarray:
-        return _tensor_value(self._subgraph(subgraph_index), _tensor_index(tensor_index, "get_tensor"))
+        subgraph = self._subgraph(subgraph_index)
+        tensor = self._numberings[subgraph_index].tensor(_tensor_index(tensor_index, "get_tensor"))
+        return _tensor_value(subgraph, tensor.index)
 
     def tensor(self, tensor_index: int):
         """A function returning a NumPy view of the tensor's current buffer (no copy).
@@ -283,7 +307,7 @@ class Interpreter:
         tensor_index = _tensor_index(tensor_index, "tensor")
 
         def view() -> np.ndarray:
-            data = _readable_data(self._subgraphs[0], tensor_index)
+            data = _readable_data(self._subgraphs[0], self._numberings[0].tensor(tensor_index).index)
             return np.asarray(_TensorView(data, self._view_anchor))
 
         return view
@@ -302,8 +326,8 @@ class Interpreter:
 
     def _get_tensor_details(self, tensor_index: int, subgraph_index: int) -> dict[str, Any]:
         subgraph = self._subgraph(int(subgraph_index))
-        _check_tensor_index(subgraph, int(tensor_index))
-        return tensor_details(subgraph, subgraph.tensors[int(tensor_index)])
+        tensor = self._numberings[int(subgraph_index)].tensor(int(tensor_index))
+        return tensor_details(subgraph, tensor, int(tensor_index))
 
     def get_tensor_details(self, subgraph_index: int = 0) -> list[dict[str, Any]]:
         if not 0 <= subgraph_index < len(self._subgraphs):
@@ -312,12 +336,13 @@ class Interpreter:
                 f"{len(self._subgraphs)} subgraphs."
             )
         subgraph = self._subgraphs[subgraph_index]
-        # as LiteRT: every typed tensor (the model's, and those kernels or delegates added), but not the
-        # scratch memory pytflite's own kernels keep (Tensor.kernel_scratch), which LiteRT does not have
+        # as LiteRT: every typed tensor, under LiteRT's indices (tensor_numbering.py): the model's, those
+        # kernels or delegates added, and the temporaries LiteRT's kernels would have
+        # (core/listed_temporaries.py)
         return [
-            tensor_details(subgraph, t)
-            for t in subgraph.tensors
-            if t.type is not None and not t.kernel_scratch
+            tensor_details(subgraph, t, index)
+            for index, t in enumerate(self._numberings[subgraph_index].tensors())
+            if t.type is not None
         ]
 
     def get_input_details(self) -> list[dict[str, Any]]:
@@ -526,6 +551,7 @@ def _invoke(subgraph: Subgraph, blas_threads) -> None:
     try:
         with blas_threads:
             subgraph.invoke()
+        subgraph.listed_temporaries.invoked = True  # the tensor listing shows what LiteRT's Eval sized
     except MemoryError as error:
         raise _out_of_memory("invoke", error) from None
 
@@ -688,13 +714,14 @@ def _c_type_name(kind: type) -> str:
     return f"{kind.__module__}.{kind.__name__}"
 
 
-def tensor_details(subgraph: Subgraph, tensor: Tensor) -> dict[str, Any]:
-    """One tensor's details dict, with exactly LiteRT's keys and value types."""
+def tensor_details(subgraph: Subgraph, tensor: Tensor, index: int | None = None) -> dict[str, Any]:
+    """One tensor's details dict, with exactly LiteRT's keys and value types; `index`: LiteRT's index
+    of the tensor (tensor_numbering.py), where it may differ from the subgraph's (not a model tensor)."""
     if tensor.type is None:
         raise InvalidArgumentError("Tensor with no type found.")
     return {
         "name": tensor.name,
-        "index": tensor.index,
+        "index": tensor.index if index is None else index,
         "shape": np.array(tensor.shape, dtype=np.int32),
         "shape_signature": np.array(tensor.shape_signature, dtype=np.int32),
         "dtype": api_dtype(tensor.type),

@@ -26,6 +26,7 @@ from .delegation import Delegation
 from .derived import DerivedConstants
 from .folding import fold, foldable_outputs
 from .limits import Limits
+from .listed_temporaries import ListedTemporaries
 from .node import OPTIONAL_TENSOR, Node, Registration, is_unresolved_custom_op, unresolved_op_message
 from .plan_runner import PlanRunner
 from .resources import Resources
@@ -101,6 +102,8 @@ class Subgraph:
         # per node index, its inputs as its last prepare saw them (_PreparedInputs), for pure prepares
         self._prepared_inputs: dict[int, _PreparedInputs] = {}
         self.delegation = Delegation(self, control_edges)
+        # tensors for the temporaries LiteRT's kernels would add, for the Python API's tensor listing
+        self.listed_temporaries = ListedTemporaries(self, self.config.litert_kernels)
 
     @property
     def limits(self) -> Limits | None:
@@ -155,6 +158,7 @@ class Subgraph:
             except Exception as error:
                 self.report_error(f"{registration.op_name} init raised {type(error).__name__}: {error}")
                 self._fail("Failed to initialize kernel.", cause=error)
+        self.listed_temporaries.after_init(node, registration)
         node.might_have_side_effect = self._might_have_side_effect(node, registration)
         self.nodes.append((node, registration))
         self.execution_plan.append(node.index)
@@ -354,7 +358,9 @@ class Subgraph:
 
     def _prepare_node(self, node: Node, registration: Registration) -> Status:
         if registration.prepare is not None:
-            return self._call_kernel("prepare", registration.prepare, node, registration)
+            status = self._call_kernel("prepare", registration.prepare, node, registration)
+            self.listed_temporaries.after_prepare(node, registration)
+            return status
         if is_unresolved_custom_op(registration):
             name = registration.custom_name or "UnknownOp"
             self.report_error(unresolved_op_message(name))

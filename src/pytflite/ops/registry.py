@@ -25,6 +25,7 @@ from collections.abc import Callable
 from ..core.folding import NEVER_FOLDED
 from ..core.node import Registration
 from ..core.types import BuiltinOperator, TensorType
+from .litert_temporaries import rules_for
 
 # One module per op family; importing it registers its kernels.
 _FAMILIES = (
@@ -98,7 +99,12 @@ def register_builtin(
     _INFO.append(KernelInfo(op, versions, tuple(types), source, op_data, builtin_ref is not None))
     # a builtin prepare reads only shapes, types, quantization and constant values (one reading other
     # values makes its outputs dynamic), unless the op has state, effects or called subgraphs
-    registration = Registration(builtin_code=op, pure_prepare=op not in NEVER_FOLDED, **callbacks)
+    registration = Registration(
+        builtin_code=op,
+        pure_prepare=op not in NEVER_FOLDED,
+        litert_temporaries=rules_for(op),
+        **callbacks,
+    )
     _add(_DEFAULT, registration, versions)
     if builtin_ref is not None:
         _add(_REFERENCE, dataclasses.replace(registration, **builtin_ref), versions)

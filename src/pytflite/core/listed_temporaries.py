@@ -1,0 +1,99 @@
+"""ListedTemporaries: tensors standing for the temporaries LiteRT's kernels add, so that the Python API's
+tensor listing (get_tensor_details) numbers and shows tensors as LiteRT does.
+
+A builtin kernel's Registration carries its op's TemporaryRules (ops/litert_temporaries: what LiteRT's
+kernel for it adds). The slots LiteRT's Init adds get tensors as the node is built; after each prepare,
+the first time a slot is needed a tensor is added for it (taking the next index, as AddTensors does),
+and each prepare gives it the type and shape LiteRT's kernel gives its temporary. No kernel reads or
+writes them: their data is zeros (np.zeros asks the system for untouched pages, so a large one costs
+no resident memory until read). Under the default resolver a node XNNPACK would take gets none, decided
+once, at the node's first prepare (XNNPACK is applied once, before LiteRT prepares). Temporaries
+LiteRT's prepare leaves dynamic are sized by its Eval: once the subgraph has run (`invoked`, set by the
+Python API's invoke), `after_invoke` gives them what Eval gives them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .types import AllocationType, LiteRTKernels, bytes_required, storage_dtype
+
+if TYPE_CHECKING:
+    from ..ops.litert_temporaries import Temporary
+    from .node import Node, Registration
+    from .subgraph import Subgraph
+
+
+class ListedTemporaries:
+    """One subgraph's tensors for LiteRT's kernel temporaries, by node and slot."""
+
+    def __init__(self, subgraph: Subgraph, kernels: LiteRTKernels | None):
+        self._subgraph = subgraph
+        self._kernels = kernels  # None: list none (a runtime that emulates no LiteRT kernels)
+        self._slots: dict[int, dict[str, int] | None] = {}  # node -> slot -> tensor; None: XNNPACK's
+        self.invoked = False  # the subgraph has run since after_invoke last looked
+
+    def after_init(self, node: Node, registration: Registration) -> None:
+        """Add the tensors LiteRT's kernel adds in its Init: they are numbered as the node is built."""
+        rules = registration.litert_temporaries
+        if self._kernels is None or rules is None:
+            return
+        slots = rules.at_init(node)
+        if slots:
+            self._slots[node.index] = dict(zip(slots, self._subgraph.add_tensors(len(slots))))
+
+    def after_prepare(self, node: Node, registration: Registration) -> None:
+        """Add, type and size the tensors for what LiteRT's kernel holds after preparing `node`."""
+        rules = registration.litert_temporaries
+        if self._kernels is None or rules is None:
+            return
+        context = self._subgraph.context
+        if node.index not in self._slots:
+            taken = self._kernels is LiteRTKernels.XNNPACK and rules.xnnpack_takes(context, node)
+            self._slots[node.index] = None if taken else {}
+        slots = self._slots[node.index]
+        if slots is not None:
+            self._apply(
+                slots, rules.temporaries(context, node, registration.builtin_code, self._kernel_kind())
+            )
+
+    def after_invoke(self) -> None:
+        """Give the temporaries LiteRT's Eval types or sizes what it gives them, once the subgraph ran."""
+        if not self.invoked:
+            return
+        self.invoked = False
+        subgraph = self._subgraph
+        for index, slots in self._slots.items():
+            if slots is not None and index < len(subgraph.nodes):
+                node, registration = subgraph.nodes[index]
+                rules = registration.litert_temporaries
+                if rules is not None:
+                    kind = self._kernel_kind()
+                    self._apply(
+                        slots, rules.evaluated(subgraph.context, node, registration.builtin_code, kind)
+                    )
+
+    def _kernel_kind(self) -> LiteRTKernels:
+        """The LiteRT kernels that run a node XNNPACK did not take."""
+        return LiteRTKernels.BUILTIN if self._kernels is LiteRTKernels.XNNPACK else self._kernels
+
+    def _apply(self, slots: dict[str, int], temporaries: Sequence[Temporary]) -> None:
+        subgraph = self._subgraph
+        for temporary in temporaries:
+            index = slots.get(temporary.slot)
+            if index is None:
+                (index,) = subgraph.add_tensors(1)
+                slots[temporary.slot] = index
+            if temporary.type is None:
+                continue
+            tensor = subgraph.tensors[index]
+            tensor.name = temporary.name
+            if tensor.type != temporary.type or tensor.shape != temporary.shape:
+                tensor.type = temporary.type
+                tensor.shape = temporary.shape
+                tensor.bytes = bytes_required(temporary.type, temporary.shape)
+                tensor.allocation_type = AllocationType.ARENA_RW
+                tensor.data = np.zeros(temporary.shape, storage_dtype(temporary.type))
