@@ -4,11 +4,15 @@ XNNPACK takes under the default resolver."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
+import pytflite
 from pytflite import BuiltinOperator as Op
 from pytflite import TensorType as T
+from pytflite.ops.litert_temporaries import TemporaryRules
 from tests.oracle import requires_litert
 from tests.single_op import Operand, SingleOpModel
 from tests.tensor_listing import RESOLVERS, assert_listed_as_litert
@@ -45,3 +49,33 @@ def test_reduction_temporaries_as_litert(op, x, constant_axes, resolver):
     ).build()
     assert_listed_as_litert(model, resolver)
     assert_listed_as_litert(model, resolver, inputs=feeds)
+
+
+def test_a_rule_that_fails_lists_less_and_never_fails_the_model():
+    """The listing is a view: a rule raising on a node it did not foresee leaves that node's temporaries
+    out, with a RuntimeWarning naming the node, and the model allocates and runs as before."""
+
+    def broken(context, node, op, kernels):
+        raise IndexError("no such input")
+
+    builtin = pytflite.BuiltinOpResolver().find_builtin(Op.MEAN, 1)
+    resolver = pytflite.MutableOpResolver()
+    resolver.add_all(pytflite.BuiltinOpResolver())
+    resolver.add_builtin(Op.MEAN, dataclasses.replace(builtin, litert_temporaries=TemporaryRules(broken)), 1)
+    model, feeds = SingleOpModel(
+        Op.MEAN,
+        [Operand(X), Operand(np.array([0, 2], np.int32), constant=True)],
+        [T.FLOAT32],
+        {"keep_dims": False},
+    ).build()
+    interpreter = pytflite.Interpreter(
+        model_content=model,
+        op_resolver=resolver,
+        experimental_op_resolver_type=pytflite.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
+    )
+    with pytest.warns(RuntimeWarning, match=r"node 0 \(MEAN\): IndexError: no such input"):
+        interpreter.allocate_tensors()
+    assert [d["index"] for d in interpreter.get_tensor_details()] == [0, 1, 2]
+    interpreter.set_tensor(0, feeds[0])
+    interpreter.invoke()
+    np.testing.assert_allclose(interpreter.get_tensor(2), X.mean(axis=(0, 2)), rtol=1e-6)

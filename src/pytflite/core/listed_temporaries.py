@@ -10,12 +10,16 @@ no resident memory until read). Under the default resolver a node XNNPACK would 
 once, at the node's first prepare (XNNPACK is applied once, before LiteRT prepares). Temporaries
 LiteRT's prepare leaves dynamic are sized by its Eval: once the subgraph has run (`invoked`, set by the
 Python API's invoke), `after_invoke` gives them what Eval gives them.
+
+The listing is a view, never a reason for a model to fail: a rule that raises on a node the rules did not
+foresee leaves that node without listed temporaries, with a RuntimeWarning saying so.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+import warnings
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -33,7 +37,7 @@ class ListedTemporaries:
     def __init__(self, subgraph: Subgraph, kernels: LiteRTKernels | None):
         self._subgraph = subgraph
         self._kernels = kernels  # None: list none (a runtime that emulates no LiteRT kernels)
-        self._slots: dict[int, dict[str, int] | None] = {}  # node -> slot -> tensor; None: XNNPACK's
+        self._slots: dict[int, dict[str, int] | None] = {}  # node -> slot -> tensor; None: none listed
         self.invoked = False  # the subgraph has run since after_invoke last looked
 
     def after_init(self, node: Node, registration: Registration) -> None:
@@ -41,7 +45,7 @@ class ListedTemporaries:
         rules = registration.litert_temporaries
         if self._kernels is None or rules is None:
             return
-        slots = rules.at_init(node)
+        slots = self._ask(node, registration, rules.at_init, node)
         if slots:
             self._slots[node.index] = dict(zip(slots, self._subgraph.add_tensors(len(slots))))
 
@@ -51,14 +55,14 @@ class ListedTemporaries:
         if self._kernels is None or rules is None:
             return
         context = self._subgraph.context
-        if node.index not in self._slots:
-            taken = self._kernels is LiteRTKernels.XNNPACK and rules.xnnpack_takes(context, node)
-            self._slots[node.index] = None if taken else {}
-        slots = self._slots[node.index]
-        if slots is not None:
-            self._apply(
-                slots, rules.temporaries(context, node, registration.builtin_code, self._kernel_kind())
-            )
+        if node.index not in self._slots:  # XNNPACK, applied before LiteRT prepares, decides once
+            self._slots[node.index] = {}
+            if self._kernels is LiteRTKernels.XNNPACK and self._ask(
+                node, registration, rules.xnnpack_takes, context, node
+            ):
+                self._slots[node.index] = None
+        op, kind = registration.builtin_code, self._kernel_kind()
+        self._apply(node, self._ask(node, registration, rules.temporaries, context, node, op, kind))
 
     def after_invoke(self) -> None:
         """Give the temporaries LiteRT's Eval types or sizes what it gives them, once the subgraph ran."""
@@ -66,21 +70,40 @@ class ListedTemporaries:
             return
         self.invoked = False
         subgraph = self._subgraph
-        for index, slots in self._slots.items():
-            if slots is not None and index < len(subgraph.nodes):
+        for index in list(self._slots):
+            if index < len(subgraph.nodes):
                 node, registration = subgraph.nodes[index]
                 rules = registration.litert_temporaries
                 if rules is not None:
-                    kind = self._kernel_kind()
-                    self._apply(
-                        slots, rules.evaluated(subgraph.context, node, registration.builtin_code, kind)
-                    )
+                    op, kind = registration.builtin_code, self._kernel_kind()
+                    found = self._ask(node, registration, rules.evaluated, subgraph.context, node, op, kind)
+                    self._apply(node, found)
+
+    def _ask(self, node: Node, registration: Registration, rule: Callable, *args: Any) -> Any:
+        """A rule's answer; () when the node lists none, and from then on when the rule fails on it."""
+        if self._slots.get(node.index, {}) is None:
+            return ()
+        try:
+            return rule(*args)
+        except Exception as error:  # a rule's bug must not fail the model: the listing only shows less
+            self._slots[node.index] = None
+            warnings.warn(
+                f"pytflite cannot tell which temporaries LiteRT's kernel adds for node {node.index} "
+                f"({registration.op_name}): {type(error).__name__}: {error}; get_tensor_details() leaves "
+                "them out",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+            return ()
 
     def _kernel_kind(self) -> LiteRTKernels:
         """The LiteRT kernels that run a node XNNPACK did not take."""
         return LiteRTKernels.BUILTIN if self._kernels is LiteRTKernels.XNNPACK else self._kernels
 
-    def _apply(self, slots: dict[str, int], temporaries: Sequence[Temporary]) -> None:
+    def _apply(self, node: Node, temporaries: Sequence[Temporary]) -> None:
+        slots = self._slots.get(node.index)
+        if slots is None:
+            return
         subgraph = self._subgraph
         for temporary in temporaries:
             index = slots.get(temporary.slot)
