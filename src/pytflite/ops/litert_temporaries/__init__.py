@@ -67,17 +67,18 @@ class TemporaryRules:
         return self.xnnpack is not None and self.xnnpack(context, node)
 
 
-_RULES: dict[int, TemporaryRules] = {}
+_RULES: dict[int | str, TemporaryRules] = {}
 
 
 def emulates(
-    *ops: int,
+    *ops: int | str,
     xnnpack: ClaimFn | None = None,
     evaluated: TemporariesFn | None = None,
     at_init: InitSlotsFn | None = None,
 ) -> Callable[[TemporariesFn], TemporariesFn]:
-    """Register the decorated function as the temporaries of LiteRT's kernel for `ops`, with the other
-    rules of TemporaryRules (None: the kernel has no such behaviour)."""
+    """Register the decorated function as the temporaries of LiteRT's kernel for `ops` (builtin codes,
+    or the names of the custom ops LiteRT's BuiltinOpResolver registers), with the other rules of
+    TemporaryRules (None: the kernel has no such behaviour)."""
 
     def register(function: TemporariesFn) -> TemporariesFn:
         rules = TemporaryRules(function, evaluated or _none, at_init or _none, xnnpack)
@@ -90,8 +91,9 @@ def emulates(
     return register
 
 
-def rules_for(op: int) -> TemporaryRules | None:
-    """The rules of LiteRT's kernel for `op`, or None when it adds no temporaries."""
+def rules_for(op: int | str) -> TemporaryRules | None:
+    """The rules of LiteRT's kernel for `op` (a builtin code or a default custom op's name), or None
+    when it adds no temporaries."""
     return _RULES.get(op)
 
 
@@ -101,4 +103,4 @@ def input_tensor(context: Context, node: Node, position: int) -> Any:
     return None if index < 0 else context.tensors[index]
 
 
-from . import conv, matmul, recurrent, reduce  # noqa: E402,F401  (each family module registers its ops)
+from . import conv, detection, elementwise, matmul, recurrent, reduce, spectral, stablehlo  # noqa: E402,F401  (each family module registers its ops)
