@@ -28,6 +28,11 @@ if TYPE_CHECKING:
 Steps = list[tuple[Callable, Node]]
 
 
+class Respecialize(Exception):
+    """Raised by a fused step (Subgraph.allow_fusions) that met values its prepared shapes do not hold
+    for: the subgraph must run again without fusions. It passes through the step loops unreported."""
+
+
 class PlanRunner:
     """The invoke side of a prepared subgraph. `fast_steps`: the check-free step list, or None when the
     careful loop is needed (dynamic shapes, delegate buffers, inputs without data)."""
@@ -56,10 +61,16 @@ class PlanRunner:
         if subgraph._next_to_prepare < len(subgraph.execution_plan) or subgraph.has_dynamic_tensors:
             return None
         steps = []
+        fusions = subgraph.fusions
         for node_index in subgraph.execution_plan:
             if node_index in subgraph.folded_nodes:
                 continue
             node, registration = subgraph.nodes[node_index]
+            if fusions is not None and fusions.handles(node_index):
+                step = fusions.step(subgraph.context, node_index)
+                if step is not None:  # None: a node the fused step stands in for
+                    steps.append((step, node))
+                continue
             if registration.invoke is None or any(
                 t != OPTIONAL_TENSOR and _held_elsewhere(subgraph.tensors[t]) for t in node.inputs
             ):
@@ -128,6 +139,8 @@ class PlanRunner:
         for invoke, node in steps:
             try:
                 status = invoke(context, node)
+            except Respecialize:
+                raise
             except Exception as error:
                 self._failed(node, error=error)
             if status:  # None and Status.OK are falsy

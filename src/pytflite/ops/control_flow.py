@@ -12,6 +12,10 @@ arrays and its check-free step list are looked up once and kept while its PlanRu
 an IF runs its branch's steps directly, and a WHILE whose condition and body are both bound runs as a
 BoundLoop: each iteration copies the body's outputs into the inputs that read them and runs the two
 step lists, with no shape checks, dispatch or error-state setup in between.
+
+A WHILE whose condition and body are pure lets its body fuse the row writes TensorFlow's loops make
+(ops/row_write.py), which turns such a body static; the node's outputs stay dynamic, as the unfused body's
+are, because a row write that meets other values makes the WHILE run the loop again without fusions.
 """
 
 from __future__ import annotations
@@ -24,12 +28,14 @@ from typing import NoReturn
 import numpy as np
 
 from ..core.node import OPTIONAL_TENSOR
+from ..core.plan_runner import Respecialize
 from ..core.subgraph import Subgraph
 from ..core.tensor import Tensor
 from ..core.types import AllocationType, BuiltinOperator, SubgraphState, TensorType
 from ..errors import KernelError, ensure, ensure_eq
 from .common import ANY_TYPE, input_tensor
 from .registry import register_builtin
+from .row_write import find_row_writes, is_pure
 
 # --- calling a subgraph ------------------------------------------------------------------------------
 
@@ -111,7 +117,8 @@ class Call:
 
     def run(self, values: Sequence[np.ndarray | None], copy: bool = True) -> Sequence[np.ndarray]:
         """Copy `values` into the inputs (resizing and allocating the subgraph if their shapes changed),
-        invoke it, and return its outputs. Runs inside the caller's invoke (np.errstate set).
+        invoke it, and return its outputs. Runs inside the caller's invoke (np.errstate set). A fused
+        subgraph stops fusing when a profiler listens (it sees every node).
 
         copy=False returns the output tensors' own arrays where that is safe: the caller must use them
         before this subgraph runs again, except as `values` of its next run (which reads them before
@@ -122,6 +129,8 @@ class Call:
             outputs = bound.run(values)
             return [o.copy() for o in outputs] if copy else outputs
         target = self.target
+        if target.fusions is not None and target.context.profiler is not None:
+            target.stop_fusing()
         count = len(values)
         inputs = [(t, values[p]) for p, t in self.inputs if p < count and values[p] is not None]
         resized = False
@@ -207,24 +216,37 @@ def _read_tensors(subgraph: Subgraph) -> set[int]:
 
 
 def _called_subgraphs(subgraphs: Sequence[Subgraph], first: Subgraph) -> set[int]:
-    """The subgraphs the nodes of `first` call, directly or through other calls (IF, WHILE, CALL_ONCE,
-    the StableHLO calls: every option named *subgraph_index or *subgraph_indices)."""
+    """The subgraphs the nodes of `first` call, directly or through other calls."""
     found: set[int] = set()
     pending = [first]
     while pending:
         for node, _ in pending.pop().nodes:
-            options = node.builtin_data
-            if options is None or not dataclasses.is_dataclass(options):
-                continue
-            for field in dataclasses.fields(options):
-                if "subgraph_ind" not in field.name:
-                    continue
-                value = getattr(options, field.name)
-                for index in value if isinstance(value, (tuple, list)) else (value,):
-                    if isinstance(index, int) and 0 <= index < len(subgraphs) and index not in found:
-                        found.add(index)
-                        pending.append(subgraphs[index])
+            for index in _calls(node):
+                if 0 <= index < len(subgraphs) and index not in found:
+                    found.add(index)
+                    pending.append(subgraphs[index])
     return found
+
+
+def _calls(node) -> list[int]:
+    """The subgraph indices a node's options name (IF, WHILE, CALL_ONCE, the StableHLO calls: every
+    option named *subgraph_index or *subgraph_indices)."""
+    options = node.builtin_data
+    if options is None or not dataclasses.is_dataclass(options):
+        return []
+    found = []
+    for field in dataclasses.fields(options):
+        if "subgraph_ind" in field.name:
+            value = getattr(options, field.name)
+            found.extend(
+                i for i in (value if isinstance(value, (tuple, list)) else (value,)) if isinstance(i, int)
+            )
+    return found
+
+
+def _calls_of(subgraphs: Sequence[Subgraph], index: int) -> int:
+    """How many times the model's nodes name subgraph `index` as one to call."""
+    return sum(_calls(node).count(index) for subgraph in subgraphs for node, _ in subgraph.nodes)
 
 
 def write_outputs(context, node, values: Sequence[np.ndarray], dynamic: bool) -> None:
@@ -342,11 +364,12 @@ class WhileData:
 class Loop:
     """A WHILE's condition and body calls, and their bound form (BoundLoop) while one is valid."""
 
-    __slots__ = ("condition", "body", "dynamic", "_bound")
+    __slots__ = ("condition", "body", "dynamic", "fixed", "_bound")
 
-    def __init__(self, condition: Call, body: Call, dynamic: bool):
+    def __init__(self, condition: Call, body: Call, dynamic: bool, fixed: bool):
         self.condition, self.body = condition, body
         self.dynamic = dynamic  # the node's outputs are resized at invoke to what the loop produced
+        self.fixed = fixed  # the body's outputs have its inputs' shapes, as prepared: it may be bound
         self._bound: BoundLoop | None = None
 
     def bound(self) -> BoundLoop | None:
@@ -387,7 +410,7 @@ class BoundLoop:
     def __init__(self, loop: Loop, condition: Bound | None, body: Bound | None):
         self.condition, self.body = condition, body
         self.usable = False
-        if condition is None or body is None or loop.dynamic:
+        if condition is None or body is None or not loop.fixed:
             return
         targets = (loop.condition.target.index, loop.body.target.index)
         subgraphs = loop.body.target.subgraphs
@@ -464,6 +487,9 @@ def while_prepare(context, node):
     condition_output = condition.tensors[condition.outputs[0]]
     if not _is_dynamic(condition_output):
         _check_condition(condition_output)
+    # a pure loop whose body only this node calls can run again from its inputs (Respecialize)
+    pure = is_pure(condition) and is_pure(body) and _calls_of(context.subgraphs, body.index) == 1
+    body.allow_fusions(find_row_writes if pure else None)
     prepare_call(body, sources, "WHILE body")
     check_output_types(context, node, body, "WHILE body")
     dynamic = body.has_dynamic_tensors
@@ -478,8 +504,11 @@ def while_prepare(context, node):
         # here it is dynamic and runs.)
         if before.shape != after.shape and {before.shape, after.shape} != {(), (1,)}:
             dynamic = True
-    node.user_data = WhileData(Loop(Call(condition, skip_unread=True), Call(body), dynamic))
-    _resize_or_dynamic(context, node, None if dynamic else _output_shapes(body))
+    loop = Loop(
+        Call(condition, skip_unread=True), Call(body), dynamic or body.fusions is not None, not dynamic
+    )
+    node.user_data = WhileData(loop)
+    _resize_or_dynamic(context, node, None if loop.dynamic else _output_shapes(body))
 
 
 def while_invoke(context, node):
@@ -487,10 +516,14 @@ def while_invoke(context, node):
     limits = context.subgraph.limits
     limit = None if limits is None else limits.max_while_iterations  # None: unbounded, as TFLite
     values = _values(context, node.inputs)
-    bound = loop.bound()
-    if bound is not None and bound.condition.accepts(values) and bound.body.accepts(values):
-        values = bound.run(values, limit)
-    else:
+    try:
+        bound = loop.bound()
+        if bound is not None and bound.condition.accepts(values) and bound.body.accepts(values):
+            values = bound.run(values, limit)
+        else:
+            values = loop.run_call_by_call(values, limit)
+    except Respecialize:  # a fused row write met other values: the whole loop again, unfused
+        loop.body.target.stop_fusing()
         values = loop.run_call_by_call(values, limit)
     write_outputs(context, node, values, loop.dynamic)
 
