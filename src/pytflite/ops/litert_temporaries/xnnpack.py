@@ -57,10 +57,6 @@ def static(tensor: Tensor | None) -> bool:
     return tensor is not None and tensor.is_constant
 
 
-def rank_at_most(tensor: Tensor, rank: int = MAX_DIMS) -> bool:
-    return len(tensor.shape) <= rank
-
-
 def positive_shape(tensor: Tensor, rank: int) -> bool:
     """CheckTensorShape: exactly `rank` dimensions, none of them empty."""
     return len(tensor.shape) == rank and all(size > 0 for size in tensor.shape)
