@@ -1,4 +1,5 @@
-"""DEQUANTIZE and QUANTIZE: between float32 and quantized integers, and between quantizations.
+"""DEQUANTIZE and QUANTIZE: between float32 and quantized integers, and between quantizations; FAKE_QUANT,
+both at once on float32.
 
 An affine-quantized value q stands for `scale * (q - zero_point)`. TFLite's reference kernel rounds
 float(double(scale) * int32(q - zero_point)) once; with a float32 scale and |q - zero_point| < 2**24
@@ -31,6 +32,13 @@ result is a table over every possible input value (one per rounding), made in pr
 
 QUANTIZE works in an arena temporary its init adds: the float32 quotients of the optimized float kernel,
 or the np.intp indices of a table lookup (np.take takes no narrower index without copying it).
+
+FAKE_QUANT (quantization-aware training's op, left in a model the converter did not fold) rounds float32
+values to the grid of num_bits levels over [min, max] as TensorFlow's FakeQuantWithMinMaxArgs does: the
+range nudged so that zero is a level, the input clamped to it, then round(shifted / scale) * scale +
+nudged_min, every step in float32, halves away from zero; NaN becomes the nudged minimum (C++'s
+std::max keeps its first argument when a comparison fails). LiteRT has no narrow_range kernel and
+refuses it.
 """
 
 from __future__ import annotations
@@ -376,4 +384,79 @@ register_builtin(
     prepare=quantize_prepare(True),
     builtin_ref={"prepare": quantize_prepare(False)},
     invoke=quantize_invoke,
+)
+
+
+# ---------------------------------------------------------------------------------------------------
+# FAKE_QUANT
+
+_F32 = np.float32
+
+
+@dataclass(frozen=True, slots=True)
+class FakeQuantData:
+    """The nudged range and step FAKE_QUANT's options give (0-d float32 arrays, ufunc operands)."""
+
+    low: np.ndarray
+    high: np.ndarray
+    scale: np.ndarray
+    inverse: np.ndarray
+
+
+def _nudged_range(low: float, high: float, num_bits: int) -> FakeQuantData:
+    """NudgeQuantizationRange in float32: the zero point rounded (half away) into [0, 2**num_bits - 1]
+    and the range moved so that it is exactly a level."""
+    levels = _F32((1 << num_bits) - 1)
+    with np.errstate(all="ignore"):
+        scale = (_F32(high) - _F32(low)) / levels
+        zero_from_min = _F32(0) - _F32(low) / scale
+    if zero_from_min < 0:
+        zero_point = 0
+    elif zero_from_min > levels:
+        zero_point = int(levels)
+    else:
+        zero_point = int(round_half_away(float(zero_from_min)))
+    nudged_low = _F32(-zero_point) * scale
+    nudged_high = (levels - _F32(zero_point)) * scale
+    return FakeQuantData(*(np.array(v, _F32) for v in (nudged_low, nudged_high, scale, _F32(1) / scale)))
+
+
+def fake_quant_prepare(context, node):
+    check_arity(node, 1)
+    source, output = input_tensor(context, node, 0), output_tensor(context, node)
+    options = node.builtin_data
+    if options.narrow_range:
+        raise KernelError(
+            "narrow_range FakeQuant is not currently supported at runtime. "
+            "narrow_range is only meant to be applied to weights, not activations"
+        )
+    ensure_type(source, (TensorType.FLOAT32,), "input", "FAKE_QUANT")
+    ensure(2 <= options.num_bits <= 16, f"FAKE_QUANT num_bits {options.num_bits} is not in [2, 16]")
+    ensure(options.min < options.max, f"FAKE_QUANT min {options.min} is not below max {options.max}")
+    output.type = source.type
+    context.resize_tensor(output, source.shape)
+    node.user_data = _nudged_range(options.min, options.max, options.num_bits)
+
+
+def fake_quant_invoke(context, node):
+    data = node.user_data
+    tensors = context.tensors
+    out = tensors[node.outputs[0]].data
+    np.fmax(tensors[node.inputs[0]].data, data.low, out=out)  # (fmax: NaN gives the minimum)
+    np.minimum(out, data.high, out=out)
+    np.subtract(out, data.low, out=out)
+    np.multiply(out, data.inverse, out=out)
+    whole = np.trunc(out)  # the shifted values are >= 0: a half rounds up
+    np.add(whole, out - whole >= _F32(0.5), out=out, casting="unsafe")
+    np.multiply(out, data.scale, out=out)
+    np.add(out, data.low, out=out)
+
+
+register_builtin(
+    BuiltinOperator.FAKE_QUANT,
+    (1, 2),
+    types=(TensorType.FLOAT32,),
+    op_data=FakeQuantData,
+    prepare=fake_quant_prepare,
+    invoke=fake_quant_invoke,
 )
