@@ -39,6 +39,7 @@ _FAMILIES = (
     "dilate",
     "elementwise",
     "gather",
+    "hadamard",
     "hashtable",
     "legacy",
     "linear",
