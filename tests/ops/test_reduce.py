@@ -202,6 +202,30 @@ def test_quantized_mean_of_sums_past_the_lookup_table(dtype, axes, keep_dims):
     quantized_reduce(Op.MEAN, x, axes, (0.07, 5), (0.03, -3 if dtype == np.int8 else 9), keep_dims)
 
 
+# Shapes whose sums go by groups of rows (many pixels, few channels: reduce._row_groups), staged in int16
+# or int32, through the table and the computed path, with a batch, with the reduced axes not the
+# outermost, and with rows that do not halve evenly.
+GROUPED = [
+    ((1, 112, 112, 32), [1, 2]),
+    ((2, 56, 56, 24), [1, 2]),
+    ((1, 28, 28, 40), [2, 1]),
+    ((3, 8, 8, 64), [1, 2]),
+    ((1, 12, 34, 5), [1, 2]),
+    ((1, 6, 10, 30), [1]),
+    ((2, 3, 36, 8), [1, 2]),
+]
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16])
+@pytest.mark.parametrize(("shape", "axes"), GROUPED, ids=[f"{s}-{a}" for s, a in GROUPED])
+def test_quantized_mean_summed_by_groups_of_rows(dtype, shape, axes):
+    assert reduce._row_groups(shape, tuple(a % len(shape) for a in axes), 128) is not None
+    info = np.iinfo(dtype)
+    x = np.random.default_rng(len(shape) + shape[1]).integers(info.min, info.max + 1, shape).astype(dtype)
+    zero_point = 0 if dtype == np.int16 else 7
+    quantized_reduce(Op.MEAN, x, axes, (0.07, zero_point), (0.03, zero_point), True)
+
+
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16])
 @settings(max_examples=30, deadline=None)
 @given(data=st.data())

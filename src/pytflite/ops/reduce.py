@@ -176,24 +176,67 @@ def _int32_sum(x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
     return _wrap32(np.add.reduce(x, axis=axes, dtype=np.int64, keepdims=True))
 
 
-class _Int32Sums:
-    """TFLite's int32 accumulators (wrapping on overflow) of an 8/16-bit input over `axes`, in arrays made
-    once with the reducer, and int64 scratch for requantizing them. The input is converted into an
-    int32 copy by assignment (a ufunc casting its input goes through NumPy's buffers) and summed there:
-    NumPy's int32 additions wrap as the C accumulator does."""
+# A blocked sum's rows hold at least this many elements: NumPy's cost per reduced row is then small.
+_BLOCKED_ROW = 1024
 
-    def __init__(self, shape: tuple[int, ...], axes: tuple[int, ...]):
+
+class _IntegerSums:
+    """Sums of an 8/16-bit input over `axes` into integer `sums` (integer additions: any order gives
+    TFLite's accumulators, int32 ones wrapping as C's do), in arrays made once with the reducer. The
+    input is converted into a staged copy by assignment (a ufunc casting its input goes through NumPy's
+    buffers). NumPy reduces over an axis that is not the innermost one row at a time, so [N, H, W, C]
+    over H and W with few channels costs a call per pixel; where the reduced axes are consecutive and
+    followed only by kept ones, the H*W rows are summed in k groups first ([N, H*W / k, k*C] over its
+    middle axis: long rows), staged in int16 when a group's sum fits it, then the k partial rows."""
+
+    def __init__(self, shape: tuple[int, ...], axes: tuple[int, ...], dtype: np.dtype, sums_dtype: np.dtype):
         self.axes = axes
-        self.staged = np.empty(shape, np.int32)
-        self.sums = np.empty(_kept(shape, axes), np.int32)
-        self.wide, self.work, self.spare = (np.empty(self.sums.shape, np.int64) for _ in range(3))
+        self.sums = np.empty(_kept(shape, axes), sums_dtype)
+        largest = max(abs(v) for v in _TYPE_RANGE[np.dtype(dtype)])
+        grouping = _row_groups(shape, axes, largest)
+        if grouping is None:
+            self._groups = None
+            self.staged = np.empty(shape, sums_dtype)  # (a reduction into another type would cast buffered)
+            return
+        outer, rows, inner, groups, staged = grouping
+        self.staged = np.empty((outer, rows // groups, groups * inner), staged)
+        self.partial = np.empty((outer, groups * inner), staged)
+        self._groups = (outer, groups, inner)
 
-    def __call__(self, x: np.ndarray) -> np.ndarray:
-        """The sums of `x`, widened into self.wide (returned)."""
-        np.copyto(self.staged, x)
-        np.add.reduce(self.staged, axis=self.axes, out=self.sums, keepdims=True)
-        np.copyto(self.wide, self.sums)
-        return self.wide
+    def __call__(self, x: np.ndarray, initial: int = 0) -> np.ndarray:
+        """The sums of `x` (plus `initial`) into self.sums (returned)."""
+        if self._groups is None:
+            np.copyto(self.staged, x)
+            np.add.reduce(self.staged, axis=self.axes, out=self.sums, keepdims=True, initial=initial)
+            return self.sums
+        outer, groups, inner = self._groups
+        np.copyto(self.staged, x.reshape(self.staged.shape))
+        np.add.reduce(self.staged, axis=1, out=self.partial)
+        partial = self.partial.reshape(outer, groups, inner)
+        np.add.reduce(
+            partial, axis=1, out=self.sums.reshape(outer, inner), initial=initial, dtype=self.sums.dtype
+        )
+        return self.sums
+
+
+def _row_groups(shape: tuple[int, ...], axes: tuple[int, ...], largest: int):
+    """(outer, rows, inner, groups, staged dtype) for summing `axes` in groups of rows (_IntegerSums), or
+    None where that does not pay: reduced axes not consecutive, rows already long, or too few rows."""
+    first, last = min(axes), max(axes)
+    if sorted(axes) != list(range(first, last + 1)):
+        return None
+    outer, rows, inner = (
+        math.prod(shape[:first]),
+        math.prod(shape[first : last + 1]),
+        math.prod(shape[last + 1 :]),
+    )
+    groups = 1
+    while groups * inner < _BLOCKED_ROW and rows % (2 * groups) == 0 and rows // (2 * groups) >= 2:
+        groups *= 2
+    if groups == 1 or inner == 0:
+        return None
+    staged = np.dtype(np.int16) if largest * (rows // groups) <= 32767 else np.dtype(np.int32)
+    return outer, rows, inner, groups, staged
 
 
 def _wrap32_in_place(x: np.ndarray) -> None:
@@ -321,12 +364,13 @@ def _fast_mean_pieces(spec: ReduceSpec) -> list[tuple[object, _Finish]]:
 
 
 def _computed_mean(spec: ReduceSpec, pieces: list[tuple[object, _Finish]]) -> Callable:
-    sums = _Int32Sums(spec.shape, spec.axes)
+    sums = _IntegerSums(spec.shape, spec.axes, spec.dtype, np.dtype(np.int32))
+    total, work, spare = (np.empty(sums.sums.shape, np.int64) for _ in range(3))  # requantized in int64
 
     def mean(x, out):
-        total = sums(x)
+        np.copyto(total, sums(x))
         for where, finish in pieces:
-            finish(total[where], sums.work[where], sums.spare[where])
+            finish(total[where], work[where], spare[where])
         np.copyto(out, total, casting="unsafe")
 
     return mean
@@ -344,20 +388,17 @@ def _looked_up_mean(spec: ReduceSpec, pieces: list[tuple[object, _Finish]], lowe
         tables.append(values)
     table = np.concatenate(tables).astype(spec.dtype)
     narrow = table.size <= 1 << 15
-    staged = np.empty(spec.shape, np.int16 if narrow else np.int32)
-    sums = np.empty(_kept(spec.shape, spec.axes), staged.dtype)
-    indices = np.empty(sums.shape, np.intp)  # take converts other index types into a new array
-    axes, start = spec.axes, -lowest
+    sums = _IntegerSums(spec.shape, spec.axes, spec.dtype, np.dtype(np.int16 if narrow else np.int32))
+    indices = np.empty(sums.sums.shape, np.intp)  # take converts other index types into a new array
+    start = -lowest
     offsets = None
     if len(pieces) > 1:
-        offsets = np.zeros(sums.shape[-1], np.intp)
+        offsets = np.zeros(indices.shape[-1], np.intp)
         for index, (where, _) in enumerate(pieces):
             offsets[where] = index * size
 
     def mean(x, out):
-        np.copyto(staged, x)  # a cast inside the reduction would run buffered
-        np.add.reduce(staged, axis=axes, out=sums, keepdims=True, initial=start)
-        np.copyto(indices, sums)
+        np.copyto(indices, sums(x, start))
         if offsets is not None:
             np.add(indices, offsets, out=indices)
         table.take(indices, out=out, mode="clip")
