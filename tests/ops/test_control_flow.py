@@ -277,24 +277,31 @@ def test_a_loop_whose_condition_a_nested_loop_calls_with_other_shapes():
     assert _loop_node_data(interpreter).loop.bound() is None
 
 
-def swapping_loop(forward: bool) -> bytes:
-    """while i < n: i += 1; forward: a, b = b, a + b; else a, b = a + b, a. The body returns one of its
-    inputs as an output at another position."""
+def counting_while(specs) -> tuple[ModelBuilder, object, tuple[int, ...]]:
+    """A model whose main runs WHILE i < n over inputs named and shaped by `specs` ((name, type, shape),
+    the first two the int32 counters i and n), with its condition built: the builder, the body subgraph
+    (for the caller to fill and give outputs) and the body's inputs."""
     b = ModelBuilder()
     main = b.main
-    specs = (("i", T.INT32, []), ("n", T.INT32, []), ("a", T.FLOAT32, [2]), ("b", T.FLOAT32, [2]))
     ins = [main.add_input(name, t, s) for name, t, s in specs]
-    outs = [main.add_tensor(name + "_out", t, s) for name, t, s in specs]
+    outs = [main.add_tensor(f"{name}_out", t, s) for name, t, s in specs]
     for o in outs:
         main.add_output(o)
     main.add_operator(Op.WHILE, ins, outs, {"cond_subgraph_index": 1, "body_subgraph_index": 2})
     cond = b.add_subgraph("cond")
-    ci, cn, _, _ = (cond.add_input(name, t, s) for name, t, s in specs)
-    less = cond.add_tensor("less", T.BOOL, [])
+    ci, cn, *_ = (cond.add_input(name, t, s) for name, t, s in specs)
+    less = cond.add_tensor("less", T.BOOL, specs[0][2])
     cond.add_operator(Op.LESS, [ci, cn], [less])
     cond.add_output(less)
     body = b.add_subgraph("body")
-    bi, bn, ba, bb = (body.add_input(name, t, s) for name, t, s in specs)
+    return b, body, tuple(body.add_input(name, t, s) for name, t, s in specs)
+
+
+def swapping_loop(forward: bool) -> bytes:
+    """while i < n: i += 1; forward: a, b = b, a + b; else a, b = a + b, a. The body returns one of its
+    inputs as an output at another position."""
+    specs = (("i", T.INT32, []), ("n", T.INT32, []), ("a", T.FLOAT32, [2]), ("b", T.FLOAT32, [2]))
+    b, body, (bi, bn, ba, bb) = counting_while(specs)
     one = body.add_constant("one", np.int32(1))
     i1 = body.add_tensor("i1", T.INT32, [])
     total = body.add_tensor("total", T.FLOAT32, [2])
@@ -390,21 +397,8 @@ def rotating_loop() -> bytes:
     pattern: two SLICEs whose shapes change every iteration, fixed-shape nodes between and after them,
     and a node (the MUL by 0.5 of the head) prepared again each iteration without reading a dynamic
     tensor."""
-    b = ModelBuilder()
-    main = b.main
     specs = (("i", T.INT32, [1]), ("n", T.INT32, [1]), ("x", T.FLOAT32, [4]))
-    ins = [main.add_input(name, t, s) for name, t, s in specs]
-    outs = [main.add_tensor(f"{name}_out", t, s) for name, t, s in specs]
-    for o in outs:
-        main.add_output(o)
-    main.add_operator(Op.WHILE, ins, outs, {"cond_subgraph_index": 1, "body_subgraph_index": 2})
-    cond = b.add_subgraph("cond")
-    ci, cn, _ = (cond.add_input(name, t, s) for name, t, s in specs)
-    less = cond.add_tensor("less", T.BOOL, [1])
-    cond.add_operator(Op.LESS, [ci, cn], [less])
-    cond.add_output(less)
-    body = b.add_subgraph("body")
-    bi, bn, bx = (body.add_input(name, t, s) for name, t, s in specs)
+    b, body, (bi, bn, bx) = counting_while(specs)
     one, four = (body.add_constant(name, np.array([v], np.int32)) for name, v in (("one", 1), ("four", 4)))
     zero, rest = (body.add_constant(name, np.array([v], np.int32)) for name, v in (("zero", 0), ("rest", -1)))
     half = body.add_constant("half", np.array([0.5], np.float32))

@@ -10,8 +10,8 @@ import pytest
 import pytflite
 from pytflite import BuiltinOperator as Op
 from pytflite import TensorType as T
-from pytflite.model.builder import ModelBuilder
 from pytflite.tools.profiler import Profiler
+from tests.ops.test_control_flow import counting_while
 from tests.oracle import assert_matches, litert_interpreter, requires_litert, run
 
 pytestmark = requires_litert
@@ -22,21 +22,8 @@ ROWS = 4
 def row_writing_loop() -> bytes:
     """while i < n: buf[i] = h * (i + 1); i += 1, with buf[i] written as TensorFlow writes it:
     CONCATENATION(SLICE(buf, [0, 0], [i, -1]), item, SLICE(buf, [i + 1, 0], [-1, -1]))."""
-    b = ModelBuilder()
     specs = (("i", T.INT32, []), ("n", T.INT32, []), ("buf", T.FLOAT32, [ROWS, 2]), ("h", T.FLOAT32, [2]))
-    main = b.main
-    ins = [main.add_input(name, t, s) for name, t, s in specs]
-    outs = [main.add_tensor(f"{name}_out", t, s) for name, t, s in specs]
-    for o in outs:
-        main.add_output(o)
-    main.add_operator(Op.WHILE, ins, outs, {"cond_subgraph_index": 1, "body_subgraph_index": 2})
-    cond = b.add_subgraph("cond")
-    ci, cn, _, _ = (cond.add_input(name, t, s) for name, t, s in specs)
-    less = cond.add_tensor("less", T.BOOL, [])
-    cond.add_operator(Op.LESS, [ci, cn], [less])
-    cond.add_output(less)
-    body = b.add_subgraph("body")
-    bi, bn, buf, h = (body.add_input(name, t, s) for name, t, s in specs)
+    b, body, (bi, bn, buf, h) = counting_while(specs)
     one = body.add_constant("one", np.int32(1))
     one_shape, row_shape = (
         body.add_constant(n, np.array(v, np.int32)) for n, v in (("s1", [1]), ("s2", [1, 2]))
