@@ -143,7 +143,9 @@ def _affine_blocked(scale: float, zero_point: int, exact: Compute) -> Compute:
     return compute
 
 
-def _dequantize_compute(source, optimized: bool) -> Compute:
+def dequantize_compute(source, optimized: bool) -> Compute:
+    """compute(input, out): `source`'s values as float32, as DEQUANTIZE's optimized kernel or (not
+    `optimized`) its reference kernel computes them."""
     quantization = source.quantization
     per_channel = isinstance(quantization, AffineQuantization) and quantization.scale.size > 1
     if source.type == TensorType.FLOAT16 and not per_channel:
@@ -183,7 +185,7 @@ def dequantize_prepare(optimized: bool):
         ensure_type(source, _DEQUANTIZE_TYPES, "input", "DEQUANTIZE")
         if output.type != TensorType.FLOAT32:
             raise KernelError(f"DEQUANTIZE output type: {type_name(output.type)} != FLOAT32")
-        compute = _dequantize_compute(source, optimized)
+        compute = dequantize_compute(source, optimized)
         context.resize_tensor(output, source.shape)
         node.user_data = ConversionData(compute)
 

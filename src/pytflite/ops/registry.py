@@ -43,6 +43,7 @@ _FAMILIES = (
     "hashtable",
     "legacy",
     "linear",
+    "numeric_verify",
     "pooling",
     "quantize",
     "random",
@@ -61,6 +62,7 @@ _FAMILIES = (
 _DEFAULT: dict[tuple[int, int], Registration] = {}
 _REFERENCE: dict[tuple[int, int], Registration] = {}
 _CUSTOM: dict[tuple[str, int], Registration] = {}  # the custom ops LiteRT's BuiltinOpResolver includes
+_CUSTOM_REFERENCE: dict[tuple[str, int], Registration] = {}  # their BUILTIN_REF twins where they differ
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,11 +120,13 @@ def register_custom(
     *,
     types: tuple[TensorType, ...] = (),
     op_data: type | None = None,
+    builtin_ref: dict[str, Callable] | None = None,
     **callbacks: Callable,
 ) -> Registration:
     """Add a custom op that LiteRT's BuiltinOpResolver registers by default (TFLite_Detection_PostProcess,
     AudioSpectrogram, Mfcc...): every resolver built from BuiltinOpResolver finds it under `name`. Its
-    init receives the op's flexbuffer options (custom_initial_data), as any custom op's."""
+    init receives the op's flexbuffer options (custom_initial_data), as any custom op's. `builtin_ref`
+    names the callbacks of its BUILTIN_REF twin, as register_builtin's."""
     _check_op_data(name, op_data)
     _CUSTOM_INFO.append(
         KernelInfo(
@@ -136,6 +140,10 @@ def register_custom(
         if (name, version) in _CUSTOM:
             raise RuntimeError(f"{name} version {version} registered twice")
         _CUSTOM[(name, version)] = dataclasses.replace(registration, version=version)
+        if builtin_ref is not None:
+            _CUSTOM_REFERENCE[(name, version)] = dataclasses.replace(
+                registration, version=version, **builtin_ref
+            )
     return registration
 
 
@@ -175,10 +183,11 @@ def builtin_kernels(reference: bool = False) -> dict[tuple[int, int], Registrati
     return {**_DEFAULT, **_REFERENCE} if reference else dict(_DEFAULT)
 
 
-def default_custom_kernels() -> dict[tuple[str, int], Registration]:
-    """The custom ops BuiltinOpResolver registers by default, by (name, version)."""
+def default_custom_kernels(reference: bool = False) -> dict[tuple[str, int], Registration]:
+    """The custom ops BuiltinOpResolver registers by default, by (name, version); BUILTIN_REF's twins
+    when `reference` is set."""
     _load_families()
-    return dict(_CUSTOM)
+    return {**_CUSTOM, **_CUSTOM_REFERENCE} if reference else dict(_CUSTOM)
 
 
 def kernel_infos() -> list[KernelInfo]:

@@ -130,7 +130,7 @@ class BuiltinOpResolver(MutableOpResolver):
         from .registry import builtin_kernels, default_custom_kernels
 
         self._builtins.update(builtin_kernels(reference=self._reference))
-        self._customs.update(default_custom_kernels())
+        self._customs.update(default_custom_kernels(reference=self._reference))
 
 
 class BuiltinRefOpResolver(BuiltinOpResolver):

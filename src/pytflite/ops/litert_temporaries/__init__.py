@@ -103,4 +103,4 @@ def input_tensor(context: Context, node: Node, position: int) -> Any:
     return None if index < 0 else context.tensors[index]
 
 
-from . import conv, detection, elementwise, matmul, recurrent, reduce, spectral, stablehlo  # noqa: E402,F401  (each family module registers its ops)
+from . import conv, detection, elementwise, matmul, quantize, recurrent, reduce, spectral, stablehlo  # noqa: E402,F401  (each family module registers its ops)
