@@ -253,8 +253,9 @@ class Interpreter:
         self._ensure_safe()
         subgraph = self._subgraphs[0]
         _invoke(subgraph, self._blas_threads)
+        tensors = subgraph.tensors
         for t in subgraph.outputs:
-            if t != OPTIONAL_TENSOR:
+            if t != OPTIONAL_TENSOR and tensors[t].data_is_stale:
                 subgraph.delegation.ensure_tensor_data_is_readable(t)
 
     def resize_tensor_input(self, input_index: int, tensor_size: Any, strict: bool = False) -> None:

@@ -198,29 +198,38 @@ def test_a_static_loop_runs_bound_and_a_profiler_sees_every_iteration():
     np.testing.assert_allclose(out, expected, rtol=1e-6)
 
 
-def test_a_loop_carried_scalar_that_becomes_a_one_element_vector():
-    """The body takes i as [] and returns it as [1] (TFLite counts the shapes as alike)."""
+@pytest.mark.parametrize("start", [1, 20], ids=["iterating", "no-iteration"])
+@pytest.mark.parametrize(
+    "before, after", [([], [1]), ([1], [])], ids=["scalar-to-vector", "vector-to-scalar"]
+)
+def test_a_loop_carried_value_between_a_scalar_and_a_one_element_vector(before, after, start):
+    """The body takes i as `before` and returns it as `after` (TFLite counts the shapes as alike): the
+    node's output has the shape of the value it gets, `before` when the body never ran."""
     b = ModelBuilder()
     main = b.main
-    i0, n = main.add_input("i", T.INT32, []), main.add_input("n", T.INT32, [])
-    outs = [main.add_tensor("i_out", T.INT32, [1]), main.add_tensor("n_out", T.INT32, [])]
+    i0, n = main.add_input("i", T.INT32, before), main.add_input("n", T.INT32, [])
+    outs = [main.add_tensor("i_out", T.INT32, after), main.add_tensor("n_out", T.INT32, [])]
     for o in outs:
         main.add_output(o)
     main.add_operator(Op.WHILE, [i0, n], outs, {"cond_subgraph_index": 1, "body_subgraph_index": 2})
     cond = b.add_subgraph("cond")
-    ci, cn = cond.add_input("i", T.INT32, []), cond.add_input("n", T.INT32, [])
-    less = cond.add_tensor("less", T.BOOL, [])
+    ci, cn = cond.add_input("i", T.INT32, before), cond.add_input("n", T.INT32, [])
+    less = cond.add_tensor("less", T.BOOL, before)
     cond.add_operator(Op.LESS, [ci, cn], [less])
     cond.add_output(less)
     body = b.add_subgraph("body")
-    bi, bn = body.add_input("i", T.INT32, []), body.add_input("n", T.INT32, [])
-    three = body.add_constant("three", np.array([3], np.int32))
-    i1 = body.add_tensor("i1", T.INT32, [1])
+    bi, bn = body.add_input("i", T.INT32, before), body.add_input("n", T.INT32, [])
+    if after == []:  # i as a scalar
+        whole = body.add_tensor("whole", T.INT32, [])
+        body.add_operator(Op.SQUEEZE, [bi], [whole], {"squeeze_dims": [0]})
+        bi = whole
+    three = body.add_constant("three", np.array(3, np.int32).reshape(after))
+    i1 = body.add_tensor("i1", T.INT32, after)
     body.add_operator(Op.ADD, [bi, three], [i1])
     body.add_output(i1)
     body.add_output(bn)
-    i, _ = both(b.build(), [np.array(1, np.int32), np.array(11, np.int32)])
-    assert i.tolist() == [13]
+    i, _ = both(b.build(), [np.array(start, np.int32).reshape(before), np.array(11, np.int32)])
+    assert i.reshape(-1).tolist() == [13 if start == 1 else start]
 
 
 def test_a_loop_whose_condition_a_nested_loop_calls_with_other_shapes():

@@ -17,20 +17,22 @@ class BlasThreads:
 
     def __init__(self, count: int):
         self.count = count
-        self._libraries = _blas_libraries()
-        self._saved: list[int] = []
+        self._libraries = tuple(_blas_libraries())
+        self._changed: list[tuple] = []  # (library, its count before) for each one __enter__ set
 
     def __enter__(self) -> None:
         count = self.count
-        self._saved = saved = [library.get_num_threads() for library in self._libraries]
-        for library, current in zip(self._libraries, saved):
-            if current != count:  # (a setting costs more than a reading, and is often unneeded)
+        changed = []
+        for library in self._libraries:
+            previous = library.get_num_threads()
+            if previous != count:  # (a setting costs more than a reading, and is often unneeded)
                 library.set_num_threads(count)
+                changed.append((library, previous))
+        self._changed = changed
 
     def __exit__(self, *exc_info) -> None:
-        for library, previous in zip(self._libraries, self._saved):
-            if previous != self.count:
-                library.set_num_threads(previous)
+        for library, previous in self._changed:
+            library.set_num_threads(previous)
 
 
 _LIBRARIES: list | None = None

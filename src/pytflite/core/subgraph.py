@@ -523,7 +523,8 @@ class Subgraph:
 
     def invoke(self) -> None:
         """Run every node of the plan once (Subgraph::Invoke)."""
-        self._check_invokable()
+        if not self.consistent or self.state == SubgraphState.UNINVOKABLE:
+            self._check_invokable()
         if self.fusions is not None and self.context.profiler is not None:
             self._invoke_unfused()  # a profiler sees every node
             return

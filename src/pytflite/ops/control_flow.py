@@ -70,7 +70,7 @@ def prepare_call(target: Subgraph, sources: Sequence[Tensor | None], role: str) 
         )
         target.resize_input_tensor(index, source.shape)
     target.allocate_tensors()
-    written = {t for node, _ in target.nodes for t in node.outputs}.union(target.inputs)
+    written = _written_tensors(target).union(target.inputs)
     for position, index in enumerate(target.outputs):
         ensure(
             index in written or target.tensors[index].data is not None,  # else a constant or a variable
@@ -178,7 +178,7 @@ class Bound:
         target = call.target
         runner = target.runner
         self.runner = runner
-        self.inputs = tuple((p, t.data) for p, t in call.inputs)
+        self.inputs = tuple((p, t.data, _copy_index(t.data)) for p, t in call.inputs)  # (_copy_index)
         self.shapes = tuple((p, t.shape) for p, t in call.inputs)
         self.outputs = tuple(t.data for t in call.outputs)
         usable = (
@@ -199,12 +199,17 @@ class Bound:
 
     def run(self, values: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
         """Copy `values` in, run the steps, return the output arrays (the subgraph's own memory)."""
-        for p, array in self.inputs:
+        for p, array, index in self.inputs:
             value = values[p]
             if value is not array:
-                array[...] = value
+                array[index] = value
         self.runner.run_steps(self.steps)
         return self.outputs
+
+
+def _written_tensors(subgraph: Subgraph) -> set[int]:
+    """The tensors some node of `subgraph` writes."""
+    return {t for node, _ in subgraph.nodes for t in node.outputs}
 
 
 def _read_tensors(subgraph: Subgraph) -> set[int]:
@@ -328,29 +333,56 @@ def if_invoke(context, node):
 
 def if_bind(context, node):
     """An IF with fixed output shapes, for the memory its tensors have now: the condition, argument and
-    output arrays looked up once, and each branch's Bound checked against the arguments once (until the
-    branch is allocated again); a branch that is not bound runs through if_invoke."""
+    output arrays looked up once, and per branch, once per Bound (until the branch is allocated again),
+    the copies in and out as pairs of arrays (_BranchRun); a branch that is not bound runs through
+    if_invoke."""
     data = node.user_data
     if data.dynamic:
         return if_invoke
     tensors = context.tensors
     flag = tensors[node.inputs[0]].data.reshape(-1)
     values = _values(context, data.arguments)
-    outputs = tuple((tensors[i].data, p) for p, i in enumerate(node.outputs) if i != OPTIONAL_TENSOR)
+    outputs = tuple((p, tensors[i].data) for p, i in enumerate(node.outputs) if i != OPTIONAL_TENSOR)
     calls = (data.else_call, data.then_call)
-    accepted: list[Bound | None] = [None, None]  # per branch: its Bound last seen to accept `values`
+    runs: list[_BranchRun | None] = [None, None]  # per branch: made for its Bound last seen
 
     def if_step(context, node):
         taken = 1 if flag[0] else 0
         bound = calls[taken].bound()
-        if bound is None or (bound is not accepted[taken] and not bound.accepts(values)):
-            return if_invoke(context, node)
-        accepted[taken] = bound
-        results = bound.run(values)
-        for out, p in outputs:
-            out[...] = results[p]
+        run = runs[taken]
+        if run is None or run.bound is not bound:
+            if bound is None or not bound.accepts(values):
+                return if_invoke(context, node)
+            run = runs[taken] = _BranchRun(bound, values, outputs)
+        for array, key, value in run.copy_in:
+            array[key] = value
+        run.run_steps(run.steps)
+        for out, key, result in run.copy_out:
+            out[key] = result
 
     return if_step
+
+
+class _BranchRun:
+    """One IF branch's Bound with the IF's argument and output arrays: what to copy in, the steps, what to
+    copy out, as (destination, index, source) triples (_copy_index)."""
+
+    __slots__ = ("bound", "copy_in", "run_steps", "steps", "copy_out")
+
+    def __init__(self, bound: Bound, values: Sequence[np.ndarray], outputs: Sequence[tuple[int, np.ndarray]]):
+        self.bound = bound
+        self.copy_in = tuple(
+            (array, index, values[p]) for p, array, index in bound.inputs if values[p] is not array
+        )
+        self.run_steps, self.steps = bound.runner.run_steps, bound.steps
+        self.copy_out = tuple((out, _copy_index(out), bound.outputs[p]) for p, out in outputs)
+
+
+def _copy_index(array: np.ndarray):
+    """The index `array[index] = value` copies through: () sets a 0-d array's element directly, a few
+    times faster than [...] (same dtype: the bits are kept). Not for object arrays, where a 0-d one's
+    element would become the value array itself."""
+    return ... if array.dtype == object else ()
 
 
 # --- WHILE -------------------------------------------------------------------------------------------
@@ -421,12 +453,28 @@ class BoundLoop:
             return
         _check_condition(loop.condition.outputs[0])
         outputs = body.outputs
-        if any(outputs[p].size != array.size for p, array in (*condition.inputs, *body.inputs)):
+        if any(outputs[p].size != array.size for p, array, _ in (*condition.inputs, *body.inputs)):
             return  # the condition was last sized by another caller: the next call sizes it again
+        # A value the body passes on untouched (its output is its input, which no node writes) keeps what
+        # the loop started with: it is copied into the condition once, before the first iteration.
+        # (Nor does any node of the condition write the input it reads it from.)
+        target, condition_inputs = loop.body.target, loop.condition.target.inputs
+        written, condition_written = _written_tensors(target), _written_tensors(loop.condition.target)
+        unchanged = {
+            p
+            for p, (i, o) in enumerate(zip(target.inputs, target.outputs))
+            if i == o != OPTIONAL_TENSOR and i not in written and condition_inputs[p] not in condition_written
+        }
         # [] and [1] count as alike (while_prepare): a value is copied through a view of its new shape
-        self.to_condition = tuple((array, outputs[p].reshape(array.shape)) for p, array in condition.inputs)
+        self.to_condition = tuple(
+            (array, index, outputs[p].reshape(array.shape))
+            for p, array, index in condition.inputs
+            if p not in unchanged
+        )
         self.to_body = tuple(
-            (array, outputs[p].reshape(array.shape)) for p, array in body.inputs if outputs[p] is not array
+            (array, index, outputs[p].reshape(array.shape))
+            for p, array, index in body.inputs
+            if outputs[p] is not array
         )
         self.flag = condition.outputs[0].reshape(-1)
         self.usable = True
@@ -437,26 +485,27 @@ class BoundLoop:
         run_condition = condition.runner.run_steps
         run_body = body.runner.run_steps
         condition_steps, body_steps = condition.steps, body.steps
-        for p, array in condition.inputs:
-            array[...] = values[p]
+        for p, array, index in condition.inputs:
+            array[index] = values[p]
         run_condition(condition_steps)
         if not flag[0]:
             return values
-        for p, array in body.inputs:
-            array[...] = values[p]
+        for p, array, index in body.inputs:
+            array[index] = values[p]
+        to_condition, to_body = self.to_condition, self.to_body
         iterations = 0
         while True:
             if limit is not None and iterations >= limit:
                 _too_many_iterations(iterations, limit)
             iterations += 1
             run_body(body_steps)
-            for array, value in self.to_condition:
-                array[...] = value
+            for array, index, value in to_condition:
+                array[index] = value
             run_condition(condition_steps)
             if not flag[0]:
                 return body.outputs
-            for array, value in self.to_body:
-                array[...] = value
+            for array, index, value in to_body:
+                array[index] = value
 
 
 def _check_condition(tensor: Tensor) -> None:
@@ -493,19 +542,27 @@ def while_prepare(context, node):
     prepare_call(body, sources, "WHILE body")
     check_output_types(context, node, body, "WHILE body")
     dynamic = body.has_dynamic_tensors
+    alike = False  # a loop-carried value goes from [] to [1] or back
     for position, (i, o) in enumerate(zip(body.inputs, body.outputs)):
         before, after = body.tensors[i], body.tensors[o]
         ensure(
             before.type == after.type,
             f"WHILE body output {position} is {after.type.name}, its input {before.type.name}",
         )
-        # A loop-carried value that changes shape makes the node's outputs dynamic; [] and [1] count as
-        # alike. (TFLite's test also lets [0] -> [1] through, and such a loop then fails at invoke;
-        # here it is dynamic and runs.)
-        if before.shape != after.shape and {before.shape, after.shape} != {(), (1,)}:
-            dynamic = True
+        # A loop-carried value that changes shape makes the loop dynamic; [] and [1] count as alike: the
+        # body stays bound, but the node's outputs are dynamic, as in TFLite, where they have the
+        # inputs' shapes when the body never ran. (TFLite's test also lets [0] -> [1] through, and such
+        # a loop then fails at invoke; here it is dynamic and runs.)
+        if before.shape != after.shape:
+            if {before.shape, after.shape} == {(), (1,)}:
+                alike = True
+            else:
+                dynamic = True
     loop = Loop(
-        Call(condition, skip_unread=True), Call(body), dynamic or body.fusions is not None, not dynamic
+        Call(condition, skip_unread=True),
+        Call(body),
+        dynamic or alike or body.fusions is not None,
+        not dynamic,
     )
     node.user_data = WhileData(loop)
     _resize_or_dynamic(context, node, None if loop.dynamic else _output_shapes(body))
@@ -526,6 +583,38 @@ def while_invoke(context, node):
         loop.body.target.stop_fusing()
         values = loop.run_call_by_call(values, limit)
     write_outputs(context, node, values, loop.dynamic)
+
+
+def while_bind(context, node):
+    """A WHILE with fixed output shapes, for the memory its tensors have now: the input and output arrays
+    looked up once, and the BoundLoop checked against the inputs once (until it is made again); a loop
+    that is not bound runs through while_invoke."""
+    loop = node.user_data.loop
+    if loop.dynamic:  # (a fusing body makes the loop dynamic: no Respecialize reaches this step; the
+        return while_invoke  # outputs have the inputs' shapes, which the values copied in have)
+    tensors = context.tensors
+    values = _values(context, node.inputs)
+    outputs = tuple(
+        (tensors[o].data, _copy_index(tensors[o].data), p)
+        for p, o in enumerate(node.outputs)
+        if o != OPTIONAL_TENSOR
+    )
+    accepted: BoundLoop | None = None  # the BoundLoop last seen to accept `values`
+
+    def while_step(context, node):
+        nonlocal accepted
+        bound = loop.bound()
+        if bound is None or (
+            bound is not accepted and not (bound.condition.accepts(values) and bound.body.accepts(values))
+        ):
+            return while_invoke(context, node)
+        accepted = bound
+        limits = context.subgraph.limits
+        results = bound.run(values, None if limits is None else limits.max_while_iterations)
+        for out, index, p in outputs:
+            out[index] = results[p]
+
+    return while_step
 
 
 def _too_many_iterations(iterations: int, limit: int) -> NoReturn:
@@ -577,5 +666,6 @@ register_builtin(
     op_data=WhileData,
     prepare=while_prepare,
     invoke=while_invoke,
+    bind=while_bind,
 )
 register_builtin(BuiltinOperator.CALL_ONCE, (1, 1), prepare=call_once_prepare, invoke=call_once_invoke)
