@@ -345,6 +345,17 @@ def unary_invoke(context, node):
     node.user_data.compute(tensors[node.inputs[0]].data, tensors[node.outputs[0]].data)
 
 
+def unary_bind(context, node):
+    """The check-free step: the compute function with the node's arrays in hand (Registration.bind)."""
+    tensors = context.tensors
+    compute, source, out = node.user_data.compute, tensors[node.inputs[0]].data, tensors[node.outputs[0]].data
+
+    def step(context, node):
+        compute(source, out)
+
+    return step
+
+
 _UNARY = (
     (BuiltinOperator.ABS, (1, 5), {T.FLOAT32: np.absolute, T.INT16: np.absolute, T.INT32: np.absolute}),
     (
@@ -390,6 +401,7 @@ for _op, _versions, _computes in _UNARY:
         op_data=UnaryData,
         prepare=unary_prepare(_op, _computes, _types),
         invoke=unary_invoke,
+        bind=unary_bind,
     )
 
 
@@ -498,4 +510,5 @@ register_builtin(
     op_data=UnaryData,
     prepare=cast_prepare,
     invoke=unary_invoke,
+    bind=unary_bind,
 )
