@@ -12,18 +12,21 @@ LiteRT's prepare leaves dynamic are sized by its Eval: once the subgraph has run
 Python API's invoke), `after_invoke` gives them what Eval gives them.
 
 The listing is a view, never a reason for a model to fail: a rule that raises on a node the rules did not
-foresee leaves that node without listed temporaries, with a RuntimeWarning saying so.
+foresee leaves that node without listed temporaries, with a warning on the "pytflite" logger (a log
+record, not a Python warning: under -W error that would fail the model after all).
 """
 
 from __future__ import annotations
 
-import warnings
+import logging
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .types import AllocationType, LiteRTKernels, bytes_required, storage_dtype
+
+logger = logging.getLogger("pytflite")
 
 if TYPE_CHECKING:
     from ..ops.litert_temporaries import Temporary
@@ -87,12 +90,13 @@ class ListedTemporaries:
             return rule(*args)
         except Exception as error:  # a rule's bug must not fail the model: the listing only shows less
             self._slots[node.index] = None
-            warnings.warn(
-                f"pytflite cannot tell which temporaries LiteRT's kernel adds for node {node.index} "
-                f"({registration.op_name}): {type(error).__name__}: {error}; get_tensor_details() leaves "
-                "them out",
-                RuntimeWarning,
-                stacklevel=2,
+            logger.warning(
+                "pytflite cannot tell which temporaries LiteRT's kernel adds for node %d (%s): %s: %s; "
+                "get_tensor_details() leaves them out",
+                node.index,
+                registration.op_name,
+                type(error).__name__,
+                error,
             )
             return ()
 
