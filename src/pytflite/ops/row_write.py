@@ -19,7 +19,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..core.folding import NEVER_FOLDED
 from ..core.node import OPTIONAL_TENSOR, Node
 from ..core.plan_runner import Respecialize
 from ..core.subgraph import Unfusable
@@ -45,10 +44,11 @@ _COPYABLE = frozenset(
 
 def is_pure(subgraph) -> bool:
     """Whether running `subgraph` again with the same inputs changes nothing and gives the same results:
-    builtin ops only, none with state, side effects or randomness (core/folding.py's NEVER_FOLDED)."""
+    the builtin table's kernels only, none with state, side effects or randomness (the kernels marked
+    Registration.pure_prepare, the same test the lazy prepare trusts), and no variables. A user's kernel
+    registered under a builtin code may keep state: it is not pure."""
     return not subgraph.variables and all(
-        registration.builtin_code not in NEVER_FOLDED and not node.might_have_side_effect
-        for node, registration in subgraph.nodes
+        registration.pure_prepare and not node.might_have_side_effect for node, registration in subgraph.nodes
     )
 
 
