@@ -70,6 +70,7 @@ from .quant.fixed_point import (
     multiply_by_quantized_multiplier_simd,
     quantize_multiplier,
     round_half_away,
+    round_non_negative,
     wrap,
 )
 from .registry import register_builtin
@@ -448,8 +449,7 @@ def fake_quant_invoke(context, node):
     np.minimum(out, data.high, out=out)
     np.subtract(out, data.low, out=out)
     np.multiply(out, data.inverse, out=out)
-    whole = np.trunc(out)  # the shifted values are >= 0: a half rounds up
-    np.add(whole, out - whole >= _F32(0.5), out=out, casting="unsafe")
+    np.copyto(out, round_non_negative(out))  # (the shifted values are >= 0)
     np.multiply(out, data.scale, out=out)
     np.add(out, data.low, out=out)
 

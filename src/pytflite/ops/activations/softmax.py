@@ -12,7 +12,13 @@ import numpy as np
 from ...core.types import BuiltinOperator, TensorType, type_name
 from ...errors import ensure, ensure_eq, ensure_type
 from ..common import check_arity, clip, input_tensor, output_tensor
-from ..quant.fixed_point import float_to_int32, multiply_by_quantized_multiplier, rounding_divide_by_pot, wrap
+from ..quant.fixed_point import (
+    float_to_int32,
+    multiply_by_quantized_multiplier,
+    round_non_negative,
+    rounding_divide_by_pot,
+    wrap,
+)
 from ..quant.gemmlowp import count_leading_zeros32, get_reciprocal
 from ..quant.lut import c_double_function, lookup_16bit, populate_16bit
 from ..registry import register_builtin
@@ -62,12 +68,6 @@ def _softmax(x, out, beta):
     out *= np.reciprocal(total, out=total)
 
 
-def _round_non_negative(values: np.ndarray) -> np.ndarray:
-    """roundf (halves away from zero) of non-negative float32 values, exactly."""
-    whole = np.trunc(values)
-    return whole + (values - whole >= np.float32(0.5))
-
-
 def _softmax_float_table(source, output, beta: np.float32, x86: bool) -> Callable:
     in_scale, _ = _quantization(source, "input", "SOFTMAX")
     out_scale, out_zero = _quantization(output, "output", "SOFTMAX")
@@ -91,7 +91,7 @@ def _softmax_float_table(source, output, beta: np.float32, x86: bool) -> Callabl
         exps = table[_distances(x)]
         inverse = np.float32(1) / (_sequential_row_sums(exps) * out_scale)
         exps *= inverse[:, None]
-        quantized = convert(np.trunc(exps + half) if truncating else _round_non_negative(exps))
+        quantized = convert(np.trunc(exps + half) if truncating else round_non_negative(exps))
         quantized += offset
         clip(quantized, out_info.min, out_info.max, out=quantized)
         np.copyto(out, quantized.reshape(out.shape), casting="unsafe")

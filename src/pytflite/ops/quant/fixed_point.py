@@ -31,6 +31,13 @@ def round_half_away(value):
     return whole + (math.copysign(1, value) if abs(value - whole) >= 0.5 else 0)
 
 
+def round_non_negative(values: np.ndarray) -> np.ndarray:
+    """roundf (halves away from zero) of non-negative float values, exactly (adding 0.5 first would
+    round 0.49999997 up), in their own type."""
+    whole = np.trunc(values)
+    return whole + (values - whole >= values.dtype.type(0.5))
+
+
 def quantize_multiplier(real: float) -> tuple[int, int]:
     """(multiplier, shift) for a real multiplier (QuantizeMultiplier): frexp's mantissa in [0.5, 1)
     scaled by 2**31 and rounded half away from zero; multipliers under 2**-31 flush to zero."""
