@@ -211,9 +211,9 @@ class Subgraph:
     def allow_fusions(self, finder: Callable[[Subgraph], Any] | None) -> None:
         """Let allocations run the node patterns `finder(subgraph)` finds as fused steps (an object with
         handles(node_index), prepare(context, node), complete(), as_planned(node) and
-        step(context, node_index), e.g. ops/row_write.py's RowWrites), or None for no fusion. A fused step raises Respecialize when the
-        values do not fit it; whoever allows fusions must then call stop_fusing and run the subgraph
-        again from the same inputs (a WHILE calling its body does)."""
+        step(context, node_index), e.g. ops/row_write.py's RowWrites), or None for no fusion. A fused
+        step raises Respecialize when the values do not fit it; whoever allows fusions must then call
+        stop_fusing and run the subgraph again from the same inputs (a WHILE calling its body does)."""
         if self._fusing_stopped:
             finder = None
         if finder is not self._fusion_finder:

@@ -27,7 +27,15 @@ if TYPE_CHECKING:
     from ...core.context import Context
     from ...core.node import Node
 
-__all__ = ["LiteRTKernels", "Temporary", "TemporaryRules", "emulates", "input_tensor", "rules_for"]
+__all__ = [
+    "LiteRTKernels",
+    "Temporary",
+    "TemporaryRules",
+    "emulates",
+    "hybrid_input_scratch",
+    "input_tensor",
+    "rules_for",
+]
 
 
 @dataclass(frozen=True)
@@ -95,6 +103,15 @@ def rules_for(op: int | str) -> TemporaryRules | None:
     """The rules of LiteRT's kernel for `op` (a builtin code or a default custom op's name), or None
     when it adds no temporaries."""
     return _RULES.get(op)
+
+
+def hybrid_input_scratch(shape: tuple[int, ...], rows: int) -> tuple[Temporary, Temporary]:
+    """The first two temporaries of LiteRT's hybrid kernels (float input, 8-bit weights): the input
+    quantized to int8, and one float scaling factor per row it is quantized by."""
+    return (
+        Temporary("input_quantized", TensorType.INT8, shape),
+        Temporary("scaling_factors", TensorType.FLOAT32, (rows,)),
+    )
 
 
 def input_tensor(context: Context, node: Node, position: int) -> Any:

@@ -28,7 +28,7 @@ import numpy as np
 from ...core.quantization import AffineQuantization
 from ...core.types import BuiltinOperator, TensorType
 from ...model.options import Padding
-from . import LiteRTKernels, Temporary, emulates, input_tensor
+from . import LiteRTKernels, Temporary, emulates, hybrid_input_scratch, input_tensor
 from .xnnpack import (
     clamping_activation,
     float_or_channelwise_int8,
@@ -47,14 +47,6 @@ if TYPE_CHECKING:
 
 _QUANTIZED = (TensorType.UINT8, TensorType.INT8, TensorType.INT16)
 _HYBRID_FILTERS = (TensorType.UINT8, TensorType.INT8, TensorType.INT4)  # with a float input
-
-
-def _hybrid_scratch(source: Tensor, rows: int) -> tuple[Temporary, ...]:
-    """The input quantized to int8, and one float scaling factor per row of the flattened input."""
-    return (
-        Temporary("input_quantized", TensorType.INT8, source.shape),
-        Temporary("scaling_factors", TensorType.FLOAT32, (rows,)),
-    )
 
 
 def _distinct_scales(weights: Tensor) -> bool:
@@ -148,7 +140,7 @@ def conv2d_temporaries(
     if hybrid:
         groups = source.shape[3] // weights.shape[3]
         rows = math.prod(source.shape[:3]) * groups
-        temporaries += _hybrid_scratch(source, rows)
+        temporaries += hybrid_input_scratch(source.shape, rows)
         temporaries.append(
             Temporary("accum_scratch", TensorType.INT32, (channels_out, batches * out_height * out_width))
         )
@@ -169,7 +161,10 @@ def depthwise_temporaries(
     if source.type != TensorType.FLOAT32 or weights.type != TensorType.INT8:
         return ()
     batches = source.shape[0]
-    return (*_hybrid_scratch(source, batches), Temporary("input_offsets", TensorType.INT32, (batches,)))
+    return (
+        *hybrid_input_scratch(source.shape, batches),
+        Temporary("input_offsets", TensorType.INT32, (batches,)),
+    )
 
 
 # --- TRANSPOSE_CONV ----------------------------------------------------------------------------------
@@ -250,7 +245,7 @@ def _transpose_conv(
         temporaries.append(Temporary("scratch", scratch_type if sized else None, output.shape))
     if hybrid:
         rows = math.prod(source.shape) // weights.shape[3]
-        temporaries += _hybrid_scratch(source, rows)
+        temporaries += hybrid_input_scratch(source.shape, rows)
         temporaries.append(Temporary("input_offsets", TensorType.INT32, (rows,)))
     return tuple(temporaries)
 

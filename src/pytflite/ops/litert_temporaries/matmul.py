@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from ...core.types import BuiltinOperator, TensorType
 from ...model.options import FullyConnectedOptionsWeightsFormat
-from . import LiteRTKernels, Temporary, emulates, input_tensor
+from . import LiteRTKernels, Temporary, emulates, hybrid_input_scratch, input_tensor
 from .xnnpack import (
     clamping_activation,
     filter_type,
@@ -139,8 +139,7 @@ def _hybrid_temporaries(
     """The scratch of a hybrid product over `rows` input rows: quantized input, scaling factors,
     accumulator, input offsets, row sums."""
     return (
-        Temporary("input_quantized", TensorType.INT8, source_shape),
-        Temporary("scaling_factors", TensorType.FLOAT32, (rows,)),
+        *hybrid_input_scratch(source_shape, rows),
         Temporary("accumulator", TensorType.INT32, accumulator),
         Temporary("input_offsets", TensorType.INT32, (rows,)),
         Temporary("row_sums", TensorType.INT32, (row_sums,)),
