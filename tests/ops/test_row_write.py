@@ -129,3 +129,24 @@ def test_a_profiler_sees_every_node_of_every_iteration():
     ops = ["ADD", "CAST", "MUL", "RESHAPE", "CONCATENATION", "SLICE", "RESHAPE", "CONCATENATION", "SLICE"]
     assert body_events == [*ops, "RESHAPE", "CONCATENATION"] * 3
     _equal([interpreter.get_tensor(d["index"]) for d in interpreter.get_output_details()], expected)
+
+
+def test_a_user_kernel_under_a_builtin_code_keeps_the_body_unfused():
+    """A loop is rerun from its inputs after a failed row write only when it is pure; a kernel the user
+    registers under a builtin code (here MUL, counting its calls) may keep state, so the body is not fused
+    and every call reaches the user's kernel exactly once per iteration."""
+    calls = []
+    builtin = pytflite.BuiltinOpResolver().find_builtin(Op.MUL, 1)
+
+    def counting_invoke(context, node):
+        calls.append(node.index)
+        return builtin.invoke(context, node)
+
+    resolver = pytflite.MutableOpResolver()
+    resolver.add_all(pytflite.BuiltinOpResolver())
+    resolver.add_builtin(Op.MUL, pytflite.Registration(prepare=builtin.prepare, invoke=counting_invoke), 1)
+    interpreter = pytflite.Interpreter(model_content=row_writing_loop(), op_resolver=resolver)
+    ours = run(interpreter, feeds(0, ROWS))
+    assert interpreter.subgraphs[2].fusions is None
+    assert len(calls) == ROWS
+    _equal(ours, run(unfused(row_writing_loop()), feeds(0, ROWS)))
