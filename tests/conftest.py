@@ -1,8 +1,9 @@
 """Suite-wide rules: in CI nothing the differential tests rely on may be missing silently.
 
-Locally, a missing oracle (ai-edge-litert) or a missing ../shared (corpus, recorded fixtures) skips the
-tests that need it, with the reason shown. With CI=true (how CI runs .ci/run) either is an error that
-stops the run before any test: a green CI must mean the comparisons ran.
+Locally, a missing oracle (ai-edge-litert), a missing ../shared (corpus, recorded fixtures) or a missing
+numba (the compiled kernels' half of the `kernels` fixture) skips the tests that need it, with the reason
+shown. With CI=true (how CI runs .ci/run) any of them is an error that stops the run before any test: a
+green CI must mean the comparisons ran.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import os
 
 import pytest
 
+from pytflite.ops import jit
 from tests.oracle import CORPUS, SHARED, litert
 
 
@@ -24,6 +26,8 @@ def pytest_sessionstart(session):
         missing.append(f"the public corpus at {CORPUS}")
     if not SHARED.joinpath("fixtures").is_dir():
         missing.append(f"the recorded fixtures at {SHARED / 'fixtures'}")
+    if not jit.available():
+        missing.append("numba (the compiled kernels; the 'test' extra installs it)")
     if missing:
         raise pytest.UsageError(
             "CI=true, but the suite would skip its comparisons: missing " + "; ".join(missing)
@@ -35,3 +39,15 @@ def pytest_configure(config):
     from tests import kernel_conventions
 
     kernel_conventions.install()
+
+
+@pytest.fixture(params=["numpy", "compiled"])
+def kernels(request):
+    """Run the test once with the NumPy kernels only and once with the compiled ones (ops/jit.py) where
+    a kernel has them: both paths must give LiteRT's results."""
+    compiled = request.param == "compiled"
+    if compiled and not jit.available():
+        pytest.skip("numba is not installed: no compiled kernels to test")
+    jit.set_enabled(compiled)
+    yield request.param
+    jit.set_enabled(None)

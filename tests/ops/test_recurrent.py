@@ -12,7 +12,7 @@ import zlib
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pytflite
@@ -187,7 +187,7 @@ ACTIVATIONS = ["TANH", "NONE", "RELU", "RELU6", "RELU_N1_TO_1", "SIGN_BIT"]
 @pytest.mark.parametrize("hybrid", [False, True], ids=["float", "hybrid"])
 @pytest.mark.parametrize("config", list(LSTM_CONFIGS))
 @pytest.mark.parametrize("time_major", [True, False], ids=["time-major", "batch-major"])
-def test_unidirectional_lstm(config, time_major, hybrid):
+def test_unidirectional_lstm(config, time_major, hybrid, kernels):
     rng = _rng((config, time_major, hybrid))
     batch, steps, n_input, n_cell = 3, 4, 11, 5
     n_output = 3 if "projection" in LSTM_CONFIGS[config] else n_cell
@@ -222,7 +222,7 @@ def test_unidirectional_lstm_activations_and_diagonal_weights(activation, diag):
         _check(model, runs, reset_before=4)
 
 
-def test_unidirectional_lstm_clipping():
+def test_unidirectional_lstm_clipping(kernels):
     rng = np.random.default_rng(1)
     inputs = _lstm_inputs(rng, (6, 2, 4), 5, 3, 2, projection=True, projection_bias=True, peephole=True)
     options = {"fused_activation_function": "TANH", "cell_clip": 0.3, "proj_clip": 0.05, "time_major": True}
@@ -230,7 +230,8 @@ def test_unidirectional_lstm_clipping():
     _check(model, _runs(feeds, rng), reset_before=3)
 
 
-@settings(max_examples=12, deadline=None)
+# the fixture only chooses the kernels, the same for every example
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     batch=st.integers(1, 3),
     steps=st.integers(1, 5),
@@ -240,7 +241,7 @@ def test_unidirectional_lstm_clipping():
     hybrid=st.booleans(),
     seed=st.integers(0, 2**16),
 )
-def test_unidirectional_lstm_sizes(batch, steps, n_input, n_cell, projection, hybrid, seed):
+def test_unidirectional_lstm_sizes(batch, steps, n_input, n_cell, projection, hybrid, seed, kernels):
     rng = np.random.default_rng(seed)
     n_output = max(1, n_cell - 1) if projection else n_cell
     inputs = _lstm_inputs(
@@ -256,7 +257,7 @@ def test_unidirectional_lstm_sizes(batch, steps, n_input, n_cell, projection, hy
 
 
 @pytest.mark.parametrize("time_major", [True, False], ids=["time-major", "batch-major"])
-def test_unidirectional_lstm_resized_between_invokes(time_major):
+def test_unidirectional_lstm_resized_between_invokes(time_major, kernels):
     """The plain float LSTM's bound step (its buffers and per-step views) follows a new sequence length."""
     rng = _rng(("resized", time_major))
     batch, n_input, n_cell = 2, 4, 5
@@ -276,7 +277,7 @@ def test_unidirectional_lstm_resized_between_invokes(time_major):
 
 @pytest.mark.parametrize("hybrid", [False, True], ids=["float", "hybrid"])
 @pytest.mark.parametrize("config", ["plain", "all", "layer-norm", "cifg-peephole", "projection-bias"])
-def test_lstm(config, hybrid):
+def test_lstm(config, hybrid, kernels):
     rng = _rng((config, hybrid, "lstm"))
     batch, n_input, n_cell = 3, 9, 5
     n_output = 3 if "projection" in LSTM_CONFIGS[config] else n_cell
@@ -297,7 +298,7 @@ def test_lstm_twenty_inputs():
     _check(model, _runs(feeds, rng), reset_before=3)
 
 
-def test_lstm_runtime_weights():
+def test_lstm_runtime_weights(kernels):
     """Weights fed at invoke instead of constants are packed at each invoke."""
     rng = np.random.default_rng(3)
     inputs = _lstm_inputs(rng, (2, 4), 5, 5, 2, peephole=True, layer_norm=True)
@@ -355,7 +356,7 @@ def _bidirectional_lstm_inputs(rng, n_input, n_cell, n_output, batch, steps, tim
 @pytest.mark.parametrize("aux", ["none", "backward-input", "cross-links"])
 @pytest.mark.parametrize("merge_outputs", [False, True], ids=["separate", "merged"])
 @pytest.mark.parametrize("time_major", [True, False], ids=["time-major", "batch-major"])
-def test_bidirectional_lstm(aux, merge_outputs, time_major, hybrid):
+def test_bidirectional_lstm(aux, merge_outputs, time_major, hybrid, kernels):
     rng = _rng((aux, merge_outputs, time_major, hybrid))
     # TFLite's batch-major merged kernel offsets each batch's state by the merged output width: only
     # a batch of one reads the state it should.

@@ -10,6 +10,7 @@ import numpy as np
 
 from ...model.options import ActivationFunctionType
 from ..common import clip
+from ..jit import compiled
 from .activations import _activation_function, _fast_sigmoid, _fast_tanh, _sigmoid, _tanh
 from .common import _ONE, F32, _sequence_matmul
 from .hybrid import _hybrid_product
@@ -192,7 +193,8 @@ class _PlainLstm:
     The sigmoid gates are 0.5 * tanh(x / 2) + 0.5, from weights and bias with those gates' columns
     halved in advance (`weights` is _LstmFloatWeights.halved), so that one tanh covers all four gates;
     the gates and the cell state share one buffer [i f o g c], so that i * g and f * c are one
-    product."""
+    product. Where compiled kernels run (ops/jit.py), the steps are one call of
+    lstm_compiled.plain_lstm_steps instead."""
 
     def __init__(self, weights, run: _LstmRun, x, aux, h, c, out, forward: bool) -> None:
         width = weights.recurrent_weights.shape[1]
@@ -224,6 +226,10 @@ class _PlainLstm:
             np.empty((batch, n), F32),  # tanh(c)
         )
         self._limit = np.array(run.cell_clip, F32) if run.cell_clip > 0 else None
+        self._compiled = compiled("recurrent.lstm_compiled", "plain_lstm_steps")
+        if self._compiled is not None:
+            limit = F32(max(run.cell_clip, 0))
+            self._compiled_arguments = (pre, weights.recurrent_weights, h, c, out, forward, limit)
 
     def __call__(self) -> None:
         pre = self._pre
@@ -232,6 +238,9 @@ class _PlainLstm:
         np.add(pre, self._bias, pre)
         if len(self._inputs) > 1:
             np.add(pre, self._inputs[1][2], pre)
+        if self._compiled is not None:
+            self._compiled(*self._compiled_arguments)
+            return
         (
             steps,
             recurrent,

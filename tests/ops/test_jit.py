@@ -1,0 +1,112 @@
+"""The optional compiled kernels (ops/jit.py): when they run, when they do not, and that a kernel given
+one really calls it. Their results against LiteRT are checked where each kernel is tested, with the
+`kernels` fixture (NumPy and compiled)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import pytflite
+from pytflite.ops import jit
+from pytflite.ops.recurrent.activations import _tanh
+from tests.ops.test_recurrent import _lstm_inputs, _model, _runs
+
+Op = pytflite.BuiltinOperator
+needs_numba = pytest.mark.skipif(not jit.available(), reason="numba is not installed")
+
+
+@pytest.fixture(autouse=True)
+def _restore():
+    yield
+    jit.set_enabled(None)
+
+
+def _plain_lstm(rng, time_major=True):
+    steps, batch, n_input, n_cell = 5, 2, 7, 6
+    shape = (steps, batch, n_input) if time_major else (batch, steps, n_input)
+    inputs = _lstm_inputs(rng, shape, n_cell, n_cell, batch)
+    options = {"fused_activation_function": "TANH", "time_major": time_major, "cell_clip": 0.5}
+    return _model(Op.UNIDIRECTIONAL_SEQUENCE_LSTM, inputs, [(pytflite.TensorType.FLOAT32, None)], options)
+
+
+def _outputs(model, runs):
+    interpreter = pytflite.Interpreter(model_content=model)
+    interpreter.allocate_tensors()
+    results = []
+    for feeds in runs:
+        for detail, value in zip(interpreter.get_input_details(), feeds):
+            interpreter.set_tensor(detail["index"], value)
+        interpreter.invoke()
+        results.append(interpreter.get_tensor(interpreter.get_output_details()[0]["index"]))
+    return results
+
+
+def test_import_leaves_numba_unloaded():
+    code = "import sys, pytflite; assert 'numba' not in sys.modules, 'numba imported by import pytflite'"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_switched_off_by_the_environment_and_by_set_enabled(monkeypatch):
+    monkeypatch.setenv(jit.ENV_VAR, "0")
+    assert jit.compiled("recurrent.lstm_compiled", "plain_lstm_steps") is None
+    monkeypatch.setenv(jit.ENV_VAR, "1")
+    jit.set_enabled(False)
+    assert jit.compiled("recurrent.lstm_compiled", "plain_lstm_steps") is None
+
+
+def test_without_numba_the_numpy_kernels_run(monkeypatch):
+    """A missing (or broken) numba turns the compiled kernels off; the results are the NumPy path's."""
+    model, feeds = _plain_lstm(np.random.default_rng(0))
+    runs = _runs(feeds, np.random.default_rng(1))
+    jit.set_enabled(False)
+    expected = _outputs(model, runs)
+    jit.set_enabled(True)
+    monkeypatch.setitem(jit._modules, "numba", None)
+    assert not jit.available()
+    assert jit.compiled("recurrent.lstm_compiled", "plain_lstm_steps") is None
+    for actual, wanted in zip(_outputs(model, runs), expected):
+        np.testing.assert_array_equal(actual, wanted)
+
+
+@needs_numba
+@pytest.mark.parametrize("time_major", [True, False], ids=["time-major", "batch-major"])
+def test_plain_lstm_calls_its_compiled_steps(monkeypatch, time_major):
+    from pytflite.ops.recurrent import lstm_compiled
+
+    calls = []
+    steps = lstm_compiled.plain_lstm_steps
+
+    def counted(*arguments):
+        calls.append(arguments)
+        steps(*arguments)
+
+    monkeypatch.setattr(lstm_compiled, "plain_lstm_steps", counted)
+    model, feeds = _plain_lstm(np.random.default_rng(2), time_major)
+    runs = _runs(feeds, np.random.default_rng(3))
+    compiled_results = _outputs(model, runs)
+    assert len(calls) == len(runs)
+    jit.set_enabled(False)
+    for actual, wanted in zip(compiled_results, _outputs(model, runs)):
+        np.testing.assert_allclose(actual, wanted, rtol=1e-5, atol=1e-6)
+
+
+@needs_numba
+def test_compiled_tanh_is_eigens_bit_for_bit():
+    from pytflite.ops.recurrent.lstm_compiled import eigen_tanh
+
+    rng = np.random.default_rng(4)
+    values = np.concatenate(
+        [
+            np.linspace(-9, 9, 4001, dtype=np.float32),
+            (rng.standard_normal(2000) * 3).astype(np.float32),
+            np.array([0, -0.0, 1e-30, -1e-30, 7.9, -7.91, 100, -1e30, np.inf, -np.inf], np.float32),
+        ]
+    )
+    expected = np.empty_like(values)
+    _tanh(values, expected)
+    actual = np.array([eigen_tanh(v) for v in values], np.float32)
+    np.testing.assert_array_equal(actual.view(np.int32), expected.view(np.int32))
