@@ -1,4 +1,5 @@
-"""AsymmetricRowQuantizer against quantize_rows_asymmetric, bit for bit (values, scales, zero points)."""
+"""AsymmetricRowQuantizer against quantize_rows_asymmetric, bit for bit (values, scales, zero points),
+with its NumPy steps and with its compiled kernel (the `kernels` fixture)."""
 
 import numpy as np
 import pytest
@@ -27,12 +28,13 @@ def rows_of(rng, rows: int, size: int, kind: str) -> np.ndarray:
 
 @pytest.mark.parametrize("kind", ["normal", "positive", "ties", "zero row", "not finite"])
 @pytest.mark.parametrize("centered", [False, True])
-def test_quantizer_matches_general_recipe(kind, centered):
+def test_quantizer_matches_general_recipe(kind, centered, kernels):
     rng = np.random.default_rng(len(kind) + centered)
     for _ in range(60):
         rows, size = int(rng.integers(1, 24)), int(rng.choice([1, 7, 8, 9, 32, 33, 100, 1000]))
         x = rows_of(rng, rows, size, kind)
         quantizer = AsymmetricRowQuantizer(rows, size, centered)
+        assert (quantizer._compiled is not None) == (kernels == "compiled")
         with np.errstate(all="ignore"):
             expected = quantize_rows_asymmetric(x, centered)
             for out in (None, None, np.empty_like(x)):  # the second call reuses the quantizer's arrays
@@ -57,7 +59,7 @@ STRADDLING = [
 
 
 @pytest.mark.parametrize("centered", [False, True])
-def test_quantizer_chooses_the_end_when_the_candidates_straddle_a_half(centered):
+def test_quantizer_chooses_the_end_when_the_candidates_straddle_a_half(centered, kernels):
     rng = np.random.default_rng(7)
     for low, high in STRADDLING:
         x = rng.uniform(low, high, (3, 16)).astype(np.float32)

@@ -22,6 +22,7 @@ import math
 import numpy as np
 
 from ..common import clip
+from ..jit import compiled
 from .fixed_point import round_half_away
 
 _BLOCK = 8
@@ -295,13 +296,17 @@ class AsymmetricRowQuantizer:
     the data's shape skip the broadcasting iterator (~1 us a call on small inputs). Calls whose rows
     include an empty range (a row of zeros) or a scale that is 0 or not finite go to
     quantize_rows_asymmetric too. The arrays a call returns are the quantizer's own (or `out`),
-    overwritten by the next call."""
+    overwritten by the next call. Where compiled kernels run (ops/jit.py), one call of
+    hybrid_inputs_compiled.quantize_rows_asymmetric does it all (rows it cannot take come back here)."""
 
     def __init__(self, rows: int, size: int, centered: bool):
         self._centered = centered
         self._one_row = rows == 1
         self._scratch = np.empty((rows, size), np.float32)
         self._quantized: np.ndarray | None = None  # made by the first call that is given no output
+        self._compiled = compiled("quant.hybrid_inputs_compiled", "quantize_rows_asymmetric")
+        if self._compiled is not None:  # its scales and zero points
+            self._compiled_results = (np.empty(rows, np.float32), np.empty(rows, np.int64))
         if self._one_row:
             return
         self._ends = np.empty((2, rows), np.float32)  # [low, high] of each row, widened to include 0
@@ -331,6 +336,10 @@ class AsymmetricRowQuantizer:
             if self._quantized is None:
                 self._quantized = np.empty(self._scratch.shape, np.float32)
             out = self._quantized
+        if self._compiled is not None:
+            scales, zero_points = self._compiled_results
+            if self._compiled(values, out, scales, zero_points, self._centered):
+                return out, scales, zero_points
         if self._one_row:  # Python scalars beat a dozen NumPy calls
             result = _quantize_row_asymmetric(values, self._centered, out, self._scratch)
             return quantize_rows_asymmetric(values, self._centered, out) if result is None else result

@@ -1,0 +1,79 @@
+"""hybrid_inputs' asymmetric row quantization compiled by numba (ops/jit.py): what
+AsymmetricRowQuantizer does in about twenty NumPy calls, one pass over each row for its range and one
+for its values.
+
+The steps and roundings are _asymmetric_row's and _round_rows' (see hybrid_inputs): the range widened
+to include 0, the scale float32(high - low) / 255 in double, the zero point of the end that loses less,
+rounded half away from zero, the inverse float32(1 / scale); each value x * inverse in float32, rounded
+as NEON's blocks of 8 and std::round in the tail, clamped. Rows that are not finite, or whose scale is 0
+or infinite, are left to the NumPy path. Imported only through jit.compiled.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from .hybrid_inputs import _BELOW_HALF, _BLOCK, _HALF
+
+_F32 = numba.float32
+_ZERO = np.float32(0)
+_ONE = np.float32(1)
+_LOW, _HIGH = np.float32(-128), np.float32(127)
+_OPTIONS = {"cache": True, "nogil": True, "error_model": "numpy", "boundscheck": False}
+
+
+@numba.njit(numba.boolean(_F32[:, :], _F32[:, :], _F32[:], numba.int64[:], numba.boolean), **_OPTIONS)
+def quantize_rows_asymmetric(values, out, scales, zero_points, centered):
+    """quantize_rows_asymmetric(values, centered, out) into out [rows, size], scales [rows] and
+    zero_points [rows]; False (and the outputs partly written) when a row needs the NumPy path."""
+    rows, size = values.shape
+    blocked = size - size % _BLOCK
+    for r in range(rows):
+        row = values[r]
+        low = _ZERO
+        high = _ZERO
+        for x in row:
+            if x != x:
+                return False
+            low = min(low, x)
+            high = max(high, x)
+        target = out[r]
+        if low == high:  # a row of zeros: scale 1, zero point 0, values 0
+            scales[r] = _ONE
+            zero_points[r] = 0
+            for i in range(size):
+                target[i] = _ZERO
+            continue
+        spread = high - low  # float32, as in C
+        scale = np.float64(spread) / 255.0
+        scale32 = np.float32(scale)
+        if not np.isfinite(spread) or scale32 == _ZERO:
+            return False
+        low_scaled = np.float64(low) / scale
+        high_scaled = np.float64(high) / scale
+        if 128.0 + abs(low_scaled) < 127.0 + abs(high_scaled):
+            zero_point = -128.0 - low_scaled
+        else:
+            zero_point = 127.0 - high_scaled
+        zero_point = min(max(zero_point, -128.0), 127.0)
+        whole = np.trunc(zero_point)
+        if abs(zero_point - whole) >= 0.5:
+            whole += np.copysign(1.0, zero_point)
+        nudged = np.int64(whole)
+        inverse = np.float32(1.0 / np.float64(scale32))
+        scales[r] = scale32
+        zero_points[r] = nudged
+        offset = np.float32(nudged)
+        lowest, highest = (_LOW - offset, _HIGH - offset) if centered else (_LOW, _HIGH)
+        for i in range(size):
+            p = row[i] * inverse
+            q = np.trunc(p + np.copysign(_HALF if i < blocked else _BELOW_HALF, p))
+            if not centered:
+                q = q + offset
+            if q < lowest:
+                q = lowest
+            if q > highest:
+                q = highest
+            target[i] = q
+    return True
