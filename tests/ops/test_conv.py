@@ -1151,9 +1151,10 @@ def test_program_rebuilds_its_calls_only_for_new_operands():
 
 @pytest.mark.parametrize("op", [Op.CONV_2D, Op.DEPTHWISE_CONV_2D])
 @pytest.mark.parametrize("resolver", RESOLVERS)
-def test_int8_calls_follow_resized_tensors(op, resolver):
+def test_int8_calls_follow_resized_tensors(op, resolver, kernels):
     """The int8 kernels run calls bound to the arena's arrays (program.py): invokes before and after
-    resizes (new arrays, new staging and im2col geometry) match LiteRT's."""
+    resizes (new arrays, new staging and im2col geometry) match LiteRT's, with the NumPy requantization
+    and with the compiled one."""
     rng = np.random.default_rng(7)
     channels = 8  # whole NEON blocks: no scalar tail in the optimized depthwise kernel
     scales = _affine(np.linspace(0.01, 0.03, channels), axis=0 if op == Op.CONV_2D else 3)

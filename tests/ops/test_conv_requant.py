@@ -1,7 +1,8 @@
 """Requant's float64 path (ops/conv/requant.py) against TFLite's NEON requantization in int64
 (fixed_point.multiply_by_quantized_multiplier_simd), at the edges its exactness argument relies on:
 multipliers near 2**30 and 2**31, right and left shifts, extreme zero points and clamp ranges, and
-accumulators at the bound the kernel declared, for int8, uint8 and int16 outputs."""
+accumulators at the bound the kernel declared, for int8, uint8 and int16 outputs; in NumPy calls and in
+the compiled kernels of requant_compiled.py (the `kernels` fixture)."""
 
 from __future__ import annotations
 
@@ -55,7 +56,7 @@ def test_cases_cover_every_finish():
 
 
 @pytest.mark.parametrize("dtype, multipliers, shifts, zero_point, clamp, bound", CASES)
-def test_float_path_matches_simd_rounding(dtype, multipliers, shifts, zero_point, clamp, bound):
+def test_float_path_matches_simd_rounding(dtype, multipliers, shifts, zero_point, clamp, bound, kernels):
     rng = np.random.default_rng(abs(hash((str(dtype), zero_point, bound))) % 2**32)
     channels = 2 * len(multipliers)
     multiplier = np.resize(np.array(multipliers, np.int64), channels)
@@ -69,6 +70,9 @@ def test_float_path_matches_simd_rounding(dtype, multipliers, shifts, zero_point
         assert requant._float_constants(terms) is not None, "the float64 path must be the one tested"
         out = np.empty((1, pixels, channels), dtype)
         wide = np.empty(out.shape, np.int64)
+        product = acc.astype(np.float32).reshape(out.shape)
+        one_call = len(requant.float_calls(product, terms, wide, out)) == 1
+        assert one_call == (kernels == "compiled")
         requant.requantize(
             acc.astype(np.float32 if bound < 2**24 else np.float64).reshape(out.shape), terms, wide, out
         )
@@ -77,7 +81,9 @@ def test_float_path_matches_simd_rounding(dtype, multipliers, shifts, zero_point
 
 
 @pytest.mark.parametrize("dtype, multipliers, shifts, zero_point, clamp, bound", CASES)
-def test_folded_product_finish_matches_simd_rounding(dtype, multipliers, shifts, zero_point, clamp, bound):
+def test_folded_product_finish_matches_simd_rounding(
+    dtype, multipliers, shifts, zero_point, clamp, bound, kernels
+):
     """CONV_2D's scaled path: the product already multiplied by m' and offset by c' (as the weights and
     the bias row carry them), then Requant.finish_calls."""
     rng = np.random.default_rng(bound)
@@ -91,6 +97,8 @@ def test_folded_product_finish_matches_simd_rounding(dtype, multipliers, shifts,
     fast = requant._float_constants(terms)
     scaled = acc * fast.scale + fast.constant  # exact: the integer numerators stay below 2**53
     out = np.empty(acc.shape, dtype)
-    for call in requant.finish_calls(scaled, out, np.empty(acc.shape, np.int32), terms):
+    calls = requant.finish_calls(scaled, out, np.empty(acc.shape, np.int32), terms)
+    assert (len(calls) == 1) == (kernels == "compiled")
+    for call in calls:
         call()
     np.testing.assert_array_equal(out, _reference(acc, terms, multiplier, shift, zero_point, low, high))

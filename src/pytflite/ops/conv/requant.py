@@ -12,6 +12,7 @@ import numpy as np
 from ...core.derived import derived_constants_of, derived_key
 from ...errors import ensure
 from ..common import clip
+from ..jit import compiled
 from ..quant import fixed_point as fp
 from .rows import apply_row, channel_row, row_calls
 
@@ -250,6 +251,20 @@ class Requant:
         rows = self._tiled(out.size // channels if channels else 0, terms)
         if rows.fast is None:
             return None
+        fast = self._float_constants(terms)
+        kernel = _compiled("requantize", product, out)
+        if kernel is not None:
+            channels = out.shape[-1]
+            return [
+                partial(
+                    kernel,
+                    product.reshape(-1, channels),
+                    _read_only(fast.scale),
+                    _read_only(fast.constant),
+                    *self._lifted_bounds(fast),
+                    out.reshape(-1, channels),
+                )
+            ]
         scale, constant = rows.fast
         t = wide.view(np.float64)
         values, calls = product, []
@@ -286,6 +301,11 @@ class Requant:
         `scratch`, a C-contiguous array of at least 4 bytes per output, not `values`), their clamp,
         their cast to the unsigned view of out, which wraps the lift away (else it is added back)."""
         fast = self._float_constants(terms)
+        kernel = _compiled("finish", values, out)
+        if kernel is not None:
+            channels = out.shape[-1]
+            shaped = values.reshape(-1, channels), out.reshape(-1, channels)
+            return [partial(kernel, shaped[0], *self._lifted_bounds(fast), shaped[1])]
         lifted = scratch.reshape(-1).view(np.uint8)[: out.size * fast.low.itemsize]
         lifted = lifted.view(fast.low.dtype).reshape(out.shape)
         unsigned = out.view(np.dtype(f"u{out.dtype.itemsize}"))
@@ -297,6 +317,11 @@ class Requant:
         if fast.back is not None:
             calls.append(partial(np.add, out, fast.back, out=out))
         return calls
+
+    def _lifted_bounds(self, fast: FloatMap) -> tuple[int, int, int]:
+        """The float64 path's clamp bounds (lifted) and the lift, as integers (the compiled kernels')."""
+        lowest = int(fast.low)
+        return lowest, int(fast.high), lowest - self.low
 
     def _apply(self, acc: np.ndarray, out: np.ndarray, rows: _Rows) -> None:
         """Requantize `acc` (int64, overwritten) into `out` (same shape, the output's integer type)."""
@@ -330,6 +355,27 @@ class Requant:
             acc.reshape(-1)[-self.scalar_tail :] = flat_tail
         clip(acc, self.low, self.high, out=acc)
         np.copyto(out, acc, casting="unsafe")  # a cast inside the clip would run buffered
+
+
+_COMPILED_TYPES = {np.dtype(np.int8), np.dtype(np.uint8), np.dtype(np.int16)}
+
+
+def _compiled(name: str, values: np.ndarray, out: np.ndarray):
+    """requant_compiled's `name` for these arrays (C-contiguous, with the channels last), or None: no
+    compiled kernels here, or arrays it does not take."""
+    if out.dtype not in _COMPILED_TYPES or values.dtype not in (np.float32, np.float64) or out.size == 0:
+        return None
+    if name == "finish" and values.dtype != np.float64:
+        return None
+    if not (values.flags.c_contiguous and out.flags.c_contiguous) or values.size != out.size:
+        return None
+    return compiled("conv.requant_compiled", name)
+
+
+def _read_only(values: np.ndarray) -> np.ndarray:
+    view = values.view()
+    view.flags.writeable = False
+    return view
 
 
 def _per_channel(ufunc, acc: np.ndarray, values) -> None:
