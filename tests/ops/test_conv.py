@@ -10,7 +10,7 @@ from functools import partial
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pytflite
@@ -721,7 +721,7 @@ def _output_scale(in_scale: float, w_scales, depth: int, in_type: T, squeeze: fl
     return float(np.float32(typical / (100 if in_type != T.INT16 else 20000) / squeeze))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     in_type=st.sampled_from([T.INT8, T.INT8, T.INT16, T.UINT8]),
     batch=st.integers(1, 2),
@@ -755,6 +755,7 @@ def test_quantized_conv2d(
     squeeze,
     resolver,
     seed,
+    kernels,
 ):
     """uint8 (per-tensor filter with a zero point), int8 and int16x8 (int64 bias), per-tensor or
     per-channel filter scales, grouped (int8), every padding, stride, dilation and fused activation."""
@@ -795,7 +796,7 @@ def test_quantized_conv2d(
     _compare_invokes(model, feeds, resolver)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     in_type=st.sampled_from([T.INT8, T.INT8, T.INT16, T.UINT8]),
     batch=st.integers(1, 2),
@@ -827,6 +828,7 @@ def test_quantized_depthwise_conv2d(
     squeeze,
     resolver,
     seed,
+    kernels,
 ):
     """Depth multipliers, channel counts off the NEON blocks of 8, every padding/stride/dilation; no
     bias only with BUILTIN_REF (LiteRT's optimized kernel crashes without one)."""
@@ -1189,6 +1191,8 @@ def test_int8_calls_follow_resized_tensors(op, resolver, kernels):
         assert integer.program is not None and integer.requantizes == simd
     else:  # the depthwise kernel has calls for the float64 requantization only
         assert (integer.program is not None) == simd
+        if simd and kernels == "compiled":  # the sums and the requantization in one compiled call
+            assert len(integer.program._calls) == 1
 
 
 @pytest.mark.parametrize(

@@ -4,8 +4,10 @@ one really calls it. Their results against LiteRT are checked where each kernel 
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -48,6 +50,20 @@ def _outputs(model, runs):
 def test_import_leaves_numba_unloaded():
     code = "import sys, pytflite; assert 'numba' not in sys.modules, 'numba imported by import pytflite'"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+_OPS = Path(jit.__file__).parent
+COMPILED_MODULES = sorted(
+    ".".join(path.relative_to(_OPS).with_suffix("").parts) for path in _OPS.rglob("*_compiled.py")
+)
+
+
+@needs_numba
+@pytest.mark.parametrize("module", COMPILED_MODULES)
+def test_every_compiled_module_compiles(module):
+    """A compiled module that fails to compile would only log a warning and leave its kernel on NumPy:
+    here it fails."""
+    importlib.import_module(f"pytflite.ops.{module}")
 
 
 def test_switched_off_by_the_environment_and_by_set_enabled(monkeypatch):

@@ -22,6 +22,10 @@ logger = logging.getLogger("pytflite")
 
 ENV_VAR = "PYTFLITE_JIT"
 
+# how every compiled kernel is compiled: cached on disk, without the GIL, Python's error checks off (a
+# kernel's caller has checked its operands), never fast-math (results must be the NumPy path's)
+OPTIONS = {"cache": True, "nogil": True, "error_model": "numpy", "boundscheck": False}
+
 _lock = threading.Lock()
 _forced: bool | None = None  # set_enabled's choice; None: the environment decides
 _modules: dict[str, object | None] = {}  # a compiled module by name, None where it could not load
@@ -51,7 +55,9 @@ def _load(name: str):
             try:
                 _modules[name] = importlib.import_module(name)
             except Exception as error:  # ImportError, or a numba that rejects this NumPy or Python
-                logger.info("pytflite: compiled kernels unavailable (%s: %s); NumPy kernels run", name, error)
+                # numba missing is normal; one of pytflite's compiled modules failing to compile is not
+                report = logger.info if name == "numba" else logger.warning
+                report("pytflite: compiled kernels unavailable (%s: %s); NumPy kernels run", name, error)
                 _modules[name] = None
         return _modules[name]
 

@@ -34,6 +34,7 @@ from ..common import (
     scratch_tensor,
     set_temporaries,
 )
+from ..jit import compiled
 from ..quant.hybrid_inputs import AsymmetricRowQuantizer
 from ..registry import register_builtin
 from ..windows import (
@@ -68,7 +69,7 @@ from .common import (
     shared_constant,
 )
 from .program import Program
-from .requant import Requant
+from .requant import Requant, _read_only
 from .rows import apply_row, bias_and_clamp_calls, channel_row, fill_row
 
 # einsum's C function itself: np.einsum's Python layer costs more than a small depthwise layer (~1 us).
@@ -87,6 +88,8 @@ class IntegerDepthwise:
     bias: np.ndarray | None = None  # int64 [C]: bias - zp * sum over taps of w, when constant
     sums: np.ndarray | None = None  # int64 [C]: sum over taps of w, for a constant filter
     program: Program | None = None  # constant filter and terms, float64 requantization: the calls
+    geometry: tuple[int, ...] = ()  # stride h, w, dilation h, w, pad top, left (the compiled kernel's)
+    multiplier: int = 1
 
     def weights(self, filt: np.ndarray, width: int):
         values = filt.astype(np.int64) - self.filter_offset
@@ -329,6 +332,8 @@ def _depthwise_integer(context, node, state, options, source, weights, bias, out
     )
     requant.product_bound = magnitude * weight_sum  # the staged input is raw: |x| <= magnitude
     integer = IntegerDepthwise(requant, source.params.zero_point, offset, dtype)
+    integer.geometry = (*window.strides, *window.dilation, window.pads[0][0], window.pads[1][0])
+    integer.multiplier = out_channels // channels
     state.pad_value = source.params.zero_point
     width = window.out[1]
     if constant is not None:
@@ -451,8 +456,28 @@ def _float_calls(state: DepthwiseState, x, out, scratch, bias) -> list:
 
 def _integer_calls(state: DepthwiseState, x, out, scratch, acc, wide) -> list:
     """The invoke of a quantized DEPTHWISE_CONV_2D with a constant filter and terms, as calls
-    (program.py): the staging, the sums, the requantization."""
+    (program.py): the staging, the sums, the requantization; or, where compiled kernels run,
+    depthwise_compiled.depthwise doing all three."""
     integer = state.integer
+    kernel = compiled("conv.depthwise_compiled", "depthwise")
+    if kernel is not None and x.flags.c_contiguous and out.flags.c_contiguous:  # one call for all
+        requant = integer.requant
+        fast = requant._float_constants(integer.bias)
+        return [
+            partial(
+                kernel,
+                x,
+                integer.input_zero_point,
+                _read_only(state.weights),
+                integer.geometry,
+                integer.multiplier,
+                acc.reshape(-1)[: out.shape[2] * out.shape[3]],  # the sums of one output row
+                _read_only(fast.scale),
+                _read_only(fast.constant),
+                requant._lifted_bounds(fast),
+                out,
+            )
+        ]
     calls = state.staging.calls(x, scratch, state.pad_value)
     calls.append(_sums_call(state, scratch, state.weights, acc))
     return calls + integer.requant.float_calls(acc.reshape(out.shape), integer.bias, wide, out)

@@ -12,7 +12,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-_OPTIONS = {"cache": True, "nogil": True, "error_model": "numpy", "boundscheck": False}
+from ..jit import OPTIONS
+
 _OUTPUTS = (numba.int8, numba.uint8, numba.int16)
 _I64 = numba.int64
 # the per-channel scale and constant: read-only (the model's shared constants), Requant passes them so
@@ -25,7 +26,7 @@ _CHANNELS = numba.types.Array(numba.float64, 1, "C", readonly=True)
         for product in (numba.float32, numba.float64)
         for output in _OUTPUTS
     ],
-    **_OPTIONS,
+    **OPTIONS,
 )
 def requantize(product, scale, constant, lowest, highest, lift, out):
     """out [pixels, C] = floor(clamp(product * scale + constant, lowest, highest)) - lift, per channel
@@ -46,7 +47,7 @@ def requantize(product, scale, constant, lowest, highest, lift, out):
 
 @numba.njit(
     [numba.void(numba.float64[:, ::1], _I64, _I64, _I64, output[:, ::1]) for output in _OUTPUTS],
-    **_OPTIONS,
+    **OPTIONS,
 )
 def finish(values, lowest, highest, lift, out):
     """out = floor(clamp(values, lowest, highest)) - lift, for values the product already scaled."""

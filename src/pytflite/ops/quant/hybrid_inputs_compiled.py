@@ -14,16 +14,16 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ..jit import OPTIONS
 from .hybrid_inputs import _BELOW_HALF, _BLOCK, _HALF
 
 _F32 = numba.float32
 _ZERO = np.float32(0)
 _ONE = np.float32(1)
 _LOW, _HIGH = np.float32(-128), np.float32(127)
-_OPTIONS = {"cache": True, "nogil": True, "error_model": "numpy", "boundscheck": False}
 
 
-@numba.njit(numba.boolean(_F32[:, :], _F32[:, :], _F32[:], numba.int64[:], numba.boolean), **_OPTIONS)
+@numba.njit(numba.boolean(_F32[:, :], _F32[:, :], _F32[:], numba.int64[:], numba.boolean), **OPTIONS)
 def quantize_rows_asymmetric(values, out, scales, zero_points, centered):
     """quantize_rows_asymmetric(values, centered, out) into out [rows, size], scales [rows] and
     zero_points [rows]; False (and the outputs partly written) when a row needs the NumPy path."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ..jit import OPTIONS
 from .activations import _TANH_CLAMP, _TANH_P, _TANH_Q
 
 _F32 = numba.float32
@@ -21,10 +22,8 @@ _Q0, _Q1, _Q2, _Q3, _Q4 = _TANH_Q
 _HALF = np.float32(0.5)
 _ZERO = np.float32(0)
 
-_OPTIONS = {"cache": True, "nogil": True, "error_model": "numpy", "boundscheck": False}
 
-
-@numba.njit(_F32(_F32), inline="always", **_OPTIONS)
+@numba.njit(_F32(_F32), inline="always", **OPTIONS)
 def eigen_tanh(x):
     """activations._tanh on one float32: the clamp, Horner's steps unfused, one division."""
     z = x
@@ -41,7 +40,7 @@ def eigen_tanh(x):
 
 @numba.njit(
     numba.void(_F32[:, :, :], _F32[:, :], _F32[:, :], _F32[:, :], _F32[:, :, :], numba.boolean, _F32),
-    **_OPTIONS,
+    **OPTIONS,
 )
 def plain_lstm_steps(pre, weights, h, c, out, forward, limit):
     """Run the steps of pre [time, batch, 4n] (input terms and bias, gates [i f o g], the sigmoid ones

@@ -1,0 +1,137 @@
+"""The quantized DEPTHWISE_CONV_2D compiled by numba (ops/jit.py): the sums over the taps and the float64
+requantization in one call, reading the input where it lies instead of a padded float copy.
+
+The sums are the NumPy path's (depthwise.py): the raw input times the filter minus its offset, a tap
+outside the input reading the input's zero point, in the kernel's exact float type (every partial sum is
+an integer below 2**24 in float32, below 2**53 in float64, so their order is free). The requantization is
+requant_compiled.requantize's. With a column stride of 1 and no depth multiplier, a row of outputs is
+summed along whole rows ([OW * C] at a time, vectorized); otherwise pixel by pixel. Imported only through
+jit.compiled.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from ..jit import OPTIONS
+
+_I64 = numba.int64
+
+
+def _signatures():
+    channels = numba.types.Array(numba.float64, 1, "C", readonly=True)
+    found = []
+    for storage in (numba.int8, numba.uint8):
+        for sums in (numba.float32, numba.float64):
+            weights = numba.types.Array(sums, 3, "C", readonly=True)
+            found.append(
+                numba.void(
+                    storage[:, :, :, ::1],  # x [N, H, W, C_in]
+                    _I64,  # its zero point
+                    weights,  # [KH, KW, OW * C]: each tap's weights tiled over an output row
+                    numba.types.UniTuple(_I64, 6),  # stride h, w, dilation h, w, pad top, left
+                    _I64,  # depth multiplier
+                    sums[::1],  # scratch [OW * C]
+                    channels,  # float64 path: scale [C]
+                    channels,  # and constant [C]
+                    numba.types.UniTuple(_I64, 3),  # lifted bounds and the lift
+                    storage[:, :, :, ::1],  # out [N, OH, OW, C]
+                )
+            )
+    return found
+
+
+@numba.njit(inline="always", **OPTIONS)
+def _row_sums(image, pad, weights, geometry, oh, acc):
+    """acc [OW * C] = output row oh's sums, whole rows at a time (column stride 1, no multiplier)."""
+    height, width, channels = image.shape
+    taps_h, taps_w, _ = weights.shape
+    stride_h, _, dilation_h, dilation_w, top, left = geometry
+    out_width = acc.size // channels
+    for q in range(acc.size):
+        acc[q] = 0
+    for i in range(taps_h):
+        r = oh * stride_h - top + i * dilation_h
+        inside = 0 <= r < height
+        line = image[min(max(r, 0), height - 1)].reshape(-1)
+        for j in range(taps_w):
+            tap = weights[i, j]
+            shift = j * dilation_w - left  # output column ow reads input column ow + shift
+            first = min(max(0, -shift), out_width) if inside else out_width
+            last = max(min(out_width, width - shift), first)
+            for q in range(first * channels):
+                acc[q] += pad * tap[q]
+            for q in range(last * channels, acc.size):
+                acc[q] += pad * tap[q]
+            span = acc[first * channels : last * channels]
+            source = line[(first + shift) * channels : (last + shift) * channels]
+            part = tap[first * channels : last * channels]
+            for q in range(span.size):
+                span[q] += source[q] * part[q]
+
+
+@numba.njit(inline="always", **OPTIONS)
+def _pixel_sums(image, pad, weights, geometry, multiplier, oh, acc, channels):
+    """acc [OW * C] = output row oh's sums, pixel by pixel (any stride and depth multiplier)."""
+    height, width, depth = image.shape
+    taps_h, taps_w, _ = weights.shape
+    stride_h, stride_w, dilation_h, dilation_w, top, left = geometry
+    for ow in range(acc.size // channels):
+        span = acc[ow * channels : (ow + 1) * channels]
+        for c in range(channels):
+            span[c] = 0
+        for i in range(taps_h):
+            r = oh * stride_h - top + i * dilation_h
+            for j in range(taps_w):
+                part = weights[i, j, :channels]  # a tap's weights are the same for every column
+                column = ow * stride_w - left + j * dilation_w
+                if not (0 <= r < height and 0 <= column < width):
+                    for c in range(channels):
+                        span[c] += pad * part[c]
+                    continue
+                source = image[r, column]
+                if multiplier == 1:
+                    for c in range(channels):
+                        span[c] += source[c] * part[c]
+                    continue
+                for k in range(depth):  # output channel c reads input channel c // multiplier
+                    value = source[k]
+                    for m in range(k * multiplier, (k + 1) * multiplier):
+                        span[m] += value * part[m]
+
+
+@numba.njit(inline="always", **OPTIONS)
+def _requantize_row(acc, scale, constant, bounds, target):
+    """target [OW, C] = requant_compiled.requantize of the sums acc [OW * C]."""
+    lowest, highest, lift = bounds
+    low = np.float64(lowest)
+    high = np.float64(highest)
+    out_width, channels = target.shape
+    for ow in range(out_width):
+        sums = acc[ow * channels : (ow + 1) * channels]
+        pixel = target[ow]
+        for c in range(channels):
+            value = np.float64(sums[c]) * scale[c] + constant[c]
+            if value < low:
+                value = low
+            if value > high:
+                value = high
+            pixel[c] = np.int32(value) - lift
+
+
+@numba.njit(_signatures(), **OPTIONS)
+def depthwise(x, zero_point, weights, geometry, multiplier, acc, scale, constant, bounds, out):
+    """out = the requantized depthwise sums of x (see the module's docstring)."""
+    batches = x.shape[0]
+    out_height = out.shape[1]
+    pad = np.empty(1, acc.dtype)
+    pad[0] = zero_point  # exact: |zero point| <= 255
+    rows = geometry[1] == 1 and multiplier == 1
+    for n in range(batches):
+        for oh in range(out_height):
+            if rows:
+                _row_sums(x[n], pad[0], weights, geometry, oh, acc)
+            else:
+                _pixel_sums(x[n], pad[0], weights, geometry, multiplier, oh, acc, out.shape[3])
+            _requantize_row(acc, scale, constant, bounds, out[n, oh])
