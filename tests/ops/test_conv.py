@@ -1019,7 +1019,7 @@ def test_hybrid_conv2d(
     _compare_invokes(model, feeds, resolver)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     batch=st.integers(1, 3),
     size=st.tuples(st.integers(1, 7), st.integers(1, 7)),
@@ -1047,6 +1047,7 @@ def test_hybrid_depthwise_conv2d(
     minus_128,
     resolver,
     seed,
+    kernels,
 ):
     """float32 input, int8 filter with per-channel scales: channel counts off NEON's blocks of 4
     (whose two scalings are ordered differently), three invokes with different inputs."""
@@ -1455,7 +1456,7 @@ def _depthwise_model(
     return SingleOpModel(Op.DEPTHWISE_CONV_2D, operands, [T.FLOAT32], options, version=2).build()
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     batch=st.integers(1, 2),
     size=st.tuples(st.integers(1, 9), st.integers(1, 9)),
@@ -1485,6 +1486,7 @@ def test_depthwise_conv2d_exact_summation_is_bit_identical(
     bias,
     resolver,
     seed,
+    kernels,
 ):
     if any(_valid_out(size[i], kernel[i], strides[i], dilation[i]) <= 0 for i in range(2)):
         return
@@ -1509,14 +1511,23 @@ def test_depthwise_conv2d_exact_summation_is_bit_identical(
 
 
 @pytest.mark.parametrize("resolver", RESOLVERS)
-def test_depthwise_conv2d_exact_summation_in_row_batches(monkeypatch, resolver):
-    """Large outputs are summed a few output rows at a time (here, one or two)."""
+def test_depthwise_conv2d_exact_summation_in_row_batches(monkeypatch, resolver, kernels):
+    """Large outputs are summed a few output rows at a time (here, one or two; the NumPy kernel), or by
+    the compiled kernel."""
     from pytflite.ops.conv import depthwise
 
     rng = np.random.default_rng(9)
     monkeypatch.setattr(depthwise, "_TERMS_AT_ONCE", 10 * 2 * 48 * 2)
     model, feeds = _depthwise_model(rng, 2, (11, 12), (3, 3), 16, 1, strides=(1, 1))
     _assert_identical(model, feeds, resolver)
+    interpreter = pytflite.Interpreter(
+        model_content=model,
+        experimental_op_resolver_type=getattr(litert.OpResolverType, resolver),
+        experimental_exact_float_summation=True,
+    )
+    interpreter.allocate_tensors()
+    state = interpreter.subgraphs[0].nodes[0][0].user_data
+    assert state.exact and (state.compiled_float is not None) == (kernels == "compiled")
     if resolver == RESOLVERS[0]:  # the fast path adds the bias last, as only the reference kernel does
         ours, theirs = _exact_outputs(model, feeds, resolver, exact=False)
         assert not np.array_equal(ours[0], theirs[0])

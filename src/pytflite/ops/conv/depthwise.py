@@ -88,8 +88,6 @@ class IntegerDepthwise:
     bias: np.ndarray | None = None  # int64 [C]: bias - zp * sum over taps of w, when constant
     sums: np.ndarray | None = None  # int64 [C]: sum over taps of w, for a constant filter
     program: Program | None = None  # constant filter and terms, float64 requantization: the calls
-    geometry: tuple[int, ...] = ()  # stride h, w, dilation h, w, pad top, left (the compiled kernel's)
-    multiplier: int = 1
 
     def weights(self, filt: np.ndarray, width: int):
         values = filt.astype(np.int64) - self.filter_offset
@@ -116,6 +114,7 @@ class HybridDepthwise:
     bias_constant: bool = False
     factors: tuple[np.ndarray, np.ndarray] = ()
     quantizer: AsymmetricRowQuantizer | None = None  # the input's (common._input_quantizer)
+    no_bias: np.ndarray | None = None  # zeros [C]: the compiled sums' bias
 
 
 @dataclass(frozen=True)
@@ -139,6 +138,10 @@ class DepthwiseState:
     # bias is the first term (LiteRT's optimized kernel) or the last (its reference kernel)
     exact: bool = False
     bias_first: bool = True
+    # exact mode, and a hybrid kernel's float32 sums: depthwise_compiled.depthwise_float, where it runs
+    compiled_float: Callable | None = None
+    geometry: tuple[int, ...] = ()  # stride h, w, dilation h, w, pad top, left (the compiled kernels')
+    multiplier: int = 1  # the depth multiplier
     program: Program | None = None  # float, constant filter, not exact: depthwise_invoke's calls
 
 
@@ -237,6 +240,8 @@ def _depthwise_prepare(context, node, state, optimized: bool) -> None:
         ensure_eq(bias.shape[0], out_channels, f"{op} bias size")
     window = plan_window(options, (h, w), (kh, kw), dilation, checked=True)
     context.resize_tensor(output, (n, *window.out, out_channels))
+    state.geometry = (*window.strides, *window.dilation, window.pads[0][0], window.pads[1][0])
+    state.multiplier = out_channels // channels
     if source.type in _INTEGER:
         _depthwise_integer(context, node, state, options, source, weights, bias, output, window, optimized)
         return
@@ -253,6 +258,7 @@ def _depthwise_prepare(context, node, state, optimized: bool) -> None:
             temporaries.append(state.scratch)
         if context.exact_float_summation:
             state.exact = True
+            state.compiled_float = compiled("conv.depthwise_compiled", "depthwise_float")
             terms = kh * kw + 1
             row = n * window.out[1] * out_channels
             rows = max(1, min(window.out[0], _TERMS_AT_ONCE // (terms * row)))
@@ -332,8 +338,6 @@ def _depthwise_integer(context, node, state, options, source, weights, bias, out
     )
     requant.product_bound = magnitude * weight_sum  # the staged input is raw: |x| <= magnitude
     integer = IntegerDepthwise(requant, source.params.zero_point, offset, dtype)
-    integer.geometry = (*window.strides, *window.dilation, window.pads[0][0], window.pads[1][0])
-    integer.multiplier = out_channels // channels
     state.pad_value = source.params.zero_point
     width = window.out[1]
     if constant is not None:
@@ -397,6 +401,9 @@ def _depthwise_hybrid(context, node, state, options, source, weights, bias, outp
     dtype = _float_dtype(255 * weight_sum)
     if constant is not None:
         state.weights = _tile_weights(constant.astype(dtype), window.out[1])
+    if dtype == np.float32:
+        state.compiled_float = compiled("conv.depthwise_compiled", "depthwise_float")
+        hybrid.no_bias = _read_only(np.zeros(out_channels, np.float32))
     temporaries = _plan_depthwise_sums(context, node, state, source, window, out_channels, dtype, stage=False)
     if state.acc in temporaries:  # the quantized input, as the sums' type (float32: quantized into it)
         scratch_tensor(context, state.wide, _FLOAT_TYPES[np.dtype(dtype)], source.shape)
@@ -469,8 +476,8 @@ def _integer_calls(state: DepthwiseState, x, out, scratch, acc, wide) -> list:
                 x,
                 integer.input_zero_point,
                 _read_only(state.weights),
-                integer.geometry,
-                integer.multiplier,
+                state.geometry,
+                state.multiplier,
                 acc.reshape(-1)[: out.shape[2] * out.shape[3]],  # the sums of one output row
                 _read_only(fast.scale),
                 _read_only(fast.constant),
@@ -505,7 +512,14 @@ def depthwise_invoke(context, node):
     rows = out.reshape(out.shape[0], out.shape[1], -1)
     if state.exact:
         bias = tensors[node.inputs[2]].data if len(node.inputs) == 3 else None
-        _depthwise_exact(tensors, state, tensors[node.inputs[0]].data, w, bias, rows)
+        x = tensors[node.inputs[0]].data
+        if state.compiled_float is not None and x.flags.c_contiguous and out.flags.c_contiguous:
+            bias = np.zeros(out.shape[3], np.float32) if bias is None else bias.reshape(-1)
+            state.compiled_float(
+                x, _read_only(w), state.geometry, state.multiplier, _read_only(bias), state.bias_first, out
+            )
+        else:
+            _depthwise_exact(tensors, state, x, w, bias, rows)
         if state.clamp is not None:
             state.clamp(out)
         return
@@ -549,7 +563,13 @@ def _depthwise_hybrid_invoke(context, node, state: DepthwiseState, out: np.ndarr
     if w is None:
         w = _tile_weights(tensors[node.inputs[1]].data.astype(state.dtype), out.shape[2])
     acc = tensors[state.acc].data
-    _depthwise_sums(tensors, state, quantized, w, acc)
+    if state.compiled_float is not None:  # the same exact sums: 0 + the products
+        sums = acc.reshape(out.shape)
+        state.compiled_float(
+            quantized, _read_only(w), state.geometry, state.multiplier, hybrid.no_bias, True, sums
+        )
+    else:
+        _depthwise_sums(tensors, state, quantized, w, acc)
     rows = out.reshape(acc.shape)  # [N, OH, OW*C]
     np.copyto(rows, acc, casting="unsafe")  # float(int32 accumulator)
     bias_row = None

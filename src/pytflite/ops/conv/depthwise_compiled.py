@@ -1,12 +1,14 @@
-"""The quantized DEPTHWISE_CONV_2D compiled by numba (ops/jit.py): the sums over the taps and the float64
-requantization in one call, reading the input where it lies instead of a padded float copy.
+"""DEPTHWISE_CONV_2D compiled by numba (ops/jit.py), reading the input where it lies instead of a padded
+copy: the quantized kernel (sums and float64 requantization in one call) and the float kernel in exact
+mode (LiteRT's order of float32 additions).
 
-The sums are the NumPy path's (depthwise.py): the raw input times the filter minus its offset, a tap
-outside the input reading the input's zero point, in the kernel's exact float type (every partial sum is
-an integer below 2**24 in float32, below 2**53 in float64, so their order is free). The requantization is
-requant_compiled.requantize's. With a column stride of 1 and no depth multiplier, a row of outputs is
-summed along whole rows ([OW * C] at a time, vectorized); otherwise pixel by pixel. Imported only through
-jit.compiled.
+The sums are the NumPy path's (depthwise.py): the input times each tap's weights, a tap outside the input
+reading the padding value (the zero point; 0.0 for floats), taps added in row-major order, each product
+and each addition rounded to the sums' type. Quantized, that type is exact (every partial sum an integer
+below 2**24 in float32, below 2**53 in float64) and the requantization is requant_compiled.requantize's;
+float, the bias comes first (LiteRT's optimized kernel) or last (its reference kernel). With a column
+stride of 1 and no depth multiplier, a row of outputs is summed along whole rows ([OW * C] at a time,
+vectorized); otherwise pixel by pixel. Imported only through jit.compiled.
 """
 
 from __future__ import annotations
@@ -44,13 +46,11 @@ def _signatures():
 
 @numba.njit(inline="always", **OPTIONS)
 def _row_sums(image, pad, weights, geometry, oh, acc):
-    """acc [OW * C] = output row oh's sums, whole rows at a time (column stride 1, no multiplier)."""
+    """acc [OW * C] += output row oh's products, whole rows at a time (column stride 1, no multiplier)."""
     height, width, channels = image.shape
     taps_h, taps_w, _ = weights.shape
     stride_h, _, dilation_h, dilation_w, top, left = geometry
     out_width = acc.size // channels
-    for q in range(acc.size):
-        acc[q] = 0
     for i in range(taps_h):
         r = oh * stride_h - top + i * dilation_h
         inside = 0 <= r < height
@@ -73,14 +73,12 @@ def _row_sums(image, pad, weights, geometry, oh, acc):
 
 @numba.njit(inline="always", **OPTIONS)
 def _pixel_sums(image, pad, weights, geometry, multiplier, oh, acc, channels):
-    """acc [OW * C] = output row oh's sums, pixel by pixel (any stride and depth multiplier)."""
+    """acc [OW * C] += output row oh's products, pixel by pixel (any stride and depth multiplier)."""
     height, width, depth = image.shape
     taps_h, taps_w, _ = weights.shape
     stride_h, stride_w, dilation_h, dilation_w, top, left = geometry
     for ow in range(acc.size // channels):
         span = acc[ow * channels : (ow + 1) * channels]
-        for c in range(channels):
-            span[c] = 0
         for i in range(taps_h):
             r = oh * stride_h - top + i * dilation_h
             for j in range(taps_w):
@@ -99,6 +97,15 @@ def _pixel_sums(image, pad, weights, geometry, multiplier, oh, acc, channels):
                     value = source[k]
                     for m in range(k * multiplier, (k + 1) * multiplier):
                         span[m] += value * part[m]
+
+
+@numba.njit(inline="always", **OPTIONS)
+def _add_products(image, pad, weights, geometry, multiplier, oh, acc, channels):
+    """acc [OW * C] += output row oh's products, in tap order."""
+    if geometry[1] == 1 and multiplier == 1:
+        _row_sums(image, pad, weights, geometry, oh, acc)
+    else:
+        _pixel_sums(image, pad, weights, geometry, multiplier, oh, acc, channels)
 
 
 @numba.njit(inline="always", **OPTIONS)
@@ -127,11 +134,38 @@ def depthwise(x, zero_point, weights, geometry, multiplier, acc, scale, constant
     out_height = out.shape[1]
     pad = np.empty(1, acc.dtype)
     pad[0] = zero_point  # exact: |zero point| <= 255
-    rows = geometry[1] == 1 and multiplier == 1
     for n in range(batches):
         for oh in range(out_height):
-            if rows:
-                _row_sums(x[n], pad[0], weights, geometry, oh, acc)
-            else:
-                _pixel_sums(x[n], pad[0], weights, geometry, multiplier, oh, acc, out.shape[3])
+            for q in range(acc.size):
+                acc[q] = 0
+            _add_products(x[n], pad[0], weights, geometry, multiplier, oh, acc, out.shape[3])
             _requantize_row(acc, scale, constant, bounds, out[n, oh])
+
+
+def _float_signatures():
+    constant = numba.types.Array(numba.float32, 1, "C", readonly=True)
+    weights = numba.types.Array(numba.float32, 3, "C", readonly=True)
+    geometry = numba.types.UniTuple(_I64, 6)
+    image = numba.float32[:, :, :, ::1]
+    return [numba.void(image, weights, geometry, _I64, constant, numba.boolean, image)]
+
+
+@numba.njit(_float_signatures(), **OPTIONS)
+def depthwise_float(x, weights, geometry, multiplier, bias, bias_first, out):
+    """out [N, OH, OW, C] = bias and the products of x and weights ([KH, KW, OW * C], tiled) added in
+    order, the bias (zeros where there is none) first or last."""
+    _, out_height, out_width, channels = out.shape
+    pad = np.float32(0)
+    for n in range(x.shape[0]):
+        for oh in range(out_height):
+            row = out[n, oh].reshape(-1)
+            for ow in range(out_width):
+                span = row[ow * channels : (ow + 1) * channels]
+                for c in range(channels):  # -0.0 + p is p: the first product starts the sum
+                    span[c] = bias[c] if bias_first else np.float32(-0.0)
+            _add_products(x[n], pad, weights, geometry, multiplier, oh, row, channels)
+            if not bias_first:
+                for ow in range(out_width):
+                    span = row[ow * channels : (ow + 1) * channels]
+                    for c in range(channels):
+                        span[c] += bias[c]
