@@ -944,7 +944,7 @@ def _hybrid_filter(rng, shape, minus_128: bool) -> np.ndarray:
     return w
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     batch=st.integers(1, 3),
     size=st.tuples(st.integers(1, 7), st.integers(1, 7)),
@@ -978,6 +978,7 @@ def test_hybrid_conv2d(
     constant_filter,
     resolver,
     seed,
+    kernels,
 ):
     """float32 input, int8 filter: per-tensor (equal per-channel scales: symmetric input
     quantization, SSE dot product when O % 4 != 0, weights of -128 included) or distinct per-channel

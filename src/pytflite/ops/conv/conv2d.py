@@ -22,6 +22,7 @@ from ..common import (
     scratch_tensor,
     set_temporaries,
 )
+from ..jit import compiled
 from ..quant.hybrid_inputs import AsymmetricRowQuantizer
 from ..registry import register_builtin
 from ..windows import plan_window
@@ -60,7 +61,7 @@ from .im2col import (
     _stage,
 )
 from .program import Program
-from .requant import Requant
+from .requant import Requant, _read_only
 from .rows import apply_row, channel_row, fill_row
 
 
@@ -114,6 +115,10 @@ class HybridConv:
     bias_constant: bool = False
     product: Program | None = None  # constant filter: the calls of the product
     quantizer: AsymmetricRowQuantizer | None = None  # per channel: the input's (common._input_quantizer)
+    # where compiled kernels run, float32 sums: hybrid_compiled.scale_back, its order and filter scales
+    scale_back: Callable | None = None
+    order: int = 0
+    channel_scales: np.ndarray | None = None
 
     def split(self, raw: np.ndarray, layout, dtype):
         """The filter [O, ...] as the product's matrix, and the matrix of its flipped weights (or None)."""
@@ -402,6 +407,11 @@ def _conv2d_hybrid(context, node, state, options, source, weights, bias, output,
     if per_channel:
         hybrid.scale_row = channel_row(scales, per_batch)
         hybrid.factors = np.empty_like(hybrid.scale_row)
+    if dtype == np.float32:
+        hybrid.scale_back = compiled("conv.hybrid_compiled", "scale_back")
+        hybrid.order = 1 if hybrid.reference else 0  # per tensor: acc * (input scale * filter scale)
+        hybrid.channel_scales = np.broadcast_to(scales, (out_channels,)).astype(np.float32)
+        hybrid.channel_scales.flags.writeable = False
     hybrid.bias_constant = _constant_data(bias) is not None
     values = bias.data if hybrid.bias_constant else np.zeros(out_channels)
     hybrid.bias_row = channel_row(values, per_batch, np.float32)
@@ -453,6 +463,15 @@ def _conv2d_hybrid_invoke(context, node, state: ConvState) -> None:
     if stale is not None:  # TFLite's int32 accumulators, in float64 (exact), then cast to float32
         sums = sums.reshape(batches, -1, channels) + zero_points[:, None, None] * stale
         sums = sums.reshape(rows.shape)
+    if hybrid.scale_back is not None and sums.dtype == np.float32:
+        shaped = out.reshape(batches, -1, channels)
+        low, high = np.float32(hybrid.low), np.float32(hybrid.high)
+        bias = _read_only(tensors[node.inputs[2]].data.reshape(-1))
+        sums = sums.reshape(shaped.shape)
+        hybrid.scale_back(
+            sums, scales, hybrid.channel_scales, hybrid.order, channels, bias, True, low, high, shaped
+        )
+        return
     if sums.dtype != np.float32:
         np.copyto(rows, sums, casting="unsafe")  # float(int32 accumulator)
         sums = rows

@@ -115,6 +115,9 @@ class HybridDepthwise:
     factors: tuple[np.ndarray, np.ndarray] = ()
     quantizer: AsymmetricRowQuantizer | None = None  # the input's (common._input_quantizer)
     no_bias: np.ndarray | None = None  # zeros [C]: the compiled sums' bias
+    # where compiled kernels run: hybrid_compiled.scale_back, with its order and scalar_from
+    scale_back: Callable | None = None
+    order: tuple[int, int] = (0, 0)
 
 
 @dataclass(frozen=True)
@@ -380,6 +383,7 @@ def _depthwise_hybrid(context, node, state, options, source, weights, bias, outp
         f"{op} filter has {quantization.scale.size} scales for dimension {axis} of {list(weights.shape)}",
     )
     scales = np.broadcast_to(quantization.scale.astype(np.float32), (out_channels,)).copy()
+    scales.flags.writeable = False
     low, high = _float_range(options.fused_activation_function)
     hybrid = state.hybrid = HybridDepthwise(scales, not optimized, low, high)
     hybrid.quantizer = _input_quantizer(source, True)
@@ -404,6 +408,8 @@ def _depthwise_hybrid(context, node, state, options, source, weights, bias, outp
     if dtype == np.float32:
         state.compiled_float = compiled("conv.depthwise_compiled", "depthwise_float")
         hybrid.no_bias = _read_only(np.zeros(out_channels, np.float32))
+        hybrid.scale_back = compiled("conv.hybrid_compiled", "scale_back")
+        hybrid.order = (0, out_channels) if hybrid.reference else (1, out_channels - out_channels % 4)
     temporaries = _plan_depthwise_sums(context, node, state, source, window, out_channels, dtype, stage=False)
     if state.acc in temporaries:  # the quantized input, as the sums' type (float32: quantized into it)
         scratch_tensor(context, state.wide, _FLOAT_TYPES[np.dtype(dtype)], source.shape)
@@ -564,10 +570,17 @@ def _depthwise_hybrid_invoke(context, node, state: DepthwiseState, out: np.ndarr
         w = _tile_weights(tensors[node.inputs[1]].data.astype(state.dtype), out.shape[2])
     acc = tensors[state.acc].data
     if state.compiled_float is not None:  # the same exact sums: 0 + the products
-        sums = acc.reshape(out.shape)
+        sums = acc.reshape(out.shape) if hybrid.scale_back is None else out
         state.compiled_float(
             quantized, _read_only(w), state.geometry, state.multiplier, hybrid.no_bias, True, sums
         )
+        if hybrid.scale_back is not None:
+            biased = len(node.inputs) == 3
+            bias = _read_only(tensors[node.inputs[2]].data.reshape(-1)) if biased else hybrid.no_bias
+            rows = out.reshape(out.shape[0], -1, out.shape[3])
+            low, high = np.float32(hybrid.low), np.float32(hybrid.high)
+            hybrid.scale_back(rows, scales, hybrid.scales, *hybrid.order, bias, biased, low, high, rows)
+            return
     else:
         _depthwise_sums(tensors, state, quantized, w, acc)
     rows = out.reshape(acc.shape)  # [N, OH, OW*C]

@@ -23,7 +23,13 @@ _ONE = np.float32(1)
 _LOW, _HIGH = np.float32(-128), np.float32(127)
 
 
-@numba.njit(numba.boolean(_F32[:, :], _F32[:, :], _F32[:], numba.int64[:], numba.boolean), **OPTIONS)
+@numba.njit(
+    [  # C-contiguous rows first (the common case, vectorized), then any strides
+        numba.boolean(rows, rows, _F32[:], numba.int64[:], numba.boolean)
+        for rows in (_F32[:, ::1], _F32[:, :])
+    ],
+    **OPTIONS,
+)
 def quantize_rows_asymmetric(values, out, scales, zero_points, centered):
     """quantize_rows_asymmetric(values, centered, out) into out [rows, size], scales [rows] and
     zero_points [rows]; False (and the outputs partly written) when a row needs the NumPy path."""
