@@ -14,7 +14,12 @@ import pytest
 
 import pytflite
 from pytflite import KNOWN_PROFILES
-from pytflite.fidelity.eigen_order import eigen_blocking
+from pytflite.fidelity.eigen_order import (
+    eigen_blocking,
+    eigen_product,
+    eigen_product_is_sequential,
+    sequential_products,
+)
 from tests.oracle import SHARED, run
 
 RECORDINGS = {
@@ -95,3 +100,30 @@ def test_row_and_column_blocks_keep_whole_register_panels():
             _, mc, nc = eigen_blocking(depth, rows, cols, profile.caches_for_eigen)
             assert mc == rows or mc % 8 == 0
             assert nc == cols or nc % 4 == 0
+
+
+@pytest.mark.parametrize("profile", list(KNOWN_PROFILES), ids=str)
+def test_products_called_sequential_are_sums_in_order(profile):
+    """Where eigen_product_is_sequential holds (it lets the compiled CONV_2D sum each window in order),
+    eigen_product gives sequential_products' bits, zeros' signs included; it is conservative (a short
+    window can make the other kernels' orders coincide), and elsewhere the orders do differ."""
+    caches = KNOWN_PROFILES[profile].caches_for_eigen
+    rng = np.random.default_rng(5)
+    seen, differing = set(), set()
+    for depth, units, pixels in [
+        (8, 48, 2304), (27, 16, 9216), (48, 8, 576), (1100, 64, 9), (5, 8, 16), (30, 40, 7), (3, 12, 50),
+        (16, 96, 144), (700, 32, 36), (13, 2, 4),
+    ]:  # fmt: skip
+        x = rng.standard_normal((depth, pixels)).astype(np.float32)
+        x[:, : pixels // 3] = -0.0  # products of zeros: the signs of the sums tell an extra 0.0 +
+        w = rng.standard_normal((depth, units)).astype(np.float32)
+        eigen, ordered = (np.empty((units, pixels), np.float32) for _ in range(2))
+        eigen_product(x, w, eigen, caches)
+        sequential_products(x[None], w[None], ordered[None])
+        sequential = eigen_product_is_sequential(depth, units, pixels, caches)
+        seen.add(sequential)
+        if sequential:
+            assert eigen.tobytes() == ordered.tobytes(), (depth, units, pixels)
+        else:
+            differing.add(not np.array_equal(eigen, ordered))
+    assert seen == {True, False} and True in differing

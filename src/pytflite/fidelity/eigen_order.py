@@ -257,6 +257,16 @@ def _row_panels(part: np.ndarray, xs: np.ndarray, ws: np.ndarray, panels: int) -
         part[fours:, :panels] = _add_terms((lanes[0] + lanes[1]) + (lanes[2] + lanes[3]), *rest)
 
 
+def eigen_product_is_sequential(depth: int, units: int, pixels: int, caches: tuple[int, int, int]) -> bool:
+    """Whether eigen_product sums every output along the window in order from zero, as
+    sequential_products does: Eigen's blocked product in one depth block, every row block whole groups
+    of 8 output channels."""
+    if units == 1 or pixels == 1 or depth + units + pixels < 20:
+        return False
+    kc, mc, _ = eigen_blocking(depth, units, pixels, caches)
+    return kc == depth and all((bottom - top) % 8 == 0 for top, bottom in _blocks(units, mc))
+
+
 def eigen_product(x: np.ndarray, w: np.ndarray, out: np.ndarray, caches: tuple[int, int, int]) -> None:
     """out [O, P] = x [K, P] times w [K, O] summed as Eigen sums it in LiteRT's optimized float CONV_2D
     on a host with these (L1, L2, L3) cache sizes (see the module's docstring)."""

@@ -19,6 +19,7 @@ from ..common import add_scratch_tensors, scratch_tensor
 from ..windows import Staging, byte_strides, make_staging, padded_copies, staged_input
 from .common import _FLOAT_TYPES, _constant_data, _draft
 from .program import Program
+from .requant import _read_only
 from .rows import apply_row, bias_and_clamp_calls, channel_row, fill_row
 
 if TYPE_CHECKING:
@@ -57,6 +58,10 @@ class ConvState:
     integer: IntegerConv | None = None
     hybrid: HybridConv | None = None
     program: Program | None = None  # float, constant filter, not exact: _conv_compute's calls
+    # exact mode in a plain order, where compiled kernels run: conv2d_compiled.conv_float, and the 2-D
+    # window it reads: (kernel h, w), (stride h, w, dilation h, w, pad top, left)
+    compiled_exact: Callable | None = None
+    geometry: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())
 
 
 # im2col goes [K, pixels] when the contiguous run of a window row (kernel width x channels) is shorter.
@@ -280,7 +285,13 @@ def _conv_compute(context, node, state: ConvState) -> None:
     rows = out.reshape(pixels, -1)
     w = state.weights if state.weights is not None else state.layout(tensors[node.inputs[1]].data)
     if state.mode == "exact":
-        _conv_exact_product(tensors, state, x, w, rows)
+        if state.compiled_exact is not None and x.flags.c_contiguous:
+            biased = state.bias >= 0
+            bias = tensors[state.bias].data.reshape(-1) if biased else np.zeros(out.shape[-1], np.float32)
+            weights = _read_only(np.ascontiguousarray(w[0]))  # a runtime filter: the layout transposes it
+            state.compiled_exact(x, weights, *state.geometry, _read_only(bias), biased, out)
+        else:
+            _conv_exact_product(tensors, state, x, w, rows)
         if state.clamp is not None:
             state.clamp(out)
         return

@@ -1,0 +1,59 @@
+"""The float CONV_2D in exact mode compiled by numba (ops/jit.py), where LiteRT's order is plain: each
+output the sum along its window in order (kernel rows, kernel columns, input channels) from zero, one
+float32 rounding per product and per addition, then the bias (eigen_order.eigen_product_is_sequential,
+and the reference kernel's order). It reads the input where it lies (a tap outside it reads 0.0, as the
+staged copy held) instead of copying the windows into im2col and the sums out of [O, pixels]. Imported
+only through jit.compiled.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from ..jit import OPTIONS
+
+_F32 = numba.float32
+_I64 = numba.int64
+
+
+@numba.njit(
+    numba.void(
+        _F32[:, :, :, ::1],  # x [N, H, W, C]
+        numba.types.Array(_F32, 2, "C", readonly=True),  # weights [KH * KW * C, O]
+        numba.types.UniTuple(_I64, 2),  # kernel height, width
+        numba.types.UniTuple(_I64, 6),  # stride h, w, dilation h, w, pad top, left
+        numba.types.Array(_F32, 1, "C", readonly=True),  # bias [O]
+        numba.boolean,  # whether there is one
+        _F32[:, :, :, ::1],  # out [N, OH, OW, O]
+    ),
+    **OPTIONS,
+)
+def conv_float(x, weights, kernel, geometry, bias, biased, out):
+    batches, height, width, channels = x.shape
+    _, out_height, out_width, units = out.shape
+    kernel_h, kernel_w = kernel
+    stride_h, stride_w, dilation_h, dilation_w, top, left = geometry
+    zero = np.float32(0)
+    for n in range(batches):
+        for oh in range(out_height):
+            for ow in range(out_width):
+                acc = out[n, oh, ow]
+                for o in range(units):
+                    acc[o] = zero
+                k = 0
+                for i in range(kernel_h):
+                    r = oh * stride_h - top + i * dilation_h
+                    for j in range(kernel_w):
+                        column = ow * stride_w - left + j * dilation_w
+                        inside = 0 <= r < height and 0 <= column < width
+                        source = x[n, min(max(r, 0), height - 1), min(max(column, 0), width - 1)]
+                        for c in range(channels):
+                            value = source[c] if inside else zero
+                            row = weights[k]
+                            for o in range(units):
+                                acc[o] += value * row[o]
+                            k += 1
+                if biased:
+                    for o in range(units):
+                        acc[o] += bias[o]
