@@ -318,7 +318,9 @@ def _conv2d_integer(context, node, state, options, source, weights, bias, output
             fast = requant._float_constants(integer.bias)
             depth = int(np.prod(weights.shape[1:]))
             pixels = source.shape[0] * window.out[0] * window.out[1]
-            if fast is not None and depth <= min(_SCALED_DEPTH, out_channels, 8 * pixels):
+            # (where compiled kernels run, requantizing costs one pass: a float32 product is faster)
+            folds = compiled("conv.requant_compiled", "requantize") is None
+            if folds and fast is not None and depth <= min(_SCALED_DEPTH, out_channels, 8 * pixels):
                 # the requantization's float64 affine map rides in the product: the weights scaled by
                 # m', the constant c' in a row of the weights (exact for the same reason)
                 dtype = integer.dtype = np.float64
