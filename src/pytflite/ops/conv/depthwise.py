@@ -144,7 +144,6 @@ class DepthwiseState:
     # exact mode, and a hybrid kernel's float32 sums: depthwise_compiled.depthwise_float, where it runs
     compiled_float: Callable | None = None
     geometry: tuple[int, ...] = ()  # stride h, w, dilation h, w, pad top, left (the compiled kernels')
-    multiplier: int = 1  # the depth multiplier
     program: Program | None = None  # float, constant filter, not exact: depthwise_invoke's calls
 
 
@@ -244,7 +243,6 @@ def _depthwise_prepare(context, node, state, optimized: bool) -> None:
     window = plan_window(options, (h, w), (kh, kw), dilation, checked=True)
     context.resize_tensor(output, (n, *window.out, out_channels))
     state.geometry = (*window.strides, *window.dilation, window.pads[0][0], window.pads[1][0])
-    state.multiplier = out_channels // channels
     if source.type in _INTEGER:
         _depthwise_integer(context, node, state, options, source, weights, bias, output, window, optimized)
         return
@@ -261,7 +259,7 @@ def _depthwise_prepare(context, node, state, optimized: bool) -> None:
             temporaries.append(state.scratch)
         if context.exact_float_summation:
             state.exact = True
-            state.compiled_float = compiled("conv.depthwise_compiled", "depthwise_float")
+            state.compiled_float = _compiled("depthwise_float", channels, out_channels)
             terms = kh * kw + 1
             row = n * window.out[1] * out_channels
             rows = max(1, min(window.out[0], _TERMS_AT_ONCE // (terms * row)))
@@ -279,6 +277,12 @@ def _depthwise_prepare(context, node, state, optimized: bool) -> None:
     state.clamp = activation_clamp(options.fused_activation_function)
     if state.weights is not None and not state.exact:
         state.program = Program(_float_calls)
+
+
+def _compiled(name: str, channels: int, out_channels: int):
+    """depthwise_compiled's `name` where compiled kernels run and there is no depth multiplier (its staged
+    copy serves the NumPy path better), else None."""
+    return compiled("conv.depthwise_compiled", name) if channels == out_channels else None
 
 
 def _depthwise_multiplier(options, channels: int, out_channels: int, op: str) -> None:
@@ -406,7 +410,7 @@ def _depthwise_hybrid(context, node, state, options, source, weights, bias, outp
     if constant is not None:
         state.weights = _tile_weights(constant.astype(dtype), window.out[1])
     if dtype == np.float32:
-        state.compiled_float = compiled("conv.depthwise_compiled", "depthwise_float")
+        state.compiled_float = _compiled("depthwise_float", channels, out_channels)
         hybrid.no_bias = _read_only(np.zeros(out_channels, np.float32))
         hybrid.scale_back = compiled("conv.hybrid_compiled", "scale_back")
         hybrid.order = (0, out_channels) if hybrid.reference else (1, out_channels - out_channels % 4)
@@ -472,7 +476,7 @@ def _integer_calls(state: DepthwiseState, x, out, scratch, acc, wide) -> list:
     (program.py): the staging, the sums, the requantization; or, where compiled kernels run,
     depthwise_compiled.depthwise doing all three."""
     integer = state.integer
-    kernel = compiled("conv.depthwise_compiled", "depthwise")
+    kernel = _compiled("depthwise", x.shape[3], out.shape[3])
     if kernel is not None and x.flags.c_contiguous and out.flags.c_contiguous:  # one call for all
         requant = integer.requant
         fast = requant._float_constants(integer.bias)
@@ -483,7 +487,6 @@ def _integer_calls(state: DepthwiseState, x, out, scratch, acc, wide) -> list:
                 integer.input_zero_point,
                 _read_only(state.weights),
                 state.geometry,
-                state.multiplier,
                 acc.reshape(-1)[: out.shape[2] * out.shape[3]],  # the sums of one output row
                 _read_only(fast.scale),
                 _read_only(fast.constant),
@@ -521,9 +524,7 @@ def depthwise_invoke(context, node):
         x = tensors[node.inputs[0]].data
         if state.compiled_float is not None and x.flags.c_contiguous and out.flags.c_contiguous:
             bias = np.zeros(out.shape[3], np.float32) if bias is None else bias.reshape(-1)
-            state.compiled_float(
-                x, _read_only(w), state.geometry, state.multiplier, _read_only(bias), state.bias_first, out
-            )
+            state.compiled_float(x, _read_only(w), state.geometry, _read_only(bias), state.bias_first, out)
         else:
             _depthwise_exact(tensors, state, x, w, bias, rows)
         if state.clamp is not None:
@@ -571,9 +572,7 @@ def _depthwise_hybrid_invoke(context, node, state: DepthwiseState, out: np.ndarr
     acc = tensors[state.acc].data
     if state.compiled_float is not None:  # the same exact sums: 0 + the products
         sums = acc.reshape(out.shape) if hybrid.scale_back is None else out
-        state.compiled_float(
-            quantized, _read_only(w), state.geometry, state.multiplier, hybrid.no_bias, True, sums
-        )
+        state.compiled_float(quantized, _read_only(w), state.geometry, hybrid.no_bias, True, sums)
         if hybrid.scale_back is not None:
             biased = len(node.inputs) == 3
             bias = _read_only(tensors[node.inputs[2]].data.reshape(-1)) if biased else hybrid.no_bias

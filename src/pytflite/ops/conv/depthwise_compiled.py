@@ -7,8 +7,9 @@ reading the padding value (the zero point; 0.0 for floats), taps added in row-ma
 and each addition rounded to the sums' type. Quantized, that type is exact (every partial sum an integer
 below 2**24 in float32, below 2**53 in float64) and the requantization is requant_compiled.requantize's;
 float, the bias comes first (LiteRT's optimized kernel) or last (its reference kernel). With a column
-stride of 1 and no depth multiplier, a row of outputs is summed along whole rows ([OW * C] at a time,
-vectorized); otherwise pixel by pixel. Imported only through jit.compiled.
+stride of 1, a row of outputs is summed along whole rows ([OW * C] at a time, vectorized); otherwise
+pixel by pixel. A depth multiplier above 1 is left to the NumPy path (its staged copy repeats the input
+channels; read in place, they make short loops that lose to it). Imported only through jit.compiled.
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ def _signatures():
                     _I64,  # its zero point
                     weights,  # [KH, KW, OW * C]: each tap's weights tiled over an output row
                     numba.types.UniTuple(_I64, 6),  # stride h, w, dilation h, w, pad top, left
-                    _I64,  # depth multiplier
                     sums[::1],  # scratch [OW * C]
                     channels,  # float64 path: scale [C]
                     channels,  # and constant [C]
@@ -72,9 +72,9 @@ def _row_sums(image, pad, weights, geometry, oh, acc):
 
 
 @numba.njit(inline="always", **OPTIONS)
-def _pixel_sums(image, pad, weights, geometry, multiplier, oh, acc, channels):
-    """acc [OW * C] += output row oh's products, pixel by pixel (any stride and depth multiplier)."""
-    height, width, depth = image.shape
+def _pixel_sums(image, pad, weights, geometry, oh, acc):
+    """acc [OW * C] += output row oh's products, pixel by pixel (any stride)."""
+    height, width, channels = image.shape
     taps_h, taps_w, _ = weights.shape
     stride_h, stride_w, dilation_h, dilation_w, top, left = geometry
     for ow in range(acc.size // channels):
@@ -89,23 +89,17 @@ def _pixel_sums(image, pad, weights, geometry, multiplier, oh, acc, channels):
                         span[c] += pad * part[c]
                     continue
                 source = image[r, column]
-                if multiplier == 1:
-                    for c in range(channels):
-                        span[c] += source[c] * part[c]
-                    continue
-                for k in range(depth):  # output channel c reads input channel c // multiplier
-                    value = source[k]
-                    for m in range(k * multiplier, (k + 1) * multiplier):
-                        span[m] += value * part[m]
+                for c in range(channels):
+                    span[c] += source[c] * part[c]
 
 
 @numba.njit(inline="always", **OPTIONS)
-def _add_products(image, pad, weights, geometry, multiplier, oh, acc, channels):
+def _add_products(image, pad, weights, geometry, oh, acc):
     """acc [OW * C] += output row oh's products, in tap order."""
-    if geometry[1] == 1 and multiplier == 1:
+    if geometry[1] == 1:
         _row_sums(image, pad, weights, geometry, oh, acc)
     else:
-        _pixel_sums(image, pad, weights, geometry, multiplier, oh, acc, channels)
+        _pixel_sums(image, pad, weights, geometry, oh, acc)
 
 
 @numba.njit(inline="always", **OPTIONS)
@@ -128,7 +122,7 @@ def _requantize_row(acc, scale, constant, bounds, target):
 
 
 @numba.njit(_signatures(), **OPTIONS)
-def depthwise(x, zero_point, weights, geometry, multiplier, acc, scale, constant, bounds, out):
+def depthwise(x, zero_point, weights, geometry, acc, scale, constant, bounds, out):
     """out = the requantized depthwise sums of x (see the module's docstring)."""
     batches = x.shape[0]
     out_height = out.shape[1]
@@ -138,7 +132,7 @@ def depthwise(x, zero_point, weights, geometry, multiplier, acc, scale, constant
         for oh in range(out_height):
             for q in range(acc.size):
                 acc[q] = 0
-            _add_products(x[n], pad[0], weights, geometry, multiplier, oh, acc, out.shape[3])
+            _add_products(x[n], pad[0], weights, geometry, oh, acc)
             _requantize_row(acc, scale, constant, bounds, out[n, oh])
 
 
@@ -147,11 +141,11 @@ def _float_signatures():
     weights = numba.types.Array(numba.float32, 3, "C", readonly=True)
     geometry = numba.types.UniTuple(_I64, 6)
     image = numba.float32[:, :, :, ::1]
-    return [numba.void(image, weights, geometry, _I64, constant, numba.boolean, image)]
+    return [numba.void(image, weights, geometry, constant, numba.boolean, image)]
 
 
 @numba.njit(_float_signatures(), **OPTIONS)
-def depthwise_float(x, weights, geometry, multiplier, bias, bias_first, out):
+def depthwise_float(x, weights, geometry, bias, bias_first, out):
     """out [N, OH, OW, C] = bias and the products of x and weights ([KH, KW, OW * C], tiled) added in
     order, the bias (zeros where there is none) first or last."""
     _, out_height, out_width, channels = out.shape
@@ -163,7 +157,7 @@ def depthwise_float(x, weights, geometry, multiplier, bias, bias_first, out):
                 span = row[ow * channels : (ow + 1) * channels]
                 for c in range(channels):  # -0.0 + p is p: the first product starts the sum
                     span[c] = bias[c] if bias_first else np.float32(-0.0)
-            _add_products(x[n], pad, weights, geometry, multiplier, oh, row, channels)
+            _add_products(x[n], pad, weights, geometry, oh, row)
             if not bias_first:
                 for ow in range(out_width):
                     span = row[ow * channels : (ow + 1) * channels]
