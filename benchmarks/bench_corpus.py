@@ -9,6 +9,10 @@ int8 weights), whether each model stays within LiteRT's time + 5 us per node, an
 It also measures the per-node overhead on a chain of 1000 tiny ADDs.
 
     .venv/bin/python benchmarks/bench_corpus.py [--threads 1] [--min-time 0.5] [--models mlp,small_cnn]
+        [--numpy-only]
+
+pytflite runs with its compiled kernels where numba is installed (the `jit` extra, in the test extra;
+pytflite.ops.jit), as a user's install would; --numpy-only measures the NumPy kernels alone.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import pytflite
 from pytflite import BuiltinOperator, TensorType
 from pytflite.interpreter_builder import has_hybrid_op
 from pytflite.model.builder import ModelBuilder
+from pytflite.ops import jit
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "public"
 NODE_BUDGET_S = 5e-6
@@ -141,13 +146,15 @@ def target_lines(rows: list[dict], per_node_us: float) -> list[str]:
 def markdown_rows(rows: list[dict]) -> list[str]:
     """The README's performance table, from one run."""
     lines = [
-        "| model | kind | nodes | pytflite ms | LiteRT builtin ms | XNNPACK ms | / builtin |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+        "| model | kind | nodes | pytflite ms | NumPy only ms | LiteRT builtin ms | XNNPACK ms | / builtin "
+        "| NumPy only / builtin |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in rows:
+        numpy_ms = r.get("numpy_ms", r["pytflite_ms"])
         lines.append(
-            f"| {r['model']} | {r['kind']} | {r['nodes']} | {r['pytflite_ms']:.3f} | {r['builtin_ms']:.3f} "
-            f"| {r['xnnpack_ms']:.3f} | {r['vs_builtin']:.2f} |"
+            f"| {r['model']} | {r['kind']} | {r['nodes']} | {r['pytflite_ms']:.3f} | {numpy_ms:.3f} "
+            f"| {r['builtin_ms']:.3f} | {r['xnnpack_ms']:.3f} | {r['vs_builtin']:.2f} | {r['numpy_vs_builtin']:.2f} |"
         )
     return lines
 
@@ -171,7 +178,13 @@ def main() -> int:
     parser.add_argument("--models", default="", help="comma-separated model names (default: all)")
     parser.add_argument("--json", help="also write the results to this file")
     parser.add_argument("--markdown", action="store_true", help="also print the README's table")
+    parser.add_argument(
+        "--numpy-only", action="store_true", help="without the compiled kernels (pytflite.ops.jit)"
+    )
     args = parser.parse_args()
+    if args.numpy_only:
+        jit.set_enabled(False)
+    compiled = jit.compiled_kernels_run()
 
     manifest = json.loads((CORPUS / "manifest.json").read_text())
     wanted = set(filter(None, args.models.split(",")))
@@ -190,15 +203,24 @@ def main() -> int:
         except (ValueError, RuntimeError) as error:
             skipped.append((name, str(error).splitlines()[0][:90]))
             continue
+        measured = [("pytflite", ours)]
+        if compiled:  # the same model on the NumPy kernels alone, prepared (and first run) without them
+            jit.set_enabled(False)
+            try:
+                numpy_only = prepared(
+                    pytflite.Interpreter(model_content=model, num_threads=args.threads), inputs
+                )
+                numpy_only.invoke()
+            finally:
+                jit.set_enabled(None)
+            measured.append(("numpy", numpy_only))
         builtin = prepared(
             litert_interpreter(model, "BUILTIN_WITHOUT_DEFAULT_DELEGATES", args.threads), inputs
         )
         xnnpack = prepared(litert_interpreter(model, "AUTO", args.threads), inputs)
         nodes = len(ours.subgraphs[0].execution_plan)
-        times = {
-            k: median_invoke_seconds(i, args.min_time)
-            for k, i in (("pytflite", ours), ("builtin", builtin), ("xnnpack", xnnpack))
-        }
+        measured += [("builtin", builtin), ("xnnpack", xnnpack)]
+        times = {k: median_invoke_seconds(i, args.min_time) for k, i in measured}
         report = ours.memory_report()
         rows.append(
             {
@@ -207,6 +229,7 @@ def main() -> int:
                 "nodes": nodes,
                 **{f"{k}_ms": v * 1e3 for k, v in times.items()},
                 "vs_builtin": times["pytflite"] / times["builtin"],
+                "numpy_vs_builtin": times.get("numpy", times["pytflite"]) / times["builtin"],
                 "vs_xnnpack": times["pytflite"] / times["xnnpack"],
                 "within_node_budget": times["pytflite"] <= times["builtin"] + NODE_BUDGET_S * nodes,
                 "arena_vs_lower_bound": report.arena_bytes / max(report.arena_lower_bound_bytes, 1),
@@ -228,13 +251,17 @@ def main() -> int:
         / chain,
     }
 
-    print(f"pytflite vs ai-edge-litert, num_threads={args.threads}, median invoke time")
+    kernels = "NumPy and compiled (numba)" if compiled else "NumPy only"
+    print(f"pytflite vs ai-edge-litert, num_threads={args.threads}, median invoke time; kernels: {kernels}")
+    if compiled:
+        print("(numpy ms: pytflite on its NumPy kernels alone, in the same run)")
     print(
-        f"{'model':<22}{'kind':>8}{'nodes':>6}{'pytflite ms':>13}{'builtin ms':>12}{'xnnpack ms':>12}{'/builtin':>10}{'/xnnpack':>10}{'budget':>8}{'arena/LB':>10}"
+        f"{'model':<22}{'kind':>8}{'nodes':>6}{'pytflite ms':>13}{'numpy ms':>10}{'builtin ms':>12}{'xnnpack ms':>12}{'/builtin':>10}{'/xnnpack':>10}{'budget':>8}{'arena/LB':>10}"
     )
     for r in rows:
         print(
-            f"{r['model']:<22}{r['kind']:>8}{r['nodes']:>6}{r['pytflite_ms']:>13.3f}{r['builtin_ms']:>12.3f}{r['xnnpack_ms']:>12.3f}"
+            f"{r['model']:<22}{r['kind']:>8}{r['nodes']:>6}{r['pytflite_ms']:>13.3f}{r.get('numpy_ms', r['pytflite_ms']):>10.3f}"
+            f"{r['builtin_ms']:>12.3f}{r['xnnpack_ms']:>12.3f}"
             f"{r['vs_builtin']:>10.2f}{r['vs_xnnpack']:>10.2f}{'ok' if r['within_node_budget'] else 'over':>8}"
             f"{r['arena_vs_lower_bound']:>10.3f}"
         )

@@ -44,6 +44,11 @@ def set_enabled(enabled: bool | None) -> None:
     _forced = enabled
 
 
+def compiled_kernels_run() -> bool:
+    """Whether kernels prepared now would take their compiled forms (on, and numba loads)."""
+    return _wanted() and available()
+
+
 def available() -> bool:
     """Whether numba can be imported here (imports it: call only where a compiled kernel is wanted)."""
     return _load("numba") is not None
@@ -65,7 +70,7 @@ def _load(name: str):
 def compiled(module: str, function: str) -> Callable | None:
     """The compiled `function` of pytflite's module `module` (a `*_compiled` module under pytflite.ops),
     or None when compiled kernels are off or numba cannot load: the caller then runs its NumPy path."""
-    if not _wanted() or not available():
+    if not compiled_kernels_run():
         return None
     loaded = _load(f"{__package__}.{module}")
     return None if loaded is None else getattr(loaded, function)
