@@ -336,7 +336,7 @@ class AsymmetricRowQuantizer:
             if self._quantized is None:
                 self._quantized = np.empty(self._scratch.shape, np.float32)
             out = self._quantized
-        if self._compiled is not None:
+        if self._compiled is not None and values.flags.c_contiguous and out.flags.c_contiguous:
             scales, zero_points = self._compiled_results
             if self._compiled(values, out, scales, zero_points, self._centered):
                 return out, scales, zero_points

@@ -23,27 +23,53 @@ _ONE = np.float32(1)
 _LOW, _HIGH = np.float32(-128), np.float32(127)
 
 
+def _key(value: float) -> int:
+    """The integer whose order is the float32's: its bits, the magnitude bits flipped when negative."""
+    bits = int(np.array(value, np.float32).view(np.int32))
+    return bits ^ ((bits >> 31) & 0x7FFFFFFF)
+
+
+# the keys of -inf and +inf: a NaN's key lies beyond them (below -inf with its sign bit set, else above)
+_NEGATIVE_INFINITY, _POSITIVE_INFINITY = _key(-np.inf), _key(np.inf)
+_MAGNITUDE = np.int32(0x7FFFFFFF)
+_SIGN_SHIFT = np.int32(31)
+
+
+@numba.njit(inline="always", **OPTIONS)
+def _float_of(key, scratch):
+    """The float32 whose _key is `key` (the mapping is its own inverse), through a 1-element scratch."""
+    scratch[0] = key ^ ((key >> _SIGN_SHIFT) & _MAGNITUDE)
+    return scratch.view(np.float32)[0]
+
+
 @numba.njit(
-    [  # C-contiguous rows first (the common case, vectorized), then any strides
-        numba.boolean(rows, rows, _F32[:], numba.int64[:], numba.boolean)
-        for rows in (_F32[:, ::1], _F32[:, :])
-    ],
+    numba.boolean(_F32[:, ::1], _F32[:, ::1], _F32[:], numba.int64[:], numba.boolean),
     **OPTIONS,
 )
 def quantize_rows_asymmetric(values, out, scales, zero_points, centered):
     """quantize_rows_asymmetric(values, centered, out) into out [rows, size], scales [rows] and
-    zero_points [rows]; False (and the outputs partly written) when a row needs the NumPy path."""
+    zero_points [rows]; False (and the outputs partly written) when a row needs the NumPy path.
+
+    A row's range is found on the integer keys of its floats (_key), whose min and max vectorize where
+    float ones would not (IEEE's NaN rules keep the compiler from reordering them): a NaN or an infinity
+    shows as a key at or beyond an infinity's, and goes to the NumPy path."""
     rows, size = values.shape
     blocked = size - size % _BLOCK
+    scratch = np.empty(1, np.int32)
     for r in range(rows):
         row = values[r]
-        low = _ZERO
-        high = _ZERO
-        for x in row:
-            if x != x:
-                return False
-            low = min(low, x)
-            high = max(high, x)
+        lowest = np.int32(0)  # the key of 0.0: the range includes 0
+        highest = np.int32(0)
+        keys = row.view(np.int32)
+        for i in range(size):  # in int32 throughout: a wider type would not vectorize as well
+            bits = keys[i]
+            key = np.int32(bits ^ ((bits >> _SIGN_SHIFT) & _MAGNITUDE))
+            lowest = min(lowest, key)
+            highest = max(highest, key)
+        if lowest <= _NEGATIVE_INFINITY or highest >= _POSITIVE_INFINITY:
+            return False
+        low = _float_of(lowest, scratch)
+        high = _float_of(highest, scratch)
         target = out[r]
         if low == high:  # a row of zeros: scale 1, zero point 0, values 0
             scales[r] = _ONE
