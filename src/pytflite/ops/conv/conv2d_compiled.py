@@ -57,3 +57,57 @@ def conv_float(x, weights, kernel, geometry, bias, biased, out):
                 if biased:
                     for o in range(units):
                         acc[o] += bias[o]
+
+
+@numba.njit(
+    numba.void(
+        _F32[:, :, :, ::1],  # x [N, H, W, C]
+        numba.types.Array(_F32, 2, "C", readonly=True),  # weights [KH * KW * C, O]
+        numba.types.UniTuple(_I64, 2),  # kernel height, width
+        numba.types.UniTuple(_I64, 6),  # stride h, w, dilation h, w, pad top, left
+        numba.types.Array(_F32, 1, "C", readonly=True),  # bias [O]
+        numba.boolean,  # whether there is one
+        _F32[:, ::1],  # scratch: the windows [KH * KW * C, pixels]
+        _F32[:, ::1],  # scratch: the sums [O, pixels]
+        _F32[:, :, :, ::1],  # out [N, OH, OW, O]
+    ),
+    **OPTIONS,
+)
+def conv_float_by_pixels(x, weights, kernel, geometry, bias, biased, columns, sums, out):
+    """conv_float's sums for few output channels: the windows laid out as rows of pixels, each output
+    channel's sums then taken along whole rows (vectorized over the pixels, where conv_float's loop runs
+    over the output channels), the products added in the same order."""
+    batches, height, width, channels = x.shape
+    _, out_height, out_width, units = out.shape
+    kernel_h, kernel_w = kernel
+    stride_h, stride_w, dilation_h, dilation_w, top, left = geometry
+    zero = np.float32(0)
+    p = 0
+    for n in range(batches):
+        for oh in range(out_height):
+            for ow in range(out_width):
+                k = 0
+                for i in range(kernel_h):
+                    r = oh * stride_h - top + i * dilation_h
+                    for j in range(kernel_w):
+                        column = ow * stride_w - left + j * dilation_w
+                        inside = 0 <= r < height and 0 <= column < width
+                        source = x[n, min(max(r, 0), height - 1), min(max(column, 0), width - 1)]
+                        for c in range(channels):
+                            columns[k, p] = source[c] if inside else zero
+                            k += 1
+                p += 1
+    for o in range(units):
+        row = sums[o]
+        for q in range(row.size):
+            row[q] = zero
+        for k in range(columns.shape[0]):
+            weight = weights[k, o]
+            window = columns[k]
+            for q in range(row.size):
+                row[q] += window[q] * weight
+    flat = out.reshape(-1, units)
+    for q in range(flat.shape[0]):
+        pixel = flat[q]
+        for o in range(units):
+            pixel[o] = sums[o, q] + bias[o] if biased else sums[o, q]

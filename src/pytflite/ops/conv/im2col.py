@@ -61,6 +61,7 @@ class ConvState:
     # exact mode in a plain order, where compiled kernels run: conv2d_compiled.conv_float, and the 2-D
     # window it reads: (kernel h, w), (stride h, w, dilation h, w, pad top, left)
     compiled_exact: Callable | None = None
+    compiled_by_pixels: bool = False  # it is conv_float_by_pixels (which takes the scratch)
     geometry: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())
 
 
@@ -289,7 +290,10 @@ def _conv_compute(context, node, state: ConvState) -> None:
             biased = state.bias >= 0
             bias = tensors[state.bias].data.reshape(-1) if biased else np.zeros(out.shape[-1], np.float32)
             weights = _read_only(np.ascontiguousarray(w[0]))  # a runtime filter: the layout transposes it
-            state.compiled_exact(x, weights, *state.geometry, _read_only(bias), biased, out)
+            arguments = (x, weights, *state.geometry, _read_only(bias), biased)
+            if state.compiled_by_pixels:  # its scratch: the windows, the sums
+                arguments += (tensors[state.scratch].data, tensors[state.acc].data)
+            state.compiled_exact(*arguments, out)
         else:
             _conv_exact_product(tensors, state, x, w, rows)
         if state.clamp is not None:
