@@ -17,23 +17,34 @@ _F32 = numba.float32
 _I64 = numba.int64
 
 
-@numba.njit(
-    numba.void(
-        _F32[:, :, :, ::1],  # x [N, H, W, C]
-        numba.types.Array(_F32, 2, "C", readonly=True),  # weights [KH * KW * C, O]
-        numba.types.UniTuple(_I64, 2),  # kernel height, width
-        numba.types.UniTuple(_I64, 6),  # stride h, w, dilation h, w, pad top, left
-        numba.types.Array(_F32, 1, "C", readonly=True),  # bias [O]
-        numba.boolean,  # whether there is one
-        _F32[:, :, :, ::1],  # out [N, OH, OW, O]
-    ),
-    **OPTIONS,
+_IMAGE = _F32[:, :, :, ::1]  # x [N, H, W, C], out [N, OH, OW, O]
+_OPERANDS = (
+    _IMAGE,  # x
+    numba.types.Array(_F32, 2, "C", readonly=True),  # weights [KH * KW * C, O]
+    numba.types.UniTuple(_I64, 2),  # kernel height, width
+    numba.types.UniTuple(_I64, 6),  # stride h, w, dilation h, w, pad top, left
+    numba.types.Array(_F32, 1, "C", readonly=True),  # bias [O]
+    numba.boolean,  # whether there is one
 )
+
+
+@numba.njit(inline="always", **OPTIONS)
+def _tap(image, geometry, oh, ow, i, j):
+    """The input pixel [C] that kernel tap (i, j) of output pixel (oh, ow) reads, and whether it lies
+    inside the input (else the tap reads zeros: the pixel returned is then any one)."""
+    height, width, _ = image.shape
+    stride_h, stride_w, dilation_h, dilation_w, top, left = geometry
+    r = oh * stride_h - top + i * dilation_h
+    column = ow * stride_w - left + j * dilation_w
+    inside = 0 <= r < height and 0 <= column < width
+    return image[min(max(r, 0), height - 1), min(max(column, 0), width - 1)], inside
+
+
+@numba.njit(numba.void(*_OPERANDS, _IMAGE), **OPTIONS)
 def conv_float(x, weights, kernel, geometry, bias, biased, out):
-    batches, height, width, channels = x.shape
+    batches, _, _, channels = x.shape
     _, out_height, out_width, units = out.shape
     kernel_h, kernel_w = kernel
-    stride_h, stride_w, dilation_h, dilation_w, top, left = geometry
     zero = np.float32(0)
     for n in range(batches):
         for oh in range(out_height):
@@ -43,11 +54,8 @@ def conv_float(x, weights, kernel, geometry, bias, biased, out):
                     acc[o] = zero
                 k = 0
                 for i in range(kernel_h):
-                    r = oh * stride_h - top + i * dilation_h
                     for j in range(kernel_w):
-                        column = ow * stride_w - left + j * dilation_w
-                        inside = 0 <= r < height and 0 <= column < width
-                        source = x[n, min(max(r, 0), height - 1), min(max(column, 0), width - 1)]
+                        source, inside = _tap(x[n], geometry, oh, ow, i, j)
                         for c in range(channels):
                             value = source[c] if inside else zero
                             row = weights[k]
@@ -59,28 +67,15 @@ def conv_float(x, weights, kernel, geometry, bias, biased, out):
                         acc[o] += bias[o]
 
 
-@numba.njit(
-    numba.void(
-        _F32[:, :, :, ::1],  # x [N, H, W, C]
-        numba.types.Array(_F32, 2, "C", readonly=True),  # weights [KH * KW * C, O]
-        numba.types.UniTuple(_I64, 2),  # kernel height, width
-        numba.types.UniTuple(_I64, 6),  # stride h, w, dilation h, w, pad top, left
-        numba.types.Array(_F32, 1, "C", readonly=True),  # bias [O]
-        numba.boolean,  # whether there is one
-        _F32[:, ::1],  # scratch: the windows [KH * KW * C, pixels]
-        _F32[:, ::1],  # scratch: the sums [O, pixels]
-        _F32[:, :, :, ::1],  # out [N, OH, OW, O]
-    ),
-    **OPTIONS,
-)
+# its scratch: the windows [KH * KW * C, pixels], the sums [O, pixels]
+@numba.njit(numba.void(*_OPERANDS, _F32[:, ::1], _F32[:, ::1], _IMAGE), **OPTIONS)
 def conv_float_by_pixels(x, weights, kernel, geometry, bias, biased, columns, sums, out):
     """conv_float's sums for few output channels: the windows laid out as rows of pixels, each output
     channel's sums then taken along whole rows (vectorized over the pixels, where conv_float's loop runs
     over the output channels), the products added in the same order."""
-    batches, height, width, channels = x.shape
+    batches, _, _, channels = x.shape
     _, out_height, out_width, units = out.shape
     kernel_h, kernel_w = kernel
-    stride_h, stride_w, dilation_h, dilation_w, top, left = geometry
     zero = np.float32(0)
     p = 0
     for n in range(batches):
@@ -88,11 +83,8 @@ def conv_float_by_pixels(x, weights, kernel, geometry, bias, biased, columns, su
             for ow in range(out_width):
                 k = 0
                 for i in range(kernel_h):
-                    r = oh * stride_h - top + i * dilation_h
                     for j in range(kernel_w):
-                        column = ow * stride_w - left + j * dilation_w
-                        inside = 0 <= r < height and 0 <= column < width
-                        source = x[n, min(max(r, 0), height - 1), min(max(column, 0), width - 1)]
+                        source, inside = _tap(x[n], geometry, oh, ow, i, j)
                         for c in range(channels):
                             columns[k, p] = source[c] if inside else zero
                             k += 1

@@ -18,6 +18,7 @@ import numba
 import numpy as np
 
 from ..jit import OPTIONS
+from .requant_compiled import requantize
 
 _I64 = numba.int64
 
@@ -102,25 +103,6 @@ def _add_products(image, pad, weights, geometry, oh, acc):
         _pixel_sums(image, pad, weights, geometry, oh, acc)
 
 
-@numba.njit(inline="always", **OPTIONS)
-def _requantize_row(acc, scale, constant, bounds, target):
-    """target [OW, C] = requant_compiled.requantize of the sums acc [OW * C]."""
-    lowest, highest, lift = bounds
-    low = np.float64(lowest)
-    high = np.float64(highest)
-    out_width, channels = target.shape
-    for ow in range(out_width):
-        sums = acc[ow * channels : (ow + 1) * channels]
-        pixel = target[ow]
-        for c in range(channels):
-            value = np.float64(sums[c]) * scale[c] + constant[c]
-            if value < low:
-                value = low
-            if value > high:
-                value = high
-            pixel[c] = np.int32(value) - lift
-
-
 @numba.njit(_signatures(), **OPTIONS)
 def depthwise(x, zero_point, weights, geometry, acc, scale, constant, bounds, out):
     """out = the requantized depthwise sums of x (see the module's docstring)."""
@@ -133,7 +115,8 @@ def depthwise(x, zero_point, weights, geometry, acc, scale, constant, bounds, ou
             for q in range(acc.size):
                 acc[q] = 0
             _add_products(x[n], pad[0], weights, geometry, oh, acc)
-            _requantize_row(acc, scale, constant, bounds, out[n, oh])
+            target = out[n, oh]
+            requantize(acc.reshape(target.shape), scale, constant, *bounds, target)
 
 
 def _float_signatures():

@@ -20,6 +20,17 @@ _I64 = numba.int64
 _CHANNELS = numba.types.Array(numba.float64, 1, "C", readonly=True)
 
 
+@numba.njit(inline="always", **OPTIONS)
+def _lifted_floor(value, low, high, lift):
+    """floor(clamp(value, low, high)) - lift: the bounds are not negative, so the cast's truncation is
+    the floor."""
+    if value < low:
+        value = low
+    if value > high:
+        value = high
+    return np.int32(value) - lift
+
+
 @numba.njit(
     [
         numba.void(product[:, ::1], _CHANNELS, _CHANNELS, _I64, _I64, _I64, output[:, ::1])
@@ -37,12 +48,7 @@ def requantize(product, scale, constant, lowest, highest, lift, out):
         values = product[r]
         target = out[r]
         for c in range(values.size):
-            value = np.float64(values[c]) * scale[c] + constant[c]
-            if value < low:
-                value = low
-            if value > high:
-                value = high
-            target[c] = np.int32(value) - lift
+            target[c] = _lifted_floor(np.float64(values[c]) * scale[c] + constant[c], low, high, lift)
 
 
 @numba.njit(
@@ -57,9 +63,4 @@ def finish(values, lowest, highest, lift, out):
         row = values[r]
         target = out[r]
         for c in range(row.size):
-            value = row[c]
-            if value < low:
-                value = low
-            if value > high:
-                value = high
-            target[c] = np.int32(value) - lift
+            target[c] = _lifted_floor(row[c], low, high, lift)
