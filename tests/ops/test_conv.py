@@ -1707,3 +1707,45 @@ def test_requantization_rows_are_shared_by_a_models_interpreters(op):
     assert a._rows.fast is not None and a._rows is not b._rows
     for x, y in zip(a._rows.fast + a._fast[1][:2], b._rows.fast + b._fast[1][:2], strict=True):
         assert x is y and not x.flags.writeable
+
+
+@pytest.mark.parametrize("op", [Op.CONV_2D, Op.DEPTHWISE_CONV_2D])
+def test_bound_hybrid_steps_hand_refused_rows_to_invoke(op):
+    """The hybrid kernels' bound steps (conv2d_bind, depthwise_bind) quantize with the compiled kernel;
+    a batch it refuses (a NaN, an infinity) goes through the kernel's invoke: the outputs are the
+    NumPy kernels' for every feed, and the bound step serves the next finite one."""
+    from pytflite.ops import jit
+
+    if not jit.available():
+        pytest.skip("numba is not installed: no compiled kernels to test")
+    rng = np.random.default_rng(11)
+    channels = 8
+    if op == Op.CONV_2D:
+        shape, axis = (channels, 3, 3, channels), 0
+    else:
+        shape, axis = (1, 3, 3, channels), 3
+    w = _hybrid_filter(rng, shape, False)
+    operands = [
+        Operand(_hybrid_input(rng, (2, 5, 5, channels))),
+        Operand(w, constant=True, quantization=_affine(10.0 ** rng.uniform(-3, -1, channels), axis)),
+        Operand(rng.standard_normal(channels).astype(np.float32), constant=True),
+    ]
+    options = {"padding": "SAME", "stride_h": 1, "stride_w": 1}
+    if op == Op.DEPTHWISE_CONV_2D:
+        options["depth_multiplier"] = 1
+    model, _ = SingleOpModel(op, operands, [T.FLOAT32], options, version=2).build()
+    feeds = [_hybrid_input(rng, (2, 5, 5, channels)) for _ in range(4)]
+    feeds[1][0, 2, 2, 3], feeds[2][1, 0, 0, 0] = np.nan, np.inf
+    outputs = {}
+    for compiled in (True, False):
+        jit.set_enabled(compiled)
+        try:
+            interpreter = pytflite.Interpreter(model_content=model)
+            interpreter.allocate_tensors()
+            step = interpreter.subgraphs[0].runner.fast_steps[0][0]
+            assert (step.__name__ == "step") == compiled  # the bound step, or the kernel's invoke
+            outputs[compiled] = [run(interpreter, [x])[0] for x in feeds]
+        finally:
+            jit.set_enabled(None)
+    for ours, numpy_only in zip(outputs[True], outputs[False]):
+        np.testing.assert_array_equal(ours, numpy_only)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -559,6 +560,50 @@ def conv2d_invoke(context, node):
         _conv_compute(context, node, state)
 
 
+def conv2d_bind(context, node):
+    """A hybrid CONV_2D with compiled kernels, a constant filter and exact row sums, for the memory its
+    tensors have now: the input's quantization, the product's calls and the scaling back on arrays found
+    once (Registration.bind); any other runs conv2d_invoke."""
+    state = node.user_data
+    hybrid = state.hybrid
+    if hybrid is None or hybrid.scale_back is None or hybrid.product is None or hybrid.quantizer is None:
+        return conv2d_invoke
+    if hybrid.flipped is not None or hybrid.stale is not None:
+        return conv2d_invoke
+    tensors = context.tensors
+    x, out, staged, acc = (tensors[i].data for i in (node.inputs[0], node.outputs[0], state.wide, state.acc))
+    kernel = hybrid.quantizer.compiled_kernel
+    if kernel is None or out.size == 0 or not (x.flags.c_contiguous and acc.dtype == np.float32):
+        return conv2d_invoke
+    quantize, scales, zero_points = kernel
+    batches, channels = out.shape[0], out.shape[-1]
+    values, quantized = x.reshape(batches, -1), staged.reshape(batches, -1)
+    product = _hybrid_product_calls(state, staged, _stage(tensors, state), _col(tensors, state), acc)
+    shaped = out.reshape(batches, -1, channels)
+    scale_back = partial(
+        hybrid.scale_back,
+        acc.reshape(shaped.shape),
+        scales,
+        hybrid.channel_scales,
+        hybrid.order,
+        channels,
+        _read_only(tensors[node.inputs[2]].data.reshape(-1)),
+        True,
+        np.float32(hybrid.low),
+        np.float32(hybrid.high),
+        shaped,
+    )
+
+    def step(context, node):
+        if not quantize(values, quantized, scales, zero_points, True):
+            return conv2d_invoke(context, node)
+        for call in product:
+            call()
+        scale_back()
+
+    return step
+
+
 # BUILTIN_REF's kernels differ in how they round quantized outputs (the float ones are the same here)
 register_builtin(
     BuiltinOperator.CONV_2D,
@@ -569,4 +614,5 @@ register_builtin(
     prepare=conv2d_prepare(True),
     builtin_ref={"prepare": conv2d_prepare(False)},
     invoke=conv2d_invoke,
+    bind=conv2d_bind,
 )

@@ -612,6 +612,50 @@ def _depthwise_hybrid_invoke(context, node, state: DepthwiseState, out: np.ndarr
         clip(rows, np.float32(hybrid.low), np.float32(hybrid.high), out=rows)
 
 
+def depthwise_bind(context, node):
+    """A hybrid depthwise with compiled kernels and a constant filter, for the memory its tensors have
+    now: the input's quantization, the sums and the scaling back as three compiled calls on arrays found
+    once (Registration.bind); any other runs depthwise_invoke."""
+    state = node.user_data
+    hybrid = state.hybrid
+    if hybrid is None or hybrid.scale_back is None or state.compiled_float is None:
+        return depthwise_invoke
+    if state.weights is None or hybrid.quantizer is None:
+        return depthwise_invoke
+    tensors = context.tensors
+    x, out, staged = (tensors[i].data for i in (node.inputs[0], node.outputs[0], state.wide))
+    kernel = hybrid.quantizer.compiled_kernel
+    if kernel is None or out.size == 0 or not (x.flags.c_contiguous and staged.dtype == np.float32):
+        return depthwise_invoke
+    quantize, scales, zero_points = kernel
+    batches = x.shape[0]
+    values, quantized = x.reshape(batches, -1), staged.reshape(batches, -1)
+    sums, weights, geometry = state.compiled_float, _read_only(state.weights), state.geometry
+    biased = len(node.inputs) == 3
+    bias = _read_only(tensors[node.inputs[2]].data.reshape(-1)) if biased else hybrid.no_bias
+    rows = out.reshape(batches, -1, out.shape[3])
+    scale_back = partial(
+        hybrid.scale_back,
+        rows,
+        scales,
+        hybrid.scales,
+        *hybrid.order,
+        bias,
+        biased,
+        np.float32(hybrid.low),
+        np.float32(hybrid.high),
+        rows,
+    )
+
+    def step(context, node):
+        if not quantize(values, quantized, scales, zero_points, True):
+            return depthwise_invoke(context, node)
+        sums(staged, weights, geometry, hybrid.no_bias, True, out)
+        scale_back()
+
+    return step
+
+
 # BUILTIN_REF's kernels differ in how they round quantized outputs (the float ones are the same here)
 register_builtin(
     BuiltinOperator.DEPTHWISE_CONV_2D,
@@ -622,4 +666,5 @@ register_builtin(
     prepare=depthwise_prepare(True),
     builtin_ref={"prepare": depthwise_prepare(False)},
     invoke=depthwise_invoke,
+    bind=depthwise_bind,
 )

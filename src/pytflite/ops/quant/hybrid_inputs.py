@@ -327,6 +327,13 @@ class AsymmetricRowQuantizer:
         # spread over the rows for small inputs only: on larger ones broadcasting costs little
         self._wide = np.empty((len(columns), rows, size), np.float32) if rows * size <= _WIDE_LIMIT else None
 
+    @property
+    def compiled_kernel(self):
+        """(the compiled kernel, the scales and the zero points it writes) for a kernel that binds its
+        arrays once and calls it as kernel(values, out, scales, zero_points, centered) on C-contiguous
+        [rows, size] arrays (False back: a row needs this quantizer's NumPy path); None without one."""
+        return None if self._compiled is None else (self._compiled, *self._compiled_results)
+
     def __call__(
         self, values: np.ndarray, out: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
