@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pytflite
@@ -282,7 +282,7 @@ def hybrid_input(rng, shape, crafted: bool, asymmetric: bool) -> np.ndarray:
     return x
 
 
-@settings(max_examples=250, deadline=None)
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     weights_type=st.sampled_from([T.INT8, T.INT8, T.UINT8, T.INT4, T.INT2]),
     reference=st.booleans(),
@@ -312,8 +312,10 @@ def test_hybrid_fully_connected(
     keep_num_dims,
     constant,
     seed,
+    kernels,
 ):
-    """float32 input quantized per row to int8 (TFLite's NEON rounding), exact integer products."""
+    """float32 input quantized per row to int8 (TFLite's NEON rounding), exact integer products; with
+    the NumPy kernels and with the compiled ones (the centered kernel's quantization and scaling back)."""
     rng = np.random.default_rng(seed)
     if weights_type == T.INT4 and not reference and units >= 4 and depth >= 32 and depth % 2 == 0:
         depth -= 1  # TFLite's 4-bit kernel: test_hybrid_four_bit_kernel
@@ -827,3 +829,33 @@ def test_hybrid_batch_matmul(shapes, adj_x, adj_y, per_channel, asymmetric, craf
         {"adj_x": adj_x, "adj_y": adj_y, "asymmetric_quantize_inputs": asymmetric},
         version=4,
     ).check()
+
+
+def test_compiled_hybrid_kernel_hands_refused_rows_to_numpy():
+    """The centered hybrid kernel with compiled quantization: a row the compiled quantizer refuses (a
+    NaN, an infinity) takes the NumPy kernel, for that invoke only; outputs equal the NumPy kernels'."""
+    from pytflite.ops import jit
+
+    if not jit.available():
+        pytest.skip("numba is not installed: no compiled kernels to test")
+    rng = np.random.default_rng(21)
+    x = rng.standard_normal((4, 24)).astype(np.float32)
+    w = rng.integers(-127, 128, size=(10, 24)).astype(np.int8)
+    w_q = AffineQuantization(np.float32(2 ** rng.uniform(-8, -2, size=10)), [0] * 10, 0)
+    bias = rng.standard_normal(10).astype(np.float32)
+    options = {"fused_activation_function": "RELU", "asymmetric_quantize_inputs": True}
+    model, _ = fc_model(x, None, w, T.INT8, w_q, bias, None, T.FLOAT32, None, options)
+    feeds = [rng.standard_normal((4, 24)).astype(np.float32) for _ in range(4)]
+    feeds[1][2, 5], feeds[2][0, 0] = np.nan, -np.inf
+    outputs = {}
+    for compiled in (True, False):
+        jit.set_enabled(compiled)
+        try:
+            interpreter = pytflite.Interpreter(model_content=model)
+            outputs[compiled] = [run(interpreter, [feed])[0] for feed in feeds]
+            kernel = interpreter.subgraphs[0].nodes[0][0].user_data.kernel
+            assert (kernel.__name__ == "compiled_kernel") == compiled
+        finally:
+            jit.set_enabled(None)
+    for ours, numpy_only in zip(outputs[True], outputs[False]):
+        np.testing.assert_array_equal(ours, numpy_only)

@@ -83,6 +83,12 @@ _CLAMP_RANGES = {
 }
 
 
+def float_activation_range(activation: ActivationFunctionType) -> tuple[float, float]:
+    """CalculateActivationRange: the float clamp of a fused activation (none, -inf to inf, for the
+    others)."""
+    return _CLAMP_RANGES.get(activation, (-np.inf, np.inf))
+
+
 def add_scratch_tensors(context: Context, count: int) -> tuple[int, ...]:
     """context.add_tensors for a builtin kernel's own scratch memory (typed and sized later with
     scratch_tensor): marked kernel_scratch, so the Python API's tensor listing leaves them out (TFLite's

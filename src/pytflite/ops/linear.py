@@ -55,10 +55,12 @@ from ..model.options import ActivationFunctionType, FullyConnectedOptionsWeights
 from .common import (
     activation_clamp,
     check_arity,
+    float_activation_range,
     input_tensor,
     optional_input_tensor,
     output_tensor,
 )
+from .jit import compiled
 from .quant.fixed_point import activation_range, quantize_multiplier, quantize_multipliers, wrap
 from .quant.hybrid_inputs import (
     AsymmetricRowQuantizer,
@@ -616,7 +618,10 @@ def _hybrid_fc_kernel(source, weights, bias, options, batch, depth, optimized, x
             np.matmul(quantized, matrix, out=acc)  # exact integers
             scale_back(scales, bias_values, out)
 
-        return centered_kernel
+        compiled_kernel = _compiled_centered_kernel(
+            quantize, matrix, acc, weight_scale, options.fused_activation_function, centered_kernel
+        )
+        return centered_kernel if compiled_kernel is None else compiled_kernel
 
     def kernel(x, w, bias_values, out):
         if fixed is not None:
@@ -635,6 +640,40 @@ def _hybrid_fc_kernel(source, weights, bias, options, batch, depth, optimized, x
         scale_back(scales, bias_values, out)
 
     return kernel
+
+
+def _compiled_centered_kernel(quantize, matrix, acc, weight_scale, activation, fallback):
+    """The centered hybrid kernel with compiled row quantization and scaling back (quant/
+    hybrid_compiled.scale_back: acc * (input scale * weight scale), as scale_back's two products round,
+    then the bias and a clamping activation), around the same exact product; None where compiled kernels
+    do not run or the activation is not a clamp. Arrays it cannot take, and rows the quantizer refuses,
+    go to `fallback`."""
+    compiled_quantize = quantize.compiled_kernel
+    scale_back = compiled("quant.hybrid_compiled", "scale_back")
+    if compiled_quantize is None or scale_back is None:
+        return None
+    if activation not in (Act.NONE, Act.RELU, Act.RELU6, Act.RELU_N1_TO_1):
+        return None
+    kernel, scales, zero_points = compiled_quantize
+    batch, units = acc.shape
+    quantized = np.empty((batch, matrix.shape[0]), np.float32)
+    sums = acc.reshape(batch, 1, units)
+    channel_scales = np.broadcast_to(weight_scale, (units,)).astype(np.float32)
+    channel_scales.flags.writeable = False
+    low, high = (np.float32(v) for v in float_activation_range(activation))
+    no_bias = np.zeros(units, np.float32)
+
+    def compiled_kernel(x, w, bias_values, out):
+        contiguous = x.flags.c_contiguous and out.flags.c_contiguous
+        if not (contiguous and kernel(x, quantized, scales, zero_points, True)):
+            return fallback(x, w, bias_values, out)
+        np.matmul(quantized, matrix, out=acc)  # exact integers
+        biased = bias_values is not None
+        bias = bias_values if biased else no_bias
+        rows = out.reshape(batch, 1, units)
+        scale_back(sums, scales, channel_scales, 0, units, bias, biased, low, high, rows)
+
+    return compiled_kernel
 
 
 # Up to this many outputs, a constant bias is kept repeated over the rows: adding it then needs no

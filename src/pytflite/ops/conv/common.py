@@ -14,7 +14,6 @@ from ...core.derived import derived_constant
 from ...core.quantization import AffineQuantization
 from ...core.types import TensorType
 from ...errors import KernelError, ensure, ensure_eq, ensure_type
-from ...model.options import ActivationFunctionType
 from ..common import reject_quantized_or_hybrid
 from ..quant import fixed_point as fp
 from ..quant.hybrid_inputs import AsymmetricRowQuantizer, quantize_rows_symmetric
@@ -64,15 +63,6 @@ def _constant_data(tensor) -> np.ndarray | None:
 def _bias_row(bias: np.ndarray, width: int) -> np.ndarray:
     """The bias repeated over one output row, so that adding it runs one long loop per row."""
     return np.tile(bias.reshape(-1), width)
-
-
-def _float_range(activation) -> tuple[float, float]:
-    """CalculateActivationRange: the float clamp of a fused activation (none for other activations)."""
-    return {
-        ActivationFunctionType.RELU: (0.0, np.inf),
-        ActivationFunctionType.RELU6: (0.0, 6.0),
-        ActivationFunctionType.RELU_N1_TO_1: (-1.0, 1.0),
-    }.get(activation, (-np.inf, np.inf))
 
 
 def _input_quantizer(source, per_channel: bool) -> AsymmetricRowQuantizer | None:

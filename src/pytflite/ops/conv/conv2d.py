@@ -19,6 +19,7 @@ from ..common import (
     activation_clamp,
     check_arity,
     clip,
+    float_activation_range,
     input_tensor,
     output_tensor,
     scratch_tensor,
@@ -38,7 +39,6 @@ from .common import (
     _constant_data,
     _filter_offset,
     _float_dtype,
-    _float_range,
     _input_magnitude,
     _input_quantizer,
     _integer_checks,
@@ -389,7 +389,7 @@ def _conv2d_hybrid(context, node, state, options, source, weights, bias, output,
     )
     per_channel = bool(scales.size > 1 and np.any(scales != scales[0])) or groups != 1
     scales = np.broadcast_to(scales, (out_channels,)).astype(np.float32) if per_channel else scales[:1]
-    low, high = _float_range(options.fused_activation_function)
+    low, high = float_activation_range(options.fused_activation_function)
     reference = per_channel and (not optimized or groups != 1)
     hybrid = state.hybrid = HybridConv(per_channel, scales, reference, low, high, context.host.x86)
     hybrid.quantizer = _input_quantizer(source, per_channel)
@@ -430,7 +430,7 @@ def _conv2d_hybrid(context, node, state, options, source, weights, bias, output,
         hybrid.scale_row = channel_row(scales, per_batch)
         hybrid.factors = np.empty_like(hybrid.scale_row)
     if dtype == np.float32:
-        hybrid.scale_back = compiled("conv.hybrid_compiled", "scale_back")
+        hybrid.scale_back = compiled("quant.hybrid_compiled", "scale_back")
         hybrid.order = 1 if hybrid.reference else 0  # per tensor: acc * (input scale * filter scale)
         hybrid.channel_scales = np.broadcast_to(scales, (out_channels,)).astype(np.float32)
         hybrid.channel_scales.flags.writeable = False

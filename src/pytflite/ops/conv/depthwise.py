@@ -29,6 +29,7 @@ from ..common import (
     add_scratch_tensors,
     check_arity,
     clip,
+    float_activation_range,
     input_tensor,
     output_tensor,
     scratch_tensor,
@@ -58,7 +59,6 @@ from .common import (
     _draft,
     _filter_offset,
     _float_dtype,
-    _float_range,
     _input_magnitude,
     _input_quantizer,
     _integer_checks,
@@ -388,7 +388,7 @@ def _depthwise_hybrid(context, node, state, options, source, weights, bias, outp
     )
     scales = np.broadcast_to(quantization.scale.astype(np.float32), (out_channels,)).copy()
     scales.flags.writeable = False
-    low, high = _float_range(options.fused_activation_function)
+    low, high = float_activation_range(options.fused_activation_function)
     hybrid = state.hybrid = HybridDepthwise(scales, not optimized, low, high)
     hybrid.quantizer = _input_quantizer(source, True)
     pixels = window.out[0] * window.out[1]  # per batch
@@ -412,7 +412,7 @@ def _depthwise_hybrid(context, node, state, options, source, weights, bias, outp
     if dtype == np.float32:
         state.compiled_float = _compiled("depthwise_float", channels, out_channels)
         hybrid.no_bias = _read_only(np.zeros(out_channels, np.float32))
-        hybrid.scale_back = compiled("conv.hybrid_compiled", "scale_back")
+        hybrid.scale_back = compiled("quant.hybrid_compiled", "scale_back")
         hybrid.order = (0, out_channels) if hybrid.reference else (1, out_channels - out_channels % 4)
     temporaries = _plan_depthwise_sums(context, node, state, source, window, out_channels, dtype, stage=False)
     if state.acc in temporaries:  # the quantized input, as the sums' type (float32: quantized into it)
