@@ -44,6 +44,17 @@ def set_enabled(enabled: bool | None) -> None:
     _forced = enabled
 
 
+def read_only(values):
+    """`values` as a read-only array (itself when it is one, else a view): the compiled kernels' numba
+    signatures take their constant operands (weights, scales, bias) read-only, as the model's shared
+    constants are, and numba matches an array to a signature by its writability too."""
+    if not values.flags.writeable:
+        return values
+    view = values.view()
+    view.flags.writeable = False
+    return view
+
+
 def compiled_kernels_run() -> bool:
     """Whether kernels prepared now would take their compiled forms (on, and numba loads)."""
     return _wanted() and available()

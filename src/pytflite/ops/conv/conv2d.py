@@ -25,7 +25,7 @@ from ..common import (
     scratch_tensor,
     set_temporaries,
 )
-from ..jit import compiled
+from ..jit import compiled, read_only
 from ..quant.hybrid_inputs import AsymmetricRowQuantizer
 from ..registry import register_builtin
 from ..windows import plan_window
@@ -63,7 +63,7 @@ from .im2col import (
     _stage,
 )
 from .program import Program
-from .requant import Requant, _read_only
+from .requant import Requant
 from .rows import apply_row, channel_row, fill_row
 
 
@@ -488,7 +488,7 @@ def _conv2d_hybrid_invoke(context, node, state: ConvState) -> None:
     if hybrid.scale_back is not None and sums.dtype == np.float32:
         shaped = out.reshape(batches, -1, channels)
         low, high = np.float32(hybrid.low), np.float32(hybrid.high)
-        bias = _read_only(tensors[node.inputs[2]].data.reshape(-1))
+        bias = read_only(tensors[node.inputs[2]].data.reshape(-1))
         sums = sums.reshape(shaped.shape)
         hybrid.scale_back(
             sums, scales, hybrid.channel_scales, hybrid.order, channels, bias, True, low, high, shaped
@@ -587,7 +587,7 @@ def conv2d_bind(context, node):
         hybrid.channel_scales,
         hybrid.order,
         channels,
-        _read_only(tensors[node.inputs[2]].data.reshape(-1)),
+        read_only(tensors[node.inputs[2]].data.reshape(-1)),
         True,
         np.float32(hybrid.low),
         np.float32(hybrid.high),

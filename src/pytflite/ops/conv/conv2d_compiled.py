@@ -23,8 +23,7 @@ _OPERANDS = (
     numba.types.Array(_F32, 2, "C", readonly=True),  # weights [KH * KW * C, O]
     numba.types.UniTuple(_I64, 2),  # kernel height, width
     numba.types.UniTuple(_I64, 6),  # stride h, w, dilation h, w, pad top, left
-    numba.types.Array(_F32, 1, "C", readonly=True),  # bias [O]
-    numba.boolean,  # whether there is one
+    numba.types.Array(_F32, 1, "C", readonly=True),  # bias [O] (CONV_2D always has one)
 )
 
 
@@ -41,7 +40,7 @@ def _tap(image, geometry, oh, ow, i, j):
 
 
 @numba.njit(numba.void(*_OPERANDS, _IMAGE), **OPTIONS)
-def conv_float(x, weights, kernel, geometry, bias, biased, out):
+def conv_float(x, weights, kernel, geometry, bias, out):
     batches, _, _, channels = x.shape
     _, out_height, out_width, units = out.shape
     kernel_h, kernel_w = kernel
@@ -62,14 +61,13 @@ def conv_float(x, weights, kernel, geometry, bias, biased, out):
                             for o in range(units):
                                 acc[o] += value * row[o]
                             k += 1
-                if biased:
-                    for o in range(units):
-                        acc[o] += bias[o]
+                for o in range(units):
+                    acc[o] += bias[o]
 
 
 # its scratch: the windows [KH * KW * C, pixels], the sums [O, pixels]
 @numba.njit(numba.void(*_OPERANDS, _F32[:, ::1], _F32[:, ::1], _IMAGE), **OPTIONS)
-def conv_float_by_pixels(x, weights, kernel, geometry, bias, biased, columns, sums, out):
+def conv_float_by_pixels(x, weights, kernel, geometry, bias, columns, sums, out):
     """conv_float's sums for few output channels: the windows laid out as rows of pixels, each output
     channel's sums then taken along whole rows (vectorized over the pixels, where conv_float's loop runs
     over the output channels), the products added in the same order."""
@@ -102,4 +100,4 @@ def conv_float_by_pixels(x, weights, kernel, geometry, bias, biased, columns, su
     for q in range(flat.shape[0]):
         pixel = flat[q]
         for o in range(units):
-            pixel[o] = sums[o, q] + bias[o] if biased else sums[o, q]
+            pixel[o] = sums[o, q] + bias[o]

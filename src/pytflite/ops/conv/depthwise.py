@@ -35,7 +35,7 @@ from ..common import (
     scratch_tensor,
     set_temporaries,
 )
-from ..jit import compiled
+from ..jit import compiled, read_only
 from ..quant.hybrid_inputs import AsymmetricRowQuantizer
 from ..registry import register_builtin
 from ..windows import (
@@ -69,7 +69,7 @@ from .common import (
     shared_constant,
 )
 from .program import Program
-from .requant import Requant, _read_only
+from .requant import Requant
 from .rows import apply_row, bias_and_clamp_calls, channel_row, fill_row
 
 # einsum's C function itself: np.einsum's Python layer costs more than a small depthwise layer (~1 us).
@@ -114,7 +114,6 @@ class HybridDepthwise:
     bias_constant: bool = False
     factors: tuple[np.ndarray, np.ndarray] = ()
     quantizer: AsymmetricRowQuantizer | None = None  # the input's (common._input_quantizer)
-    no_bias: np.ndarray | None = None  # zeros [C]: the compiled sums' bias
     # where compiled kernels run: hybrid_compiled.scale_back, with its order and scalar_from
     scale_back: Callable | None = None
     order: tuple[int, int] = (0, 0)
@@ -143,6 +142,7 @@ class DepthwiseState:
     bias_first: bool = True
     # exact mode, and a hybrid kernel's float32 sums: depthwise_compiled.depthwise_float, where it runs
     compiled_float: Callable | None = None
+    no_bias: np.ndarray | None = None  # zeros [C], read-only: depthwise_float's bias where there is none
     geometry: tuple[int, ...] = ()  # stride h, w, dilation h, w, pad top, left (the compiled kernels')
     program: Program | None = None  # float, constant filter, not exact: depthwise_invoke's calls
 
@@ -260,6 +260,7 @@ def _depthwise_prepare(context, node, state, optimized: bool) -> None:
         if context.exact_float_summation:
             state.exact = True
             state.compiled_float = _compiled("depthwise_float", channels, out_channels)
+            state.no_bias = read_only(np.zeros(out_channels, np.float32))
             terms = kh * kw + 1
             row = n * window.out[1] * out_channels
             rows = max(1, min(window.out[0], _TERMS_AT_ONCE // (terms * row)))
@@ -411,7 +412,7 @@ def _depthwise_hybrid(context, node, state, options, source, weights, bias, outp
         state.weights = _tile_weights(constant.astype(dtype), window.out[1])
     if dtype == np.float32:
         state.compiled_float = _compiled("depthwise_float", channels, out_channels)
-        hybrid.no_bias = _read_only(np.zeros(out_channels, np.float32))
+        state.no_bias = read_only(np.zeros(out_channels, np.float32))
         hybrid.scale_back = compiled("quant.hybrid_compiled", "scale_back")
         hybrid.order = (0, out_channels) if hybrid.reference else (1, out_channels - out_channels % 4)
     temporaries = _plan_depthwise_sums(context, node, state, source, window, out_channels, dtype, stage=False)
@@ -485,11 +486,11 @@ def _integer_calls(state: DepthwiseState, x, out, scratch, acc, wide) -> list:
                 kernel,
                 x,
                 integer.input_zero_point,
-                _read_only(state.weights),
+                read_only(state.weights),
                 state.geometry,
                 acc.reshape(-1)[: out.shape[2] * out.shape[3]],  # the sums of one output row
-                _read_only(fast.scale),
-                _read_only(fast.constant),
+                read_only(fast.scale),
+                read_only(fast.constant),
                 requant._lifted_bounds(fast),
                 out,
             )
@@ -523,8 +524,8 @@ def depthwise_invoke(context, node):
         bias = tensors[node.inputs[2]].data if len(node.inputs) == 3 else None
         x = tensors[node.inputs[0]].data
         if state.compiled_float is not None and x.flags.c_contiguous and out.flags.c_contiguous:
-            bias = np.zeros(out.shape[3], np.float32) if bias is None else bias.reshape(-1)
-            state.compiled_float(x, _read_only(w), state.geometry, _read_only(bias), state.bias_first, out)
+            bias = state.no_bias if bias is None else read_only(bias.reshape(-1))
+            state.compiled_float(x, read_only(w), state.geometry, bias, state.bias_first, out)
         else:
             _depthwise_exact(tensors, state, x, w, bias, rows)
         if state.clamp is not None:
@@ -572,10 +573,10 @@ def _depthwise_hybrid_invoke(context, node, state: DepthwiseState, out: np.ndarr
     acc = tensors[state.acc].data
     if state.compiled_float is not None:  # the same exact sums: 0 + the products
         sums = acc.reshape(out.shape) if hybrid.scale_back is None else out
-        state.compiled_float(quantized, _read_only(w), state.geometry, hybrid.no_bias, True, sums)
+        state.compiled_float(quantized, read_only(w), state.geometry, state.no_bias, True, sums)
         if hybrid.scale_back is not None:
             biased = len(node.inputs) == 3
-            bias = _read_only(tensors[node.inputs[2]].data.reshape(-1)) if biased else hybrid.no_bias
+            bias = read_only(tensors[node.inputs[2]].data.reshape(-1)) if biased else state.no_bias
             rows = out.reshape(out.shape[0], -1, out.shape[3])
             low, high = np.float32(hybrid.low), np.float32(hybrid.high)
             hybrid.scale_back(rows, scales, hybrid.scales, *hybrid.order, bias, biased, low, high, rows)
@@ -630,9 +631,9 @@ def depthwise_bind(context, node):
     quantize, scales, zero_points = kernel
     batches = x.shape[0]
     values, quantized = x.reshape(batches, -1), staged.reshape(batches, -1)
-    sums, weights, geometry = state.compiled_float, _read_only(state.weights), state.geometry
+    sums, weights, geometry = state.compiled_float, read_only(state.weights), state.geometry
     biased = len(node.inputs) == 3
-    bias = _read_only(tensors[node.inputs[2]].data.reshape(-1)) if biased else hybrid.no_bias
+    bias = read_only(tensors[node.inputs[2]].data.reshape(-1)) if biased else state.no_bias
     rows = out.reshape(batches, -1, out.shape[3])
     scale_back = partial(
         hybrid.scale_back,
@@ -650,7 +651,7 @@ def depthwise_bind(context, node):
     def step(context, node):
         if not quantize(values, quantized, scales, zero_points, True):
             return depthwise_invoke(context, node)
-        sums(staged, weights, geometry, hybrid.no_bias, True, out)
+        sums(staged, weights, geometry, state.no_bias, True, out)
         scale_back()
 
     return step

@@ -16,10 +16,10 @@ import numpy as np
 
 from ...fidelity.eigen_order import eigen_product, sequential_products
 from ..common import add_scratch_tensors, scratch_tensor
+from ..jit import read_only
 from ..windows import Staging, byte_strides, make_staging, padded_copies, staged_input
 from .common import _FLOAT_TYPES, _constant_data, _draft
 from .program import Program
-from .requant import _read_only
 from .rows import apply_row, bias_and_clamp_calls, channel_row, fill_row
 
 if TYPE_CHECKING:
@@ -286,11 +286,10 @@ def _conv_compute(context, node, state: ConvState) -> None:
     rows = out.reshape(pixels, -1)
     w = state.weights if state.weights is not None else state.layout(tensors[node.inputs[1]].data)
     if state.mode == "exact":
-        if state.compiled_exact is not None and x.flags.c_contiguous:
-            biased = state.bias >= 0
-            bias = tensors[state.bias].data.reshape(-1) if biased else np.zeros(out.shape[-1], np.float32)
-            weights = _read_only(np.ascontiguousarray(w[0]))  # a runtime filter: the layout transposes it
-            arguments = (x, weights, *state.geometry, _read_only(bias), biased)
+        if state.compiled_exact is not None and x.flags.c_contiguous:  # (CONV_2D: a bias, unfolded)
+            bias = read_only(tensors[state.bias].data.reshape(-1))
+            weights = read_only(np.ascontiguousarray(w[0]))  # a runtime filter: the layout transposes it
+            arguments = (x, weights, *state.geometry, bias)
             if state.compiled_by_pixels:  # its scratch: the windows, the sums
                 arguments += (tensors[state.scratch].data, tensors[state.acc].data)
             state.compiled_exact(*arguments, out)

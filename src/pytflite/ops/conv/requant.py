@@ -12,7 +12,7 @@ import numpy as np
 from ...core.derived import derived_constants_of, derived_key
 from ...errors import ensure
 from ..common import clip
-from ..jit import compiled
+from ..jit import compiled, read_only
 from ..quant import fixed_point as fp
 from .rows import apply_row, channel_row, row_calls
 
@@ -259,8 +259,8 @@ class Requant:
                 partial(
                     kernel,
                     product.reshape(-1, channels),
-                    _read_only(fast.scale),
-                    _read_only(fast.constant),
+                    read_only(fast.scale),
+                    read_only(fast.constant),
                     *self._lifted_bounds(fast),
                     out.reshape(-1, channels),
                 )
@@ -370,12 +370,6 @@ def _compiled(name: str, values: np.ndarray, out: np.ndarray):
     if not (values.flags.c_contiguous and out.flags.c_contiguous) or values.size != out.size:
         return None
     return compiled("conv.requant_compiled", name)
-
-
-def _read_only(values: np.ndarray) -> np.ndarray:
-    view = values.view()
-    view.flags.writeable = False
-    return view
 
 
 def _per_channel(ufunc, acc: np.ndarray, values) -> None:
