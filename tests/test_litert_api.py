@@ -375,14 +375,20 @@ def test_no_visible_blas_means_nothing_to_size(monkeypatch):
 # --- get_tensor_details -----------------------------------------------------------------------------
 
 
-def conv_model() -> bytes:
-    """x -> CONV_2D 3x3 -> AVERAGE_POOL_2D: kernels whose pytflite versions keep scratch memory."""
-    builder = ModelBuilder()
+def _float_conv(builder: ModelBuilder) -> int:
+    """A model input x [1, 8, 8, 3] through a float CONV_2D 3x3 to 4 channels: its output tensor."""
     x = builder.add_input("x", T.FLOAT32, [1, 8, 8, 3])
     w = builder.add_constant("w", np.linspace(-1, 1, 4 * 3 * 3 * 3, dtype=np.float32).reshape(4, 3, 3, 3))
     b = builder.add_constant("b", np.zeros(4, np.float32))
     c = builder.add_tensor("c", T.FLOAT32, [1, 8, 8, 4])
     builder.add_operator(Op.CONV_2D, [x, w, b], [c], {"padding": "SAME", "stride_h": 1, "stride_w": 1})
+    return c
+
+
+def conv_model() -> bytes:
+    """x -> CONV_2D 3x3 -> AVERAGE_POOL_2D: kernels whose pytflite versions keep scratch memory."""
+    builder = ModelBuilder()
+    c = _float_conv(builder)
     y = builder.add_tensor("y", T.FLOAT32, [1, 4, 4, 4])
     pool = {"padding": "VALID", "stride_h": 2, "stride_w": 2, "filter_height": 2, "filter_width": 2}
     builder.add_operator(Op.AVERAGE_POOL_2D, [c], [y], pool)
@@ -405,11 +411,7 @@ def reduce_after_conv_model() -> bytes:
     """CONV_2D (pytflite's kernel adds scratch tensors at init) then REDUCE_PROD (XNNPACK never takes it,
     so LiteRT's kernel adds its four temporaries under every resolver, three of them listed)."""
     builder = ModelBuilder()
-    x = builder.add_input("x", T.FLOAT32, [1, 8, 8, 3])
-    w = builder.add_constant("w", np.linspace(-1, 1, 4 * 3 * 3 * 3, dtype=np.float32).reshape(4, 3, 3, 3))
-    b = builder.add_constant("b", np.zeros(4, np.float32))
-    c = builder.add_tensor("c", T.FLOAT32, [1, 8, 8, 4])
-    builder.add_operator(Op.CONV_2D, [x, w, b], [c], {"padding": "SAME", "stride_h": 1, "stride_w": 1})
+    c = _float_conv(builder)
     axes = builder.add_constant("axes", np.array([1, 2], np.int32))
     y = builder.add_tensor("y", T.FLOAT32, [1, 4])
     builder.add_operator(Op.REDUCE_PROD, [c, axes], [y], {"keep_dims": False})
