@@ -25,7 +25,10 @@ prepare and invoke may return None or Status.OK on success, another Status on fa
 `bind` is for kernels whose invoke is short next to looking up its tensors: the step it returns may hold
 the input and output arrays themselves (and anything derived from them, such as views), because the
 check-free step list it goes into (core/plan_runner.py) is made again whenever memory may have moved;
-invoke still serves every other caller (the careful loop, profilers, delegates' kernels).
+invoke still serves every other caller (the careful loop, profilers, delegates' kernels). A step that is
+only calls of NumPy functions on those arrays is best returned as a `core.step_program.Direct` of them
+(or one element's arithmetic as a `Written` statement): the step list's program then makes the calls
+themselves, with no Python frame around them.
 """
 
 from __future__ import annotations

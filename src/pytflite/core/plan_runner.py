@@ -4,8 +4,9 @@ Built as one value by allocate_tensors from the plan and the prepared subgraph, 
 patched, when the graph, its plan or its input shapes change (Subgraph._invalidate,
 resize_input_tensor). Two loops:
 
-- the fast one walks a precomputed list of (invoke, node) steps with no checks in between; it runs when
-  everything is prepared and allocated and no tensor lives in a delegate's buffer;
+- the fast one runs a precomputed list of (invoke, node) steps with no checks in between, as a
+  StepProgram (core/step_program.py); it runs when everything is prepared and allocated and no tensor
+  lives in a delegate's buffer;
 - the careful one is TFLite's Subgraph::Invoke: it checks each node's inputs, copies stale delegate
   buffers back, prepares the rest of the plan lazily after a node with dynamic outputs, and reports to a
   profiler. Plan positions before the first dynamic output still run as fast steps (the prefix).
@@ -19,28 +20,24 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from .delegate import DelegateFlags
 from .node import OPTIONAL_TENSOR, Node
 from .profiling import EventType
+from .step_program import StepProgram, Steps
 from .types import NON_POD_TYPES, AllocationType, BuiltinOperator, Status
 
 if TYPE_CHECKING:
     from .subgraph import Subgraph
     from .tensor import Tensor
 
-Steps = list[tuple[Callable, Node]]
-
-
-class Respecialize(Exception):
-    """Raised by a fused step (Subgraph.allow_fusions) that met values its prepared shapes do not hold
-    for: the subgraph must run again without fusions. It passes through the step loops unreported."""
-
 
 class PlanRunner:
     """The invoke side of a prepared subgraph. `fast_steps`: the check-free step list, or None when the
-    careful loop is needed (dynamic shapes, delegate buffers, inputs without data)."""
+    careful loop is needed (dynamic shapes, delegate buffers, inputs without data); `program`: those
+    steps as one StepProgram (None with them)."""
 
     def __init__(self, subgraph: Subgraph):
         self._subgraph = subgraph
         self._context = subgraph.context
         self.fast_steps: Steps | None = self._fast_steps()
+        self.program = None if self.fast_steps is None else self.make_program(self.fast_steps)
         self._prefix = None if self.fast_steps is not None else self._fast_prefix()
         self._arena_moves = subgraph.arena_moves  # the prefix's bound arrays are stale once it moves
         self._entries: list[tuple] | None = None  # per plan position, made on the first careful invoke
@@ -48,11 +45,11 @@ class PlanRunner:
 
     def invoke(self) -> None:
         """Run every node of the plan once; the caller has set np.errstate."""
-        steps = self.fast_steps
-        if steps is None or self._context.profiler is not None:
+        program = self.program
+        if program is None or self._context.profiler is not None:
             self._invoke_careful()
         else:
-            self.run_steps(steps)
+            program()
 
     # --- building ------------------------------------------------------------------------------------
 
@@ -78,7 +75,11 @@ class PlanRunner:
             steps.append((_step(subgraph, node, registration), node))
         return steps
 
-    def _fast_prefix(self) -> tuple[Steps, int] | None:
+    def make_program(self, steps: Steps) -> StepProgram:
+        """`steps` (check-free steps of this subgraph) as a StepProgram reporting failures as invoke does."""
+        return StepProgram(steps, self._context, self._failed)
+
+    def _fast_prefix(self) -> tuple[StepProgram, int] | None:
         """For a graph the careful loop runs: the check-free steps of the plan positions before the first
         node with dynamic outputs (those are prepared and allocated once, never again during invoke), and
         the position after them; None when there are none. The last node prepared is never among them:
@@ -102,7 +103,7 @@ class PlanRunner:
                     break
                 steps.append((_step(subgraph, node, registration), node))
             end = position + 1
-        return (steps, end) if end else None
+        return (self.make_program(steps), end) if end else None
 
     def _suffix(self, first: int) -> _Suffix | None:
         """The check-free steps of the nodes a lazy prepare from plan position `first` just went over,
@@ -113,7 +114,7 @@ class PlanRunner:
         suffix = self._suffixes.get(first)
         if suffix is not None and suffix.valid(subgraph):
             return suffix
-        suffix = self._suffixes[first] = _Suffix.build(subgraph, first)
+        suffix = self._suffixes[first] = _Suffix.build(subgraph, first, self.make_program)
         return suffix
 
     def _careful_entries(self) -> list[tuple]:
@@ -132,23 +133,10 @@ class PlanRunner:
 
     # --- running -------------------------------------------------------------------------------------
 
-    def run_steps(self, steps: Steps) -> None:
-        """Run check-free steps (`fast_steps`, or a prefix of the plan); control flow calls this directly
-        for a called subgraph whose runner it has checked."""
-        context = self._context
-        for invoke, node in steps:
-            try:
-                status = invoke(context, node)
-            except Respecialize:
-                raise
-            except Exception as error:
-                self._failed(node, error=error)
-            if status:  # None and Status.OK are falsy
-                self._failed(node, status=Status(status))
-
-    def _failed(self, node: Node, **why: Any) -> NoReturn:
+    def _failed(self, node: Node, error: Exception | None = None, status: Any = Status.ERROR) -> NoReturn:
         subgraph = self._subgraph
-        subgraph._kernel_failed("invoke", node, subgraph.nodes[node.index][1], **why)
+        registration = subgraph.nodes[node.index][1]
+        subgraph._kernel_failed("invoke", node, registration, status=Status(status), error=error)
 
     def _invoke_careful(self) -> None:
         subgraph = self._subgraph
@@ -161,7 +149,7 @@ class PlanRunner:
             self._prefix = self._fast_prefix()
         prefix = self._prefix
         if prefix is not None and profiler is None and subgraph._next_to_prepare >= prefix[1]:
-            self.run_steps(prefix[0])
+            prefix[0]()
             start = prefix[1]
         dynamic = AllocationType.DYNAMIC
         count = len(entries)
@@ -173,7 +161,7 @@ class PlanRunner:
                 subgraph._prepare_ops_and_tensors(in_invoke=True)
                 suffix = self._suffix(position) if profiler is None else None
                 if suffix is not None:  # the nodes this prepare went over, without per-node checks
-                    self.run_steps(suffix.steps)
+                    suffix.program()
                     next_position = suffix.end
                     continue
             node, registration, inputs, outputs = entries[position]
@@ -231,13 +219,19 @@ class _Suffix:
     reading a dynamic tensor is prepared again at nearly every resize, so it runs its plain invoke, which
     looks its arrays up each time, and does not make the suffix be built again."""
 
-    __slots__ = ("steps", "end", "last", "arena_moves", "bound")
+    __slots__ = ("program", "end", "last", "arena_moves", "bound")
 
-    def __init__(self, steps: Steps, end: int, last: int, arena_moves: int, bound: tuple):
-        self.steps, self.end, self.last, self.arena_moves, self.bound = steps, end, last, arena_moves, bound
+    def __init__(self, program: StepProgram, end: int, last: int, arena_moves: int, bound: tuple):
+        self.program, self.end, self.last, self.arena_moves, self.bound = (
+            program,
+            end,
+            last,
+            arena_moves,
+            bound,
+        )
 
     @staticmethod
-    def build(subgraph: Subgraph, first: int) -> _Suffix | None:
+    def build(subgraph: Subgraph, first: int, make_program: Callable) -> _Suffix | None:
         delegation = subgraph.delegation
         if delegation.pre_delegation_plan is not None or delegation.applied:
             return None
@@ -273,7 +267,7 @@ class _Suffix:
                 bound.append((node_index, inputs))
         if end == first:
             return None
-        return _Suffix(steps, end, last, subgraph.arena_moves, tuple(bound))
+        return _Suffix(make_program(steps), end, last, subgraph.arena_moves, tuple(bound))
 
     def valid(self, subgraph: Subgraph) -> bool:
         """Whether the steps still fit: the lazy prepare stopped at the same node, the arena did not move,

@@ -28,8 +28,9 @@ from .folding import fold, foldable_outputs
 from .limits import Limits
 from .listed_temporaries import ListedTemporaries
 from .node import OPTIONAL_TENSOR, Node, Registration, is_unresolved_custom_op, unresolved_op_message
-from .plan_runner import PlanRunner, Respecialize
+from .plan_runner import PlanRunner
 from .resources import Resources
+from .step_program import Respecialize
 from .tensor import Tensor
 from .types import (
     NON_POD_TYPES,

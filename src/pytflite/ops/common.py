@@ -4,11 +4,14 @@ temporaries."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
+from operator import setitem
 
 import numpy as np
 
 from ..core.context import Context
 from ..core.node import OPTIONAL_TENSOR, Node
+from ..core.step_program import Direct
 from ..core.tensor import Tensor
 from ..core.types import AllocationType, TensorType
 from ..errors import KernelError, ensure
@@ -22,6 +25,26 @@ except ImportError:  # NumPy 1.x
 
 # Every element type a pure data-movement kernel (reshape, gather, concat, ...) can copy.
 ANY_TYPE = tuple(t for t in TensorType if t not in (TensorType.RESOURCE, TensorType.VARIANT))
+
+
+def unary_step(compute: Callable, x: np.ndarray, out: np.ndarray) -> Callable:
+    """The check-free step of `compute(x, out)` on these arrays: a Direct step where compute is a NumPy
+    ufunc (which takes its out positionally)."""
+    if isinstance(compute, np.ufunc):
+        return Direct(partial(compute, x, out))
+
+    def step(context, node):
+        compute(x, out)
+
+    return step
+
+
+def copy_step(out: np.ndarray, view: np.ndarray, source: np.ndarray) -> Direct | None:
+    """A Direct step copying `view`, a view of the array `source`, into `out`; None where NumPy could
+    not make it a view (a reshape regrouping strided elements copies), so that it would hold old values."""
+    if view.size and not np.may_share_memory(view, source):
+        return None
+    return Direct(partial(setitem, out, Ellipsis, view))
 
 
 def check_arity(node: Node, inputs: int | Sequence[int], outputs: int = 1) -> None:

@@ -28,7 +28,7 @@ from typing import NoReturn
 import numpy as np
 
 from ..core.node import OPTIONAL_TENSOR
-from ..core.plan_runner import Respecialize
+from ..core.step_program import Respecialize
 from ..core.subgraph import Subgraph
 from ..core.tensor import Tensor
 from ..core.types import AllocationType, BuiltinOperator, SubgraphState, TensorType
@@ -162,7 +162,7 @@ class Call:
         bound = self._bound
         if bound is None or bound.runner is not target.runner:
             bound = self._bound = Bound(self)
-        if bound.steps is None or target.context.profiler is not None:
+        if bound.program is None or target.context.profiler is not None:
             return None
         return bound
 
@@ -172,7 +172,7 @@ class Bound:
     steps it runs. Valid while the subgraph keeps the PlanRunner it was made for: every allocation
     makes a new one (and a resize or a delegate drops it), so `runner` identity is the whole check."""
 
-    __slots__ = ("runner", "steps", "inputs", "shapes", "outputs")
+    __slots__ = ("runner", "program", "inputs", "shapes", "outputs")
 
     def __init__(self, call: Call):
         target = call.target
@@ -187,7 +187,7 @@ class Bound:
             and all(t.delegate is None and t.data is not None for t in call.outputs)
             and all(t.data is not None for _, t in call.inputs)
         )
-        self.steps = runner.fast_steps if usable else None
+        self.program = runner.program if usable else None
 
     def accepts(self, values: Sequence[np.ndarray | None]) -> bool:
         """Every value is present and has its input's shape (else the subgraph must be resized)."""
@@ -203,7 +203,7 @@ class Bound:
             value = values[p]
             if value is not array:
                 array[index] = value
-        self.runner.run_steps(self.steps)
+        self.program()
         return self.outputs
 
 
@@ -356,7 +356,7 @@ def if_bind(context, node):
             run = runs[taken] = _BranchRun(bound, values, outputs)
         for array, key, value in run.copy_in:
             array[key] = value
-        run.run_steps(run.steps)
+        run.program()
         for out, key, result in run.copy_out:
             out[key] = result
 
@@ -367,14 +367,14 @@ class _BranchRun:
     """One IF branch's Bound with the IF's argument and output arrays: what to copy in, the steps, what to
     copy out, as (destination, index, source) triples (_copy_index)."""
 
-    __slots__ = ("bound", "copy_in", "run_steps", "steps", "copy_out")
+    __slots__ = ("bound", "copy_in", "program", "copy_out")
 
     def __init__(self, bound: Bound, values: Sequence[np.ndarray], outputs: Sequence[tuple[int, np.ndarray]]):
         self.bound = bound
         self.copy_in = tuple(
             (array, index, values[p]) for p, array, index in bound.inputs if values[p] is not array
         )
-        self.run_steps, self.steps = bound.runner.run_steps, bound.steps
+        self.program = bound.program
         self.copy_out = tuple((out, _copy_index(out), bound.outputs[p]) for p, out in outputs)
 
 
@@ -482,12 +482,10 @@ class BoundLoop:
     def run(self, values: list[np.ndarray], limit: int | None) -> Sequence[np.ndarray]:
         """Loop from the node's input `values` (in the bound inputs' shapes); returns the final values."""
         condition, body, flag = self.condition, self.body, self.flag
-        run_condition = condition.runner.run_steps
-        run_body = body.runner.run_steps
-        condition_steps, body_steps = condition.steps, body.steps
+        run_condition, run_body = condition.program, body.program
         for p, array, index in condition.inputs:
             array[index] = values[p]
-        run_condition(condition_steps)
+        run_condition()
         if not flag[0]:
             return values
         for p, array, index in body.inputs:
@@ -498,10 +496,10 @@ class BoundLoop:
             if limit is not None and iterations >= limit:
                 _too_many_iterations(iterations, limit)
             iterations += 1
-            run_body(body_steps)
+            run_body()
             for array, index, value in to_condition:
                 array[index] = value
-            run_condition(condition_steps)
+            run_condition()
             if not flag[0]:
                 return body.outputs
             for array, index, value in to_body:

@@ -41,12 +41,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
 from ..core.packed import unpack_packed
 from ..core.quantization import AffineQuantization, DimensionType, SparsityParameters
 from ..core.sparsity import densify
+from ..core.step_program import Direct
 from ..core.types import BuiltinOperator, TensorType, type_name
 from ..errors import KernelError, ensure, ensure_eq, ensure_type, ensure_types_eq
 from ..fidelity.ruy import gemm_rounding
@@ -252,34 +254,36 @@ def _fc_arrays(tensors, node, data: FullyConnectedData):
     return x, tensors[inputs[1]].data, bias, out
 
 
-def _fc_run(data: FullyConnectedData, x, w, bias, out) -> Callable[[], None]:
-    """The computation on these arrays, as a function of nothing."""
-    if data.kernel is not None:
-        kernel = data.kernel
-        return lambda: kernel(x, w, bias, out)
-    weights = (data.dense if data.dense is not None else w).T
-    clamp = data.clamp
-
-    def run():
-        np.matmul(x, weights, out=out)
-        if bias is not None:
-            np.add(out, bias, out=out)
-        if clamp is not None:
-            clamp(out)
-
-    return run
+def _float_calls(data: FullyConnectedData, x, w, bias, out) -> tuple:
+    """The float computation on these arrays, as calls: the matmul into the output, the bias added, the
+    activation's clamp."""
+    calls = [partial(np.matmul, x, (data.dense if data.dense is not None else w).T, out)]
+    if bias is not None:
+        calls.append(partial(np.add, out, bias, out))
+    if data.clamp is not None:
+        calls.append(partial(data.clamp, out))
+    return tuple(calls)
 
 
 def fully_connected_invoke(context, node):
     data = node.user_data
-    _fc_run(data, *_fc_arrays(context.tensors, node, data))()
+    arrays = _fc_arrays(context.tensors, node, data)
+    if data.kernel is not None:
+        data.kernel(*arrays)
+        return
+    for call in _float_calls(data, *arrays):
+        call()
 
 
 def fully_connected_bind(context, node):
-    """The check-free step, holding the node's arrays (Registration.bind)."""
+    """The check-free step, holding the node's arrays (Registration.bind): the float computation's calls
+    as a Direct step."""
     data = node.user_data
-    run = _fc_run(data, *_fc_arrays(context.tensors, node, data))
-    return lambda context, node: run()
+    arrays = _fc_arrays(context.tensors, node, data)
+    if data.kernel is None:
+        return Direct(*_float_calls(data, *arrays))
+    kernel = data.kernel
+    return lambda context, node: kernel(*arrays)
 
 
 # --- sparse weights ---------------------------------------------------------------------------------

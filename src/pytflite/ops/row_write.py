@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..core.node import OPTIONAL_TENSOR, Node
-from ..core.plan_runner import Respecialize
+from ..core.step_program import Respecialize
 from ..core.subgraph import Unfusable
 from ..core.types import BuiltinOperator, TensorType
 from ..errors import KernelError

@@ -25,6 +25,7 @@ from ..model.options import MirrorPadMode
 from .common import (
     ANY_TYPE,
     check_arity,
+    copy_step,
     ensure_same_quantization,
     input_tensor,
     optional_input_tensor,
@@ -358,11 +359,15 @@ def strided_slice_prepare(context, node):
     context.resize_tensor(output, out_shape)
 
 
-def _strided_copy(x: np.ndarray, plan: StridedPlan, out: np.ndarray) -> None:
-    if plan.index is None:
-        return
+def _strided_values(x: np.ndarray, plan: StridedPlan, out: np.ndarray) -> np.ndarray:
+    """What `plan` selects of `x`, as `out` takes it (a view, unless regrouping copies)."""
     values = x.reshape(plan.effective_shape)[plan.index]
-    out[...] = values.reshape(out.shape) if plan.regroup else values
+    return values.reshape(out.shape) if plan.regroup else values
+
+
+def _strided_copy(x: np.ndarray, plan: StridedPlan, out: np.ndarray) -> None:
+    if plan.index is not None:
+        out[...] = _strided_values(x, plan, out)
 
 
 def strided_slice_invoke(context, node):
@@ -378,6 +383,15 @@ def strided_slice_invoke(context, node):
     _strided_copy(source.data, plan, output.data)
 
 
+def strided_slice_bind(context, node):
+    """With the indices known in prepare: the copy from the view they select."""
+    plan = node.user_data
+    if plan is None or plan.index is None:
+        return strided_slice_invoke
+    source, out = context.tensors[node.inputs[0]].data, context.tensors[node.outputs[0]].data
+    return copy_step(out, _strided_values(source, plan, out), source) or strided_slice_invoke
+
+
 register_builtin(
     BuiltinOperator.STRIDED_SLICE,
     (1, 8),
@@ -385,6 +399,7 @@ register_builtin(
     op_data=StridedPlan,
     prepare=strided_slice_prepare,
     invoke=strided_slice_invoke,
+    bind=strided_slice_bind,
 )
 
 

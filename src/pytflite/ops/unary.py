@@ -42,7 +42,7 @@ import numpy as np
 
 from ..core.types import BuiltinOperator, TensorType, storage_dtype, type_name
 from ..errors import KernelError, ensure, ensure_eq, ensure_type, ensure_types_eq
-from .common import check_arity, input_tensor, output_tensor
+from .common import check_arity, input_tensor, output_tensor, unary_step
 from .quant.fixed_point import (
     float_to_int32,
     multiply_by_quantized_multiplier,
@@ -348,12 +348,7 @@ def unary_invoke(context, node):
 def unary_bind(context, node):
     """The check-free step: the compute function with the node's arrays in hand (Registration.bind)."""
     tensors = context.tensors
-    compute, source, out = node.user_data.compute, tensors[node.inputs[0]].data, tensors[node.outputs[0]].data
-
-    def step(context, node):
-        compute(source, out)
-
-    return step
+    return unary_step(node.user_data.compute, tensors[node.inputs[0]].data, tensors[node.outputs[0]].data)
 
 
 _UNARY = (

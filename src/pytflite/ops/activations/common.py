@@ -11,7 +11,7 @@ import numpy as np
 
 from ...core.types import BuiltinOperator, TensorType
 from ...errors import ensure_type, ensure_types_eq
-from ..common import check_arity, input_tensor, output_tensor
+from ..common import check_arity, input_tensor, output_tensor, unary_step
 from ..registry import register_builtin
 
 _FLOAT = (TensorType.FLOAT32,)
@@ -86,12 +86,7 @@ def _unary_bind(float_step: Callable | None) -> Callable:
             step = float_step(x, out)
             if step is not None:
                 return step
-        compute = node.user_data.compute
-
-        def step(context, node):
-            compute(x, out)
-
-        return step
+        return unary_step(node.user_data.compute, x, out)
 
     return bind
 

@@ -4,9 +4,11 @@ sigmoid table or gemmlowp's int16 functions, as the default and BUILTIN_REF kern
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 
+from ...core.step_program import Direct
 from ...core.types import BuiltinOperator
 from ...errors import ensure, ensure_eq
 from ..common import clip
@@ -44,16 +46,17 @@ _logistic = _blockwise(_logistic_block)
 
 
 def _logistic_step(x, out):
-    """LOGISTIC's float check-free step with its scratch made once (tensors up to one block; larger
-    ones run blockwise)."""
+    """LOGISTIC's float check-free step, _logistic_into's calls with its scratch made once (tensors up to
+    one block; larger ones run blockwise)."""
     if out.size > _BLOCK:
         return None
     scratch = np.empty_like(out)
-
-    def step(context, node):
-        _logistic_into(x, out, scratch)
-
-    return step
+    return Direct(
+        partial(clip, x, _MINUS_INF, _LOGISTIC_HIGHEST, out),
+        partial(np.exp, out, out),
+        partial(np.add, out, _ONE, scratch),
+        partial(np.divide, out, scratch, out),
+    )
 
 
 def _sigmoid_float(x: np.ndarray) -> np.ndarray:

@@ -8,15 +8,22 @@ import math
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
+from operator import setitem
 from typing import Any
 
 import numpy as np
 
+from ...core.step_program import Direct, Written
 from ..common import add_scratch_tensors, clip
 from ..registry import register_builtin
 
 Runner = Callable[[list, tuple, np.ndarray], None]  # run(tensors, node.inputs, output array)
 Compute = Callable[[np.ndarray, np.ndarray, np.ndarray], None]  # compute(first, second, output array)
+# calls(first, second, output array): the same computation as functools.partial calls
+Calls = Callable[[np.ndarray, np.ndarray, np.ndarray], tuple]
+# step_of(first, second, output array): the check-free step on these arrays (a core Direct or Written step)
+StepOf = Callable[[np.ndarray, np.ndarray, np.ndarray], Callable]
 
 
 @dataclass(frozen=True)
@@ -36,11 +43,13 @@ class BinaryOp:
 class BinaryData:
     """The op data of the binary ops: the runner prepare built for the node's shapes and types, the
     temporaries init added where the op has a quantized path (quantized.py's index arrays), and, for the
-    runners made from a BinaryOp, the same computation on the arrays themselves (what bind binds)."""
+    runners made from a BinaryOp, the same computation on the arrays themselves (what bind binds), and
+    where a step program can run it with less around it, the maker of that step (step_of)."""
 
     run: Runner | None
     scratch: tuple[int, ...] = ()
     compute: Compute | None = None
+    step_of: StepOf | None = None
 
 
 def binary_init_with_scratch(context, buffer, length):
@@ -68,6 +77,8 @@ def binary_bind(context, node):
         return run_step
     compute = data.compute
     first, second = (tensors[i].data for i in node.inputs[:2])
+    if data.step_of is not None:
+        return data.step_of(first, second, out)
 
     def step(context, node):
         compute(first, second, out)
@@ -90,8 +101,10 @@ def _on_tensors(compute: Compute) -> Runner:
 _EXPANDED_LIMIT = 16384
 
 
-def _compute(context, node, data: BinaryOp) -> Compute:
-    """The function of (first, second, output array) that computes this BinaryOp for the node's shapes.
+def _compute(context, node, data: BinaryOp) -> tuple[Compute, StepOf | None]:
+    """The function of (first, second, output array) that computes this BinaryOp for the node's shapes,
+    and the maker of its check-free step where that is a Direct step (a NumPy ufunc's calls) or a Written
+    one (one element).
 
     A plain ufunc on a small output gets its broadcasting inputs expanded (see _EXPANDED_LIMIT). A
     one-element output of the arithmetic, comparisons and logic in _SCALAR_OPERATORS is computed on
@@ -119,12 +132,13 @@ def _compute(context, node, data: BinaryOp) -> Compute:
         ranks = [len(tensors[node.inputs[i]].shape) for i in (0, 1)]
         bounds = () if low is None else (low[()], high[()])
         return _scalar_compute(_SCALAR_OPERATORS[ufunc], bounds, (*ranks, len(shape)))
+    step_of = _direct(_ufunc_calls(ufunc, low, high)) if isinstance(ufunc, np.ufunc) else None
     if low is None:
 
         def compute(a, b, out):
             ufunc(a, b, out=out)
 
-        return compute
+        return compute, step_of
     if total == 1:
         scratch = np.empty(shape, output.dtype)
 
@@ -132,13 +146,31 @@ def _compute(context, node, data: BinaryOp) -> Compute:
             ufunc(a, b, out=scratch)
             clip(scratch, low, high, out)
 
-        return compute_one
+        return compute_one, step_of and _direct(_ufunc_calls(ufunc, low, high, scratch))
 
     def compute_clamped(a, b, out):
         ufunc(a, b, out=out)
         clip(out, low, high, out)
 
-    return compute_clamped
+    return compute_clamped, step_of
+
+
+def _direct(calls: Calls) -> StepOf:
+    return lambda a, b, out: Direct(*calls(a, b, out))
+
+
+def _ufunc_calls(ufunc: np.ufunc, low, high, scratch: np.ndarray | None = None) -> Calls:
+    """The calls of a ufunc into the output (or into `scratch`), then of the clamp into the output. The
+    output is passed positionally (a keyword costs about 40 ns a call), except to np.maximum and
+    np.minimum, which deprecate that."""
+    by_keyword = ufunc in (np.maximum, np.minimum)
+
+    def calls(a, b, out):
+        into = out if scratch is None else scratch
+        clamp = () if low is None else (partial(clip, into, low, high, out),)
+        return (partial(ufunc, a, b, out=into) if by_keyword else partial(ufunc, a, b, into), *clamp)
+
+    return calls
 
 
 # Ops whose one-element form runs on NumPy scalars: the same operation as the ufunc (IEEE single
@@ -169,25 +201,43 @@ def _on_scalars(ufunc: Callable, dtype: np.dtype) -> bool:
     return ufunc in _SCALAR_OPERATORS and dtype.kind in "biuf"
 
 
-def _scalar_compute(operation: Callable, bounds: tuple, ranks: tuple[int, ...]) -> Compute:
+def _scalar_compute(operation: Callable, bounds: tuple, ranks: tuple[int, ...]) -> tuple[Compute, StepOf]:
     """One output element: the operation on the two input elements, clamped, when `bounds` holds
     (low, high), as TFLite clamps, std::min(std::max(x, low), high): x < low gives low, x > high gives
     high, anything else (NaN, and -0.0 against a low of 0) stays x; float +-inf become +-FLT_MAX.
-    (Written as comparisons: Python's min/max calls cost as much as the rest.)"""
+    (Written as comparisons: Python's min/max calls cost as much as the rest.) Its step is the same
+    statement written into a step program."""
     first, second, at = ((0,) * rank for rank in ranks)  # (the ranks of the inputs and the output)
+    operands = {"operation": operation, "first": first, "second": second, "at": at}
     if not bounds:
 
         def compute_scalar(a, b, out):
             out[at] = operation(a[first], b[second])
 
-        return compute_scalar
+        text = "{out}[{at}] = {operation}({a}[{first}], {b}[{second}])"
+        return compute_scalar, _written(compute_scalar, text, operands)
     low, high = bounds
 
     def compute_scalar_clamped(a, b, out):
         x = operation(a[first], b[second])
         out[at] = low if x < low else high if x > high else x
 
-    return compute_scalar_clamped
+    text = (
+        "{out}[{at}] = {low} if (x := {operation}({a}[{first}], {b}[{second}])) < {low}"
+        " else {high} if x > {high} else x"
+    )
+    return compute_scalar_clamped, _written(
+        compute_scalar_clamped, text, {**operands, "low": low, "high": high}
+    )
+
+
+def _written(compute: Compute, text: str, operands: dict) -> StepOf:
+    """The Written step of a one-element compute on the arrays (a, b, out)."""
+
+    def step_of(a, b, out):
+        return Written(lambda context, node: compute(a, b, out), text, a=a, b=b, out=out, **operands)
+
+    return step_of
 
 
 def _expanded(x: np.ndarray, buffer: np.ndarray | None) -> np.ndarray:
@@ -198,7 +248,7 @@ def _expanded(x: np.ndarray, buffer: np.ndarray | None) -> np.ndarray:
     return buffer
 
 
-def _expanding_compute(ufunc, low, high, constants, buffers) -> Compute:
+def _expanding_compute(ufunc, low, high, constants, buffers) -> tuple[Compute, StepOf | None]:
     first, second = constants
     first_buffer, second_buffer = buffers
 
@@ -209,7 +259,18 @@ def _expanding_compute(ufunc, low, high, constants, buffers) -> Compute:
         if low is not None:
             clip(out, low, high, out)
 
-    return compute
+    def calls(a, b, out):
+        expand = [
+            partial(setitem, buffer, Ellipsis, x)
+            for buffer, x in ((first_buffer, a), (second_buffer, b))
+            if buffer is not None
+        ]
+        a = first if first is not None else a if first_buffer is None else first_buffer
+        b = second if second is not None else b if second_buffer is None else second_buffer
+        return (*expand, *ufunc_calls(a, b, out))
+
+    ufunc_calls = _ufunc_calls(ufunc, low, high) if isinstance(ufunc, np.ufunc) else None
+    return compute, ufunc_calls and _direct(calls)
 
 
 def register_binary(op, versions: tuple[int, int], types: tuple, prepare: Callable, **extra: Any) -> None:
@@ -238,7 +299,7 @@ def _finish_prepare(prepare: Callable) -> Callable:
         scratch = node.user_data.scratch if node.user_data is not None else ()
         op = prepare(context, node)
         if op is not None:
-            compute = _compute(context, node, op)
-            node.user_data = BinaryData(_on_tensors(compute), scratch, compute)
+            compute, step_of = _compute(context, node, op)
+            node.user_data = BinaryData(_on_tensors(compute), scratch, compute, step_of)
 
     return run_prepare

@@ -4,9 +4,12 @@ through a 256-entry table each (ConcatenationWithScaling), and constant scalars 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
+from operator import setitem
 
 import numpy as np
 
+from ...core.step_program import Direct
 from ...core.types import BuiltinOperator
 from ...errors import ensure, ensure_eq, ensure_type, ensure_types_eq
 from ...model.options import ActivationFunctionType
@@ -153,6 +156,32 @@ def concatenation_invoke(context, node):
         )
 
 
+def concatenation_bind(context, node):
+    """Each input copied into its region of the output (a view made once), without rescaling; inputs
+    that are rescaled through a table run the invoke."""
+    tensors = context.tensors
+    data = node.user_data
+    out = tensors[node.outputs[0]].data
+    if data.pieces is not None:
+        if any(table is not None for _, _, table in data.pieces):
+            return concatenation_invoke
+        return Direct(
+            *(
+                partial(setitem, out[region], Ellipsis, tensors[index].data)
+                for index, region, _ in data.pieces
+            )
+        )
+    calls, start = [], 0
+    for index in data.inputs:
+        part = tensors[index].data
+        stop = start + part.shape[data.axis]
+        calls.append(
+            partial(setitem, out[(slice(None),) * data.axis + (slice(start, stop),)], Ellipsis, part)
+        )
+        start = stop
+    return Direct(*calls)
+
+
 register_builtin(
     BuiltinOperator.CONCATENATION,
     (1, 7),
@@ -160,4 +189,5 @@ register_builtin(
     op_data=ConcatenationData,
     prepare=concatenation_prepare,
     invoke=concatenation_invoke,
+    bind=concatenation_bind,
 )

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ...core.types import BuiltinOperator, Status, TensorType
 from ...errors import KernelError, ensure, ensure_eq
-from ..common import ANY_TYPE, check_arity, input_tensor, optional_input_tensor, output_tensor
+from ..common import ANY_TYPE, check_arity, copy_step, input_tensor, optional_input_tensor, output_tensor
 from ..registry import register_builtin
 from .common import _prod64
 
@@ -75,6 +75,14 @@ def reshape_invoke(context, node):
     output.data[...] = source.data.reshape(output.data.shape)
 
 
+def reshape_bind(context, node):
+    """With the shape known in prepare: the copy from a view of the input in the output's shape."""
+    if not node.user_data.shape_known:
+        return reshape_invoke
+    source, out = context.tensors[node.inputs[0]].data, context.tensors[node.outputs[0]].data
+    return copy_step(out, source.reshape(out.shape), source) or reshape_invoke
+
+
 register_builtin(
     BuiltinOperator.RESHAPE,
     (1, 1),
@@ -82,4 +90,5 @@ register_builtin(
     op_data=ReshapeData,
     prepare=reshape_prepare,
     invoke=reshape_invoke,
+    bind=reshape_bind,
 )

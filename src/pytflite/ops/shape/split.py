@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
+from operator import setitem
 
 import numpy as np
 
+from ...core.step_program import Direct
 from ...core.types import BuiltinOperator
 from ...errors import KernelError, ensure, ensure_eq, ensure_type
 from ..common import input_tensor
@@ -94,13 +97,12 @@ def _split_bind(source_index: int, invoke):
             return invoke
         tensors = context.tensors
         source = tensors[node.inputs[source_index]].data
-        copies = tuple((tensors[i].data, source[where]) for i, where in zip(node.outputs, slices))
-
-        def split_step(context, node):
-            for out, part in copies:
-                np.copyto(out, part)
-
-        return split_step
+        return Direct(
+            *(
+                partial(setitem, tensors[i].data, Ellipsis, source[where])
+                for i, where in zip(node.outputs, slices)
+            )
+        )
 
     return bind
 
