@@ -88,13 +88,16 @@ def compare_with_litert(
     resolver: str = "BUILTIN_WITHOUT_DEFAULT_DELEGATES",
 ) -> list[np.ndarray]:
     """Run the model in both interpreters, with the OpResolverType named `resolver`, and assert every
-    output matches; returns ours."""
+    output matches; returns ours. Ours is invoked three times, each checked: the first invoke runs the
+    step lists step by step, later ones run them written out (core/step_program.py)."""
     kind = getattr(litert.OpResolverType, resolver)
     reference = run(litert_interpreter(model, experimental_op_resolver_type=kind), inputs)
-    ours = run(make(model_content=model, experimental_op_resolver_type=kind), inputs)
-    assert len(ours) == len(reference)
-    for i, (a, b) in enumerate(zip(ours, reference)):
-        assert_matches(a, b, rtol, what=f"output {i}", scale=scale)
+    interpreter = make(model_content=model, experimental_op_resolver_type=kind)
+    for invoke in range(3):
+        ours = run(interpreter, inputs)
+        assert len(ours) == len(reference)
+        for i, (a, b) in enumerate(zip(ours, reference)):
+            assert_matches(a, b, rtol, what=f"invoke {invoke} output {i}", scale=scale)
     return ours
 
 

@@ -51,7 +51,7 @@ def test_every_kind_of_step_runs_the_same_walked_and_written():
         ]
     )
     for run in (1, 2, 3):
-        program()
+        program.run()
         assert (x, doubled, total, out) == (run, 2 * run, 3 * run, 30 * run)
     assert plain_calls == ["double"]  # written runs make the statement, not the plain step's call
     assert reports == []
@@ -70,10 +70,10 @@ def test_a_failing_step_is_reported_with_its_node(runs_before):
         [Direct(partial(np.add, x, 1, x)), maybe_raise, Direct(partial(np.add, x, 1, x))]
     )
     for _ in range(runs_before):
-        program()
+        program.run()
     state["fail"] = True
     with pytest.raises(_Reported):
-        program()
+        program.run()
     (index, why) = reports[0]
     assert index == 1 and isinstance(why["error"], ValueError)
 
@@ -84,7 +84,7 @@ def test_a_failing_call_of_a_direct_step_is_reported_with_its_node():
     program, reports = _program([Direct(partial(np.add, x, 1, x)), mismatched])
     for _ in range(3):  # walked, then written out
         with pytest.raises(_Reported):
-            program()
+            program.run()
     assert [(index, type(why["error"])) for index, why in reports] == [(1, ValueError)] * 3
 
 
@@ -93,10 +93,10 @@ def test_a_status_other_than_ok_is_reported_with_its_node(runs_before):
     state = {"status": None}
     program, reports = _program([lambda context, node: None, lambda context, node: state["status"]])
     for _ in range(runs_before):
-        program()
+        program.run()
     state["status"] = pytflite.Status.ERROR
     with pytest.raises(_Reported):
-        program()
+        program.run()
     assert reports == [(1, {"status": pytflite.Status.ERROR})]
 
 
@@ -110,10 +110,10 @@ def test_respecialize_passes_through_unreported(runs_before):
 
     program, reports = _program([fused])
     for _ in range(runs_before):
-        program()
+        program.run()
     state["raise"] = True
     with pytest.raises(Respecialize):
-        program()
+        program.run()
     assert reports == []
 
 

@@ -159,6 +159,97 @@ def test_while_loops_until_the_condition_fails(start, limit):
     assert int(i) == max(start, limit)
 
 
+def test_a_bound_loop_gives_the_same_values_on_every_invoke():
+    """A bound loop runs its first invoke step by step and later ones written out as one function
+    (BoundLoop._write): every invoke, with other trip counts and values, matches LiteRT."""
+    model = counting_loop()
+    ours, theirs = pytflite.Interpreter(model_content=model), litert_interpreter(model)
+    for start, limit, scale in ((0, 5, 1.0), (2, 9, -0.5), (4, 4, 2.0), (0, 0, 3.0), (1, 30, 0.25)):
+        feeds = [
+            np.array(start, np.int32),
+            np.array(limit, np.int32),
+            np.array([1, -2, 0.5], np.float32) * scale,
+        ]
+        for a, b in zip(run(ours, feeds), run(theirs, feeds)):
+            assert_matches(a, b)
+
+
+def test_a_written_loop_keeps_the_iteration_limit():
+    model = counting_loop()
+    interpreter = pytflite.Interpreter(model_content=model, limits=pytflite.Limits(max_while_iterations=6))
+    x = np.ones(3, np.float32)
+    for _ in range(3):  # the loop is written out from the second run
+        assert int(run(interpreter, [np.array(0, np.int32), np.array(6, np.int32), x])[0]) == 6
+    with pytest.raises(RuntimeError, match=r"WHILE ran 6 iterations, the limit .* is 6"):
+        run(interpreter, [np.array(0, np.int32), np.array(7, np.int32), x])
+
+
+def _failing_negate(fail_on: int) -> pytflite.Registration:
+    """A custom op negating a float tensor whose invoke fails on its `fail_on`-th call."""
+    calls = []
+
+    def prepare(context, node):
+        context.resize_tensor(context.tensors[node.outputs[0]], context.tensors[node.inputs[0]].shape)
+
+    def invoke(context, node):
+        calls.append(1)
+        if len(calls) == fail_on:
+            raise pytflite.KernelError("Negate fails on purpose.")
+        np.negative(context.tensors[node.inputs[0]].data, out=context.tensors[node.outputs[0]].data)
+
+    return pytflite.Registration(prepare=prepare, invoke=invoke, custom_name="Negate")
+
+
+@pytest.mark.parametrize("fail_on", [2, 7, 12])  # a first run step by step, later ones written out
+def test_a_failing_node_in_a_loop_body_is_reported_with_its_node_and_the_while(fail_on):
+    """while i < n: i += 1; x = Negate(x): a body node's failure names it and the WHILE that ran it."""
+    b = ModelBuilder()
+    main = b.main
+    inputs = [
+        main.add_input(name, t, s)
+        for name, t, s in (("i", T.INT32, []), ("n", T.INT32, []), ("x", T.FLOAT32, [3]))
+    ]
+    outs = [
+        main.add_tensor(f"{name}_out", t, s)
+        for name, t, s in (("i", T.INT32, []), ("n", T.INT32, []), ("x", T.FLOAT32, [3]))
+    ]
+    for o in outs:
+        main.add_output(o)
+    main.add_operator(Op.WHILE, inputs, outs, {"cond_subgraph_index": 1, "body_subgraph_index": 2})
+    cond = b.add_subgraph("cond")
+    ci, cn, _ = (
+        cond.add_input(name, t, s)
+        for name, t, s in (("i", T.INT32, []), ("n", T.INT32, []), ("x", T.FLOAT32, [3]))
+    )
+    less = cond.add_tensor("less", T.BOOL, [])
+    cond.add_operator(Op.LESS, [ci, cn], [less])
+    cond.add_output(less)
+    body = b.add_subgraph("body")
+    bi, bn, bx = (
+        body.add_input(name, t, s)
+        for name, t, s in (("i", T.INT32, []), ("n", T.INT32, []), ("x", T.FLOAT32, [3]))
+    )
+    one = body.add_constant("one", np.int32(1))
+    i1, x1 = body.add_tensor("i1", T.INT32, []), body.add_tensor("x1", T.FLOAT32, [3])
+    body.add_operator(Op.ADD, [bi, one], [i1])
+    body.add_operator("Negate", [bx], [x1])
+    for o in (i1, bn, x1):
+        body.add_output(o)
+    resolver = pytflite.MutableOpResolver()
+    resolver.add_all(pytflite.BuiltinOpResolver())
+    resolver.add_custom("Negate", _failing_negate(fail_on))
+    interpreter = pytflite.Interpreter(model_content=b.build(), op_resolver=resolver)
+    x = np.array([1, -2, 3], np.float32)
+    feeds = [np.array(0, np.int32), np.array(5, np.int32), x]  # five iterations an invoke
+    for _ in range((fail_on - 1) // 5):
+        np.testing.assert_array_equal(run(interpreter, feeds)[2], -x)
+    with pytest.raises(
+        RuntimeError,
+        match=r"Negate fails on purpose\.Node number 1 \(Negate\) failed to invoke\.Node number 0 \(WHILE\) failed to invoke\.",
+    ):
+        run(interpreter, feeds)
+
+
 def _loop_node_data(interpreter):
     (node, _), *_ = interpreter.subgraphs[0].nodes
     return node.user_data

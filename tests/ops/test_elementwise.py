@@ -794,6 +794,20 @@ def test_floor_div_and_floor_mod(op, dtype, data):
     check(op, a, b, constant=data.draw(st.sampled_from([(), (1,)])), version=version)
 
 
+@pytest.mark.parametrize("op", [Op.FLOOR_DIV, Op.FLOOR_MOD])
+@pytest.mark.parametrize("dtype", [np.int32, np.int8])
+def test_one_element_floor_div_and_floor_mod_by_a_constant(op, dtype):
+    """A constant divisor without zeros leaves the plain ufunc, computed on NumPy scalars for one element:
+    floored as LiteRT floors, the lowest value over -1 wrapping (not int32 FLOOR_MOD's, where LiteRT's
+    C++ remainder traps)."""
+    info = np.iinfo(dtype)
+    for x, y in [(7, 3), (-7, 3), (7, -3), (-7, -3), (0, 5), (info.min, -1), (info.max, 2), (info.min, 7)]:
+        if (op, dtype, y) == (Op.FLOOR_MOD, np.int32, -1):
+            continue
+        version = 1 if dtype == np.int32 else 2
+        check(op, np.array([x], dtype), np.array(y, dtype), constant=(1,), version=version)
+
+
 def test_floor_div_and_floor_mod_edge_values():
     a = np.array([7, -7, 7, -7, 0, 1e10, -1, 5, 6], np.float32)
     b = np.array([2, 2, -2, -2, 3, 3, 0.1, np.inf, -3], np.float32)

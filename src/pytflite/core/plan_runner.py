@@ -49,7 +49,7 @@ class PlanRunner:
         if program is None or self._context.profiler is not None:
             self._invoke_careful()
         else:
-            program()
+            program.run()
 
     # --- building ------------------------------------------------------------------------------------
 
@@ -149,7 +149,7 @@ class PlanRunner:
             self._prefix = self._fast_prefix()
         prefix = self._prefix
         if prefix is not None and profiler is None and subgraph._next_to_prepare >= prefix[1]:
-            prefix[0]()
+            prefix[0].run()
             start = prefix[1]
         dynamic = AllocationType.DYNAMIC
         count = len(entries)
@@ -161,7 +161,7 @@ class PlanRunner:
                 subgraph._prepare_ops_and_tensors(in_invoke=True)
                 suffix = self._suffix(position) if profiler is None else None
                 if suffix is not None:  # the nodes this prepare went over, without per-node checks
-                    suffix.program()
+                    suffix.program.run()
                     next_position = suffix.end
                     continue
             node, registration, inputs, outputs = entries[position]

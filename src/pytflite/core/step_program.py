@@ -2,12 +2,12 @@
 
 Walking a list of steps costs, per step, a loop iteration, the step's Python frame and its status check:
 about 0.4 us, which on the small tensors of loop bodies and small graphs is most of a node's time. A list
-that runs again is written out as straight-line code instead, one statement per step:
+that runs again is written out as straight-line code instead (Source), one statement per step:
 
-    s = step_3(context, node_3)         # a kernel's step, its status checked
-    if s: stop(3, s)
-    call_4_0(arg_4_0_0, arg_4_0_1, out=out_4_0)  # a Direct step: the NumPy call itself, nothing around it
-    out_5[at_5] = operation_5(a_5[first_5], b_5[second_5])  # a Written step
+    s = step_2(context_1, node_3)       # a kernel's step, its status checked
+    if s: stop(2, s)
+    call_6(arg_4, arg_5, out=out_7)     # a Direct step: the NumPy call itself, nothing around it
+    out_8[at_9] = operation_10(a_11[first_12], b_13[second_14])  # a Written step
 
 A Direct step (`Direct(partial(np.add, a, b, out=out))`) is a bound step made only of calls that report
 nothing, typically ufuncs writing into their bound output: in a program it costs just those calls. Called
@@ -68,95 +68,140 @@ class Written:
 class _Stopped(Exception):
     """A step of a written-out program returned a status other than OK."""
 
-    def __init__(self, position: int, status: Any):
-        super().__init__(position, status)
-        self.position, self.status = position, status
+    def __init__(self, line: int, status: Any):
+        super().__init__(line, status)
+        self.line, self.status = line, status
 
 
-def _stop(position: int, status: Any) -> NoReturn:
-    raise _Stopped(position, status)
+def _stop(line: int, status: Any) -> NoReturn:
+    raise _Stopped(line, status)
 
 
-class StepProgram:
-    """`steps` as one callable: `program()` runs them all, reporting a failing step through `failed` with
-    its node, as run_steps does."""
+class Source:
+    """Python source being written for step lists: its lines, the values they name, and per line the
+    step it runs with the `failed` that reports that step (None for the lines around steps). A StepProgram
+    writes one list; a WHILE's loop writes its body's and condition's with the copies between them."""
 
-    __slots__ = ("steps", "_context", "_failed", "_ran", "_function", "_code", "_positions")
+    def __init__(self, parameters: str = ""):
+        self._lines = [f"def written({parameters}):"]
+        self._names: dict[str, Any] = {"stop": _stop}
+        self._origins: list[tuple[Failed, Node] | None] = [None]
 
-    def __init__(self, steps: Steps, context, failed: Failed):
-        self.steps, self._context, self._failed = steps, context, failed
-        self._ran = False
-        self._function: Callable | None = None  # the written-out form, from the second run on
-        self._code = None
-        self._positions: list[int] = []  # per line of the program, the position of its step
+    def name(self, hint: str, value: Any) -> str:
+        """A new name in the source for `value`."""
+        name = f"{hint}_{len(self._names)}"
+        self._names[name] = value
+        return name
 
-    def __call__(self) -> None:
-        function = self._function
-        if function is None:
-            if not self._ran:
-                self._ran = True
-                run_steps(self.steps, self._context, self._failed)
-                return
-            function = self._function = self._write()
+    def line(
+        self, text: str, indent: int = 1, origin: tuple[Failed, Node] | None = None, **values: Any
+    ) -> None:
+        """A line of `text`, each {name} in it standing for values[name]."""
+        named = {key: self.name(key, value) for key, value in values.items()}
+        self._lines.append("    " * indent + text.format(**named))
+        self._origins.append(origin)
+
+    def program(self, program: StepProgram, indent: int = 1) -> None:
+        """The lines of `program`'s steps."""
+        self.steps(program.steps, program.context, program.failed, indent)
+
+    def steps(self, steps: Steps, context, failed: Failed, indent: int = 1) -> None:
+        """The lines of `steps`: a Direct step's calls, a Written step's statement, any other step's call
+        with its status checked."""
+        context_name = self.name("context", context)
+        for step, node in steps:
+            origin = (failed, node)
+            if isinstance(step, Direct):
+                for call in step.calls:
+                    self._call(call, indent, origin)
+            elif isinstance(step, Written):
+                self.line(step.text, indent, origin, **step.values)
+            else:
+                name, node_name = self.name("step", step), self.name("node", node)
+                self.line(f"s = {name}({context_name}, {node_name})", indent, origin)
+                self.line(
+                    f"if s: stop({len(self._lines)}, s)", indent, origin
+                )  # None and Status.OK are falsy
+
+    def _call(self, call: partial, indent: int, origin: tuple) -> None:
+        written = [self.name("arg", value) for value in call.args]
+        written += [f"{keyword}={self.name(keyword, value)}" for keyword, value in call.keywords.items()]
+        self.line(f"{self.name('call', call.func)}({', '.join(written)})", indent, origin)
+
+    def compile(self) -> WrittenCode:
+        """The function of the source, with what reports its lines' failures."""
+        exec(compile("\n".join([*self._lines, "    pass"]), "<step program>", "exec"), self._names)
+        return WrittenCode(self._names["written"], self._origins)
+
+
+class WrittenCode:
+    """A function written by Source, and `run(*arguments)`, which calls it and reports a failing step as
+    the plain loop does: through the `failed` of the step whose line raised (or returned a status), with
+    its node. A line around the steps passes its exceptions on; Respecialize always passes."""
+
+    __slots__ = ("function", "_origins")
+
+    def __init__(self, function: Callable, origins: list):
+        self.function, self._origins = function, origins
+
+    def run(self, *arguments: Any) -> Any:
         try:
-            function(self._context)
+            return self.function(*arguments)
         except Respecialize:
             raise
         except _Stopped as stopped:
-            self._failed(self.steps[stopped.position][1], status=stopped.status)
+            failed, node = self._origins[stopped.line]
+            failed(node, status=stopped.status)
         except Exception as error:
-            self._failed(self.steps[self._position(error)][1], error=error)
+            origin = self._origins[self._line(error)]
+            if origin is None:
+                raise
+            failed, node = origin
+            failed(node, error=error)
 
-    def _write(self) -> Callable:
-        lines = ["def program(context):"]
-        positions = [-1]
-        names: dict[str, Any] = {"stop": _stop}
-        for position, (step, node) in enumerate(self.steps):
-            if isinstance(step, Direct):
-                for index, call in enumerate(step.calls):
-                    lines.append(f"    {_written_call(call, f'{position}_{index}', names)}")
-                    positions.append(position)
-                continue
-            if isinstance(step, Written):
-                names.update((f"{name}_{position}", value) for name, value in step.values.items())
-                lines.append(
-                    "    " + step.text.format(**{name: f"{name}_{position}" for name in step.values})
-                )
-                positions.append(position)
-                continue
-            names[f"step_{position}"], names[f"node_{position}"] = step, node
-            lines.append(f"    s = step_{position}(context, node_{position})")
-            lines.append(f"    if s: stop({position}, s)")  # None and Status.OK are falsy
-            positions.extend((position, position))
-        if len(lines) == 1:
-            lines.append("    pass")
-        exec(compile("\n".join(lines), "<step program>", "exec"), names)
-        function = names["program"]
-        self._code, self._positions = function.__code__, positions
-        return function
-
-    def _position(self, error: BaseException) -> int:
-        """The position of the step whose line in the program raised `error`."""
+    def _line(self, error: BaseException) -> int:
+        """The line of the written function that raised `error`."""
+        code = self.function.__code__
         traceback = error.__traceback__
-        while traceback is not None and traceback.tb_frame.f_code is not self._code:
+        while traceback is not None and traceback.tb_frame.f_code is not code:
             traceback = traceback.tb_next
-        if traceback is None:  # (cannot happen: the program's own frame is on the traceback)
-            return 0
-        return self._positions[traceback.tb_lineno - 1]
+        return 0 if traceback is None else traceback.tb_lineno - 1
 
 
-def _written_call(call: partial, suffix: str, names: dict[str, Any]) -> str:
-    """The statement making `call`, its function and values put into `names` under names ending in
-    `suffix`."""
-    names[f"call_{suffix}"] = call.func
-    written = []
-    for i, value in enumerate(call.args):
-        names[f"arg_{suffix}_{i}"] = value
-        written.append(f"arg_{suffix}_{i}")
-    for keyword, value in call.keywords.items():
-        names[f"{keyword}_{suffix}"] = value
-        written.append(f"{keyword}={keyword}_{suffix}")
-    return f"call_{suffix}({', '.join(written)})"
+class Staged:
+    """`run(...)`: the first time `plain(...)`, from the second time on the function `write()` returns
+    (made then), which does the same. Writing costs more than running a few times, so nothing that
+    runs once is written out."""
+
+    __slots__ = ("run", "_plain", "_writer")
+
+    def __init__(self, plain: Callable, write: Callable[[], Callable]):
+        self._plain, self._writer = plain, write
+        self.run = self._first
+
+    def _first(self, *arguments: Any) -> Any:
+        self.run = self._second
+        return self._plain(*arguments)
+
+    def _second(self, *arguments: Any) -> Any:
+        run = self.run = self._writer()
+        return run(*arguments)
+
+
+class StepProgram(Staged):
+    """`steps` as one function of nothing: `program.run()` runs them all, reporting a failing step
+    through `failed` with its node, as run_steps does."""
+
+    __slots__ = ("steps", "context", "failed")
+
+    def __init__(self, steps: Steps, context, failed: Failed):
+        self.steps, self.context, self.failed = steps, context, failed
+        super().__init__(partial(run_steps, steps, context, failed), self._written)
+
+    def _written(self) -> Callable:
+        source = Source()
+        source.program(self)
+        return source.compile().run
 
 
 def run_steps(steps: Steps, context, failed: Failed) -> None:

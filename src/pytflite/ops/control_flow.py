@@ -28,7 +28,7 @@ from typing import NoReturn
 import numpy as np
 
 from ..core.node import OPTIONAL_TENSOR
-from ..core.step_program import Respecialize
+from ..core.step_program import Respecialize, Source, Staged, WrittenCode
 from ..core.subgraph import Subgraph
 from ..core.tensor import Tensor
 from ..core.types import AllocationType, BuiltinOperator, SubgraphState, TensorType
@@ -203,7 +203,7 @@ class Bound:
             value = values[p]
             if value is not array:
                 array[index] = value
-        self.program()
+        self.program.run()
         return self.outputs
 
 
@@ -354,28 +354,42 @@ def if_bind(context, node):
             if bound is None or not bound.accepts(values):
                 return if_invoke(context, node)
             run = runs[taken] = _BranchRun(bound, values, outputs)
-        for array, key, value in run.copy_in:
-            array[key] = value
-        run.program()
-        for out, key, result in run.copy_out:
-            out[key] = result
+        run.run()
 
     return if_step
 
 
-class _BranchRun:
+class _BranchRun(Staged):
     """One IF branch's Bound with the IF's argument and output arrays: what to copy in, the steps, what to
-    copy out, as (destination, index, source) triples (_copy_index)."""
+    copy out, as (destination, index, source) triples (_copy_index); from its second run on, all of it
+    written out as one function."""
 
     __slots__ = ("bound", "copy_in", "program", "copy_out")
 
     def __init__(self, bound: Bound, values: Sequence[np.ndarray], outputs: Sequence[tuple[int, np.ndarray]]):
+        super().__init__(self._run_plain, lambda: self._write().run)
         self.bound = bound
         self.copy_in = tuple(
             (array, index, values[p]) for p, array, index in bound.inputs if values[p] is not array
         )
         self.program = bound.program
         self.copy_out = tuple((out, _copy_index(out), bound.outputs[p]) for p, out in outputs)
+
+    def _run_plain(self) -> None:
+        for array, key, value in self.copy_in:
+            array[key] = value
+        self.program.run()
+        for out, key, result in self.copy_out:
+            out[key] = result
+
+    def _write(self) -> WrittenCode:
+        source = Source()
+        for array, key, value in self.copy_in:
+            source.line("{array}[{key}] = {value}", array=array, key=key, value=value)
+        source.program(self.program)
+        for out, key, result in self.copy_out:
+            source.line("{out}[{key}] = {result}", out=out, key=key, result=result)
+        return source.compile()
 
 
 def _copy_index(array: np.ndarray):
@@ -429,7 +443,7 @@ class Loop:
             values = body.run(values, copy=False)
 
 
-class BoundLoop:
+class BoundLoop(Staged):
     """A WHILE whose condition and body have fixed shapes, bound for many invokes: their memory and
     check-free steps (Bound), the condition's flag, and each iteration's copies as pairs of arrays:
     body outputs to the condition inputs it reads and to the body's inputs (TFLite's Eval_static).
@@ -440,6 +454,7 @@ class BoundLoop:
     __slots__ = ("condition", "body", "flag", "to_condition", "to_body", "usable")
 
     def __init__(self, loop: Loop, condition: Bound | None, body: Bound | None):
+        super().__init__(self._run_plain, lambda: self._write().run)
         self.condition, self.body = condition, body
         self.usable = False
         if condition is None or body is None or not loop.fixed:
@@ -479,10 +494,11 @@ class BoundLoop:
         self.flag = condition.outputs[0].reshape(-1)
         self.usable = True
 
-    def run(self, values: list[np.ndarray], limit: int | None) -> Sequence[np.ndarray]:
-        """Loop from the node's input `values` (in the bound inputs' shapes); returns the final values."""
+    def _run_plain(self, values: list[np.ndarray], limit: int | None) -> Sequence[np.ndarray]:
+        """Loop from the node's input `values` (in the bound inputs' shapes); returns the final values.
+        (`run`: this the first time, then the loop written out as one function, _write.)"""
         condition, body, flag = self.condition, self.body, self.flag
-        run_condition, run_body = condition.program, body.program
+        run_condition, run_body = condition.program.run, body.program.run
         for p, array, index in condition.inputs:
             array[index] = values[p]
         run_condition()
@@ -504,6 +520,34 @@ class BoundLoop:
                 return body.outputs
             for array, index, value in to_body:
                 array[index] = value
+
+    def _write(self) -> WrittenCode:
+        """_run_plain as one function of (values, limit): the condition's and the body's steps written out
+        (core/step_program.py) with the copies between them, the loop itself Python's."""
+        source = Source("values, limit")
+        condition, body = self.condition, self.body
+        for p, array, index in condition.inputs:
+            source.line(f"{{array}}[{{index}}] = values[{p}]", array=array, index=index)
+        source.program(condition.program)
+        source.line("if not {flag}[0]: return values", flag=self.flag)
+        for p, array, index in body.inputs:
+            source.line(f"{{array}}[{{index}}] = values[{p}]", array=array, index=index)
+        source.line("iterations = 0")
+        source.line("while True:")
+        source.line(
+            "if limit is not None and iterations >= limit: {fail}(iterations, limit)",
+            2,
+            fail=_too_many_iterations,
+        )
+        source.line("iterations += 1", 2)
+        source.program(body.program, 2)
+        for array, index, value in self.to_condition:
+            source.line("{array}[{index}] = {value}", 2, array=array, index=index, value=value)
+        source.program(condition.program, 2)
+        source.line("if not {flag}[0]: return {outputs}", 2, flag=self.flag, outputs=body.outputs)
+        for array, index, value in self.to_body:
+            source.line("{array}[{index}] = {value}", 2, array=array, index=index, value=value)
+        return source.compile()
 
 
 def _check_condition(tensor: Tensor) -> None:

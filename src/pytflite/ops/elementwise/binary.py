@@ -189,6 +189,8 @@ _SCALAR_OPERATORS = {
     np.not_equal: operator.ne,
     np.logical_and: operator.and_,
     np.logical_or: operator.or_,
+    np.floor_divide: operator.floordiv,  # (integers only: _on_scalars)
+    np.remainder: operator.mod,
 }
 
 
@@ -198,6 +200,8 @@ def _on_scalars(ufunc: Callable, dtype: np.dtype) -> bool:
         return dtype in _SCALAR_ARITHMETIC_TYPES
     if ufunc in (np.logical_and, np.logical_or):
         return dtype.kind == "b"
+    if ufunc in (np.floor_divide, np.remainder):
+        return dtype.kind in "iu"
     return ufunc in _SCALAR_OPERATORS and dtype.kind in "biuf"
 
 

@@ -32,7 +32,10 @@ def _floor_div_prepare(context, node):
 
         return BinaryOp(floor_divide)
 
-    def floor_divide(a, b, out):  # INT_MIN // -1 wraps, as in TFLite
+    if _never_zero(second):  # INT_MIN // -1 wraps, as in TFLite
+        return BinaryOp(np.floor_divide, elementwise=True)
+
+    def floor_divide(a, b, out):
         checked(b)
         np.floor_divide(a, b, out=out)
 
@@ -45,6 +48,8 @@ def _floor_mod_prepare(context, node):
     context.resize_tensor(output, _output_shape(first, second, "FLOOR_MOD"))
     if first.type == T.FLOAT32:  # fmod, then the divisor's sign; x mod 0 is NaN
         return BinaryOp(_widened(np.remainder, first, second, output.shape))
+    if _never_zero(second):
+        return BinaryOp(np.remainder, elementwise=True)
     checked = _zero_check(second, "Division by 0")
 
     def floor_mod(a, b, out):
@@ -52,6 +57,12 @@ def _floor_mod_prepare(context, node):
         np.remainder(a, b, out=out)
 
     return BinaryOp(floor_mod, elementwise=True)
+
+
+def _never_zero(divisor) -> bool:
+    """A constant divisor without a zero: the plain ufunc computes the op (the binary kernels' Direct and
+    one-element forms then apply)."""
+    return divisor.is_constant_or_persistent and bool(np.all(divisor.data != 0))
 
 
 register_binary(BuiltinOperator.FLOOR_DIV, (1, 3), _FLOOR_DIV_TYPES, _floor_div_prepare)
