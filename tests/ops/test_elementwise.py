@@ -8,7 +8,7 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -71,9 +71,9 @@ def broadcastable_pair(draw, dtype, low=-10, high=10, max_dims=4):
 
 
 @pytest.mark.parametrize("op", [Op.ADD, Op.SUB, Op.MUL, Op.DIV])
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
-def test_float_broadcasting_with_activations(op, data):
+def test_float_broadcasting_with_activations(op, data, kernels):
     a, b = data.draw(broadcastable_pair(np.float32))
     if op == Op.DIV:
         b = np.where(np.abs(b) < 0.1, np.float32(0.5), b)
@@ -94,7 +94,7 @@ def test_integer_types(op, dtype, data):
 
 @pytest.mark.parametrize("op", [Op.ADD, Op.SUB, Op.MUL, Op.DIV])
 @pytest.mark.parametrize("activation", ACTIVATIONS)
-def test_float_overflow_clamps_to_the_largest_float_and_keeps_nan(op, activation):
+def test_float_overflow_clamps_to_the_largest_float_and_keeps_nan(op, activation, kernels):
     """TFLite clamps float results to the activation range, [lowest, max] with none: inf -> FLT_MAX."""
     a = np.array([np.inf, -np.inf, np.nan, 1, 3e38, -3e38, 0, 5, -2], np.float32)
     b = np.array([1, 1, 1, np.nan, 3e38, 3e38, 0, 0, 0.5], np.float32)
@@ -301,7 +301,7 @@ EXPANDED_CASES = [
 )
 @pytest.mark.parametrize("shapes", SMALL_BROADCASTS, ids=str)
 @pytest.mark.parametrize("constant", [(), (0,), (1,)])
-def test_broadcasting_inputs_of_small_outputs(op, dtype, activation, shapes, constant):
+def test_broadcasting_inputs_of_small_outputs(op, dtype, activation, shapes, constant, kernels):
     """Small outputs expand a broadcasting input first (a constant once, a computed one per call)."""
     rng = np.random.default_rng(sum(map(len, shapes)))
     a, b = ((rng.normal(size=shape) * 20).astype(dtype) for shape in shapes)

@@ -16,8 +16,11 @@ import pytflite
 from pytflite.ops import jit
 from pytflite.ops.recurrent.activations import _tanh
 from tests.ops.test_recurrent import _lstm_inputs, _model, _runs
+from tests.oracle import run
+from tests.single_op import Operand, SingleOpModel
 
 Op = pytflite.BuiltinOperator
+T = pytflite.TensorType
 needs_numba = pytest.mark.skipif(not jit.available(), reason="numba is not installed")
 
 
@@ -126,3 +129,24 @@ def test_compiled_tanh_is_eigens_bit_for_bit():
     _tanh(values, expected)
     actual = np.array([eigen_tanh(v) for v in values], np.float32)
     np.testing.assert_array_equal(actual.view(np.int32), expected.view(np.int32))
+
+
+@needs_numba
+@pytest.mark.parametrize("constant", [(), (1,)])
+def test_small_clamped_float_arithmetic_binds_its_compiled_kernel(constant):
+    """A float ADD with its clamp on a small tensor is one compiled call where compiled kernels run
+    (a constant operand copied once into a writable array), the ufunc and the clamp where they do not."""
+    from pytflite.ops.elementwise import binary_compiled
+
+    a, b = np.arange(16, dtype=np.float32).reshape(1, 16), np.full((1, 16), -3.5, np.float32)
+    operands = [Operand(a), Operand(b, constant=1 in constant)]
+    model, feeds = SingleOpModel(
+        Op.ADD, operands, [T.FLOAT32], {"fused_activation_function": "RELU6"}
+    ).build()
+    for enabled, first_call in ((True, binary_compiled.add), (False, np.add)):
+        jit.set_enabled(enabled)
+        interpreter = pytflite.Interpreter(model_content=model)
+        (out,) = run(interpreter, feeds[: 2 - len(constant)])
+        np.testing.assert_array_equal(out, np.clip(a + b, 0, 6))
+        step = interpreter.subgraphs[0].runner.fast_steps[0][0]
+        assert step.calls[0].func is first_call

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ...core.step_program import Direct, Written
+from .. import jit
 from ..common import add_scratch_tensors, clip
 from ..registry import register_builtin
 
@@ -115,24 +116,29 @@ def _compute(context, node, data: BinaryOp) -> tuple[Compute, StepOf | None]:
     output = tensors[node.outputs[0]]
     shape = tuple(output.shape)
     total = math.prod(shape)
+    compiled = _compiled_clamped(ufunc, low, high, output.dtype, total)
     constants: list[np.ndarray | None] = [None, None]  # an input expanded once, here
     buffers: list[np.ndarray | None] = [None, None]  # where an input is expanded at each call
     if (data.elementwise or isinstance(ufunc, np.ufunc)) and 1 < total <= _EXPANDED_LIMIT:
         for i in (0, 1):
             tensor = tensors[node.inputs[i]]
             if tuple(tensor.shape) == shape:
+                if compiled is not None and tensor.is_constant_or_persistent and tensor.data is not None:
+                    constants[i] = tensor.data.copy()  # (the compiled kernel takes writable arrays)
                 continue
             if tensor.is_constant_or_persistent and tensor.data is not None:
                 constants[i] = np.ascontiguousarray(np.broadcast_to(tensor.data, shape))
             elif math.prod(tensor.shape) > 1:  # (a single value broadcasts at full speed)
                 buffers[i] = np.empty(shape, tensor.dtype)
     if any(x is not None for x in (*constants, *buffers)):
-        return _expanding_compute(ufunc, low, high, constants, buffers)
+        return _expanding_compute(ufunc, low, high, constants, buffers, compiled)
     if total == 1 and _on_scalars(ufunc, tensors[node.inputs[0]].dtype):
         ranks = [len(tensors[node.inputs[i]].shape) for i in (0, 1)]
         bounds = () if low is None else (low[()], high[()])
         return _scalar_compute(_SCALAR_OPERATORS[ufunc], bounds, (*ranks, len(shape)))
-    step_of = _direct(_ufunc_calls(ufunc, low, high)) if isinstance(ufunc, np.ufunc) else None
+    step_of = (
+        _direct(_ufunc_calls(ufunc, low, high, compiled=compiled)) if isinstance(ufunc, np.ufunc) else None
+    )
     if low is None:
 
         def compute(a, b, out):
@@ -159,13 +165,41 @@ def _direct(calls: Calls) -> StepOf:
     return lambda a, b, out: Direct(*calls(a, b, out))
 
 
-def _ufunc_calls(ufunc: np.ufunc, low, high, scratch: np.ndarray | None = None) -> Calls:
-    """The calls of a ufunc into the output (or into `scratch`), then of the clamp into the output. The
-    output is passed positionally (a keyword costs about 40 ns a call), except to np.maximum and
-    np.minimum, which deprecate that."""
+# The float32 arithmetic whose clamped form has a compiled kernel (elementwise/binary_compiled.py)
+_COMPILED_CLAMPED = {np.add: "add", np.subtract: "subtract", np.multiply: "multiply", np.divide: "divide"}
+
+
+def _compiled_clamped(ufunc, low, high, dtype: np.dtype, total: int) -> tuple[Callable, np.ndarray] | None:
+    """The compiled ufunc-and-clamp kernel for a float32 op with a clamp on a small output (one call
+    instead of two), where compiled kernels run, and the bounds it takes; else None."""
+    if (
+        ufunc not in _COMPILED_CLAMPED
+        or low is None
+        or dtype != np.float32
+        or not 1 < total <= _EXPANDED_LIMIT
+    ):
+        return None
+    kernel = jit.compiled("elementwise.binary_compiled", _COMPILED_CLAMPED[ufunc])
+    if kernel is None:
+        return None
+    return kernel, np.array([low, high], np.float32)
+
+
+def _ufunc_calls(
+    ufunc: np.ufunc, low, high, scratch: np.ndarray | None = None, compiled: tuple | None = None
+) -> Calls:
+    """The calls of a ufunc into the output (or into `scratch`), then of the clamp into the output; or
+    the one call of its `compiled` ufunc-and-clamp kernel (_compiled_clamped), for operands that are all
+    contiguous, writable and of the output's size. The output is passed positionally (a keyword costs about 40 ns
+    a call), except to np.maximum and np.minimum, which deprecate that."""
     by_keyword = ufunc in (np.maximum, np.minimum)
 
     def calls(a, b, out):
+        if compiled is not None and all(
+            x.flags.c_contiguous and x.flags.writeable and x.size == out.size for x in (a, b, out)
+        ):
+            kernel, bounds = compiled
+            return (partial(kernel, a.reshape(-1), b.reshape(-1), bounds, out.reshape(-1)),)
         into = out if scratch is None else scratch
         clamp = () if low is None else (partial(clip, into, low, high, out),)
         return (partial(ufunc, a, b, out=into) if by_keyword else partial(ufunc, a, b, into), *clamp)
@@ -252,7 +286,7 @@ def _expanded(x: np.ndarray, buffer: np.ndarray | None) -> np.ndarray:
     return buffer
 
 
-def _expanding_compute(ufunc, low, high, constants, buffers) -> tuple[Compute, StepOf | None]:
+def _expanding_compute(ufunc, low, high, constants, buffers, compiled) -> tuple[Compute, StepOf | None]:
     first, second = constants
     first_buffer, second_buffer = buffers
 
@@ -273,7 +307,7 @@ def _expanding_compute(ufunc, low, high, constants, buffers) -> tuple[Compute, S
         b = second if second is not None else b if second_buffer is None else second_buffer
         return (*expand, *ufunc_calls(a, b, out))
 
-    ufunc_calls = _ufunc_calls(ufunc, low, high) if isinstance(ufunc, np.ufunc) else None
+    ufunc_calls = _ufunc_calls(ufunc, low, high, compiled=compiled) if isinstance(ufunc, np.ufunc) else None
     return compute, ufunc_calls and _direct(calls)
 
 
