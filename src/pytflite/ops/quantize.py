@@ -62,6 +62,7 @@ from .common import (
     output_tensor,
     scratch_tensor,
     set_temporaries,
+    unary_step,
 )
 from .quant.fixed_point import (
     INT32_MIN,
@@ -199,6 +200,13 @@ def dequantize_invoke(context, node):
         node.user_data.compute(tensors[node.inputs[0]].data, tensors[node.outputs[0]].data)
 
 
+def dequantize_bind(context, node):
+    """The compute on the node's arrays, without dequantize_invoke's np.errstate: a step list runs inside
+    the subgraph's invoke, which has set it."""
+    tensors = context.tensors
+    return unary_step(node.user_data.compute, tensors[node.inputs[0]].data, tensors[node.outputs[0]].data)
+
+
 register_builtin(
     BuiltinOperator.DEQUANTIZE,
     (1, 9),
@@ -207,6 +215,7 @@ register_builtin(
     prepare=dequantize_prepare(True),
     builtin_ref={"prepare": dequantize_prepare(False)},
     invoke=dequantize_invoke,
+    bind=dequantize_bind,
 )
 
 

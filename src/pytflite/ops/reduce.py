@@ -28,9 +28,11 @@ import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
+from ..core.step_program import Direct
 from ..core.types import AllocationType, BuiltinOperator, TensorType, type_name
 from ..errors import KernelError, ensure, ensure_eq, ensure_type, ensure_types_eq
 from .common import check_arity, clip, ensure_same_quantization, input_tensor, output_tensor
@@ -110,12 +112,12 @@ def _mean(spec: ReduceSpec) -> Callable:
 
         return integer_mean
     divisor = np.array(count, spec.dtype)
-
-    def mean(x, out):
-        np.add.reduce(x, axis=axes, out=out, keepdims=True)
-        np.divide(out, divisor, out=out)
-
-    return mean
+    return _Calls(
+        lambda x, out: (
+            partial(np.add.reduce, x, axes, None, out, True),
+            partial(np.divide, out, divisor, out),
+        )
+    )
 
 
 def _sum(spec: ReduceSpec) -> Callable:
@@ -138,10 +140,7 @@ def _extreme(ufunc: np.ufunc, lowest: bool) -> Reducer:
         initial = limits.min if lowest else limits.max
         axes = spec.axes
 
-        def reduce(x, out):
-            ufunc.reduce(x, axis=axes, out=out, keepdims=True, initial=initial)
-
-        return reduce
+        return _Calls(lambda x, out: (partial(ufunc.reduce, x, axes, None, out, True, initial),))
 
     return make
 
@@ -150,12 +149,23 @@ def _plain(ufunc: np.ufunc) -> Reducer:
     def make(spec: ReduceSpec) -> Callable:
         axes = spec.axes
 
-        def reduce(x, out):
-            ufunc.reduce(x, axis=axes, out=out, keepdims=True)
-
-        return reduce
+        return _Calls(lambda x, out: (partial(ufunc.reduce, x, axes, None, out, True),))
 
     return make
+
+
+class _Calls:
+    """A reduction's run(x, out) made of NumPy calls alone (the ufunc's reduce with its arguments given
+    by position, then maybe a division): its bound step makes them as a Direct step."""
+
+    __slots__ = ("calls_of",)
+
+    def __init__(self, calls_of: Callable[[np.ndarray, np.ndarray], tuple]):
+        self.calls_of = calls_of
+
+    def __call__(self, x: np.ndarray, out: np.ndarray) -> None:
+        for call in self.calls_of(x, out):
+            call()
 
 
 # --- quantized MEAN, SUM, REDUCE_PROD ---------------------------------------------------------------------
@@ -584,6 +594,8 @@ def reducer(op_name: str, make: Reducer, types: tuple[TensorType, ...], optimize
             return invoke
         tensors, run = context.tensors, data.run
         x, out = tensors[node.inputs[0]].data, tensors[node.outputs[0]].data.reshape(data.kept)
+        if isinstance(run, _Calls):
+            return Direct(*run.calls_of(x, out))
 
         def step(context, node):
             run(x, out)

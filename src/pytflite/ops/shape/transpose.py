@@ -8,7 +8,7 @@ import numpy as np
 
 from ...core.types import BuiltinOperator
 from ...errors import ensure, ensure_eq, ensure_type, ensure_types_eq
-from ..common import check_arity, input_tensor, output_tensor
+from ..common import check_arity, copy_step, input_tensor, output_tensor
 from ..registry import register_builtin
 from .common import _SIZED, T, _values
 
@@ -61,6 +61,15 @@ def transpose_invoke(context, node):
     np.copyto(output.data, source.data.transpose(perm))
 
 
+def transpose_bind(context, node):
+    """With a constant perm: the copy from the input's transposed view."""
+    perm = node.user_data.perm
+    if perm is None:
+        return transpose_invoke
+    source, out = context.tensors[node.inputs[0]].data, context.tensors[node.outputs[0]].data
+    return copy_step(out, source.transpose(perm), source) or transpose_invoke
+
+
 register_builtin(
     BuiltinOperator.TRANSPOSE,
     (1, 9),
@@ -68,4 +77,5 @@ register_builtin(
     op_data=TransposeData,
     prepare=transpose_prepare,
     invoke=transpose_invoke,
+    bind=transpose_bind,
 )
