@@ -482,7 +482,7 @@ def _rnn_weights(rng, units, depth, hybrid):
 
 @pytest.mark.parametrize("activation", ["TANH", "RELU", "NONE"])
 @pytest.mark.parametrize("quantization", ["float", "hybrid", "hybrid-asymmetric"])
-def test_rnn(quantization, activation):
+def test_rnn(quantization, activation, kernels):
     rng = _rng((quantization, activation, "rnn"))
     hybrid = quantization != "float"
     batch, depth, units = 3, 11, 5
@@ -503,7 +503,7 @@ def test_rnn(quantization, activation):
 
 @pytest.mark.parametrize("time_major", [True, False], ids=["time-major", "batch-major"])
 @pytest.mark.parametrize("quantization", ["float", "hybrid", "hybrid-asymmetric"])
-def test_unidirectional_rnn(quantization, time_major):
+def test_unidirectional_rnn(quantization, time_major, kernels):
     rng = _rng((quantization, time_major, "urnn"))
     hybrid = quantization != "float"
     batch, steps, depth, units = 2, 4, 9, 5
@@ -525,6 +525,30 @@ def test_unidirectional_rnn(quantization, time_major):
             Op.UNIDIRECTIONAL_SEQUENCE_RNN, inputs, [(F32, None)], options, 2 if hybrid else 1
         )
         _check(model, _runs(feeds, rng), reset_before=3)
+
+
+@pytest.mark.parametrize("asymmetric", [False, True], ids=["symmetric", "asymmetric"])
+def test_unidirectional_rnn_hybrid_weights_of_minus_128(asymmetric, kernels):
+    """Recurrent int8 weights of -128 within the first 16 columns: TFLite's x86 SSE dot product gives them
+    the wrong sign against negative inputs (fidelity.sse), in the compiled recurrence as in NumPy's."""
+    rng = _rng(("urnn-128", asymmetric))
+    batch, steps, depth, units = 2, 6, 9, 20
+    recurrent = rng.integers(-128, 128, (units, units)).astype(np.int8)
+    recurrent[:, :16][rng.random((units, 16)) < 0.2] = -128
+    inputs = [
+        _input(_uniform(rng, steps, batch, depth)),
+        _int8_weights(rng, units, depth),
+        _const(recurrent, (0.004, 0)),
+        _const(_uniform(rng, units)),
+        _state((batch, units)),
+    ]
+    options = {
+        "fused_activation_function": "TANH",
+        "time_major": True,
+        "asymmetric_quantize_inputs": asymmetric,
+    }
+    model, feeds = _model(Op.UNIDIRECTIONAL_SEQUENCE_RNN, inputs, [(F32, None)], options, 2)
+    _check(model, _runs(feeds, rng), reset_before=3)
 
 
 def _bidirectional_rnn(
@@ -567,7 +591,7 @@ def _bidirectional_rnn(
 @pytest.mark.parametrize("quantization", ["float", "hybrid", "hybrid-asymmetric"])
 @pytest.mark.parametrize("aux", ["none", "backward-input", "cross-links", "cross-links-deeper"])
 @pytest.mark.parametrize("time_major", [True, False], ids=["time-major", "batch-major"])
-def test_bidirectional_rnn(quantization, aux, time_major):
+def test_bidirectional_rnn(quantization, aux, time_major, kernels):
     rng = _rng((quantization, aux, time_major, "brnn"))
     hybrid = quantization != "float"
     for merge_outputs in (False, True):
@@ -580,7 +604,7 @@ def test_bidirectional_rnn(quantization, aux, time_major):
             _check(model, _runs(feeds, rng), reset_before=3)
 
 
-def test_bidirectional_rnn_hybrid_time_major_merged():
+def test_bidirectional_rnn_hybrid_time_major_merged(kernels):
     """LiteRT segfaults on this model (symmetric hybrid, time major, merged outputs, batch > 1: its
     per-row loop indexes a null zero-point array). pytflite's merged output must be LiteRT's two separate
     outputs side by side."""

@@ -3,6 +3,7 @@ kernels (TFLite's RnnBatchStep)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,7 +11,9 @@ import numpy as np
 
 from ...core.types import BuiltinOperator, type_name
 from ...errors import KernelError, ensure, ensure_eq
+from ...model.options import ActivationFunctionType
 from ..common import output_tensor
+from ..jit import compiled, read_only
 from ..registry import register_builtin
 from .activations import _activation_function, _fast_tanh, _tanh
 from .common import _WEIGHT_INT, F32, T, _sequence_matmul, _time_major_view
@@ -27,6 +30,9 @@ class _RnnCell:
     aux_weights: Any = None
     recurrent_weights: Any = None
     bias: np.ndarray | None = None
+    # the compiled recurrence (rnn_compiled) on recurrent_weights, where compiled kernels run:
+    # steps(pre, h, out, forward, tanh, asymmetric) -> False when it leaves the sequence to NumPy
+    steps: Callable | None = None
 
 
 def _rnn_cell(
@@ -43,13 +49,43 @@ def _rnn_cell(
             return _hybrid_matrix([(tensor.data, tensor.params.scale)], x86, row_sums, name)
         return np.ascontiguousarray(tensor.data.T.astype(F32))
 
+    recurrent = packed(recurrent_weights, "recurrent")
     return _RnnCell(
         units=input_weights.shape[0],
         hybrid=hybrid,
         input_weights=packed(input_weights, "input"),
         aux_weights=packed(aux_weights, "aux"),
-        recurrent_weights=packed(recurrent_weights, "recurrent"),
+        recurrent_weights=recurrent,
         bias=bias.data.astype(F32),
+        steps=_compiled_steps(recurrent, hybrid),
+    )
+
+
+def _compiled_steps(recurrent, hybrid: bool) -> Callable | None:
+    """rnn_compiled's recurrence bound to the recurrent weights (float [depth, units], or the
+    _HybridMatrix's int8 values, SSE mask, row sums and scales); None where compiled kernels do not run."""
+    if not hybrid:
+        kernel = compiled("recurrent.rnn_compiled", "float_rnn_steps")
+        if kernel is None:
+            return None
+        weights = read_only(recurrent)
+        return lambda pre, h, out, forward, tanh, asymmetric: kernel(pre, weights, h, out, forward, tanh)
+    kernel = compiled("recurrent.rnn_compiled", "hybrid_rnn_steps")
+    if kernel is None:
+        return None
+    units = recurrent.weights_t.shape[1]
+    mask = np.zeros((0, units)) if recurrent.mask is None else recurrent.mask
+    operands = tuple(
+        read_only(np.ascontiguousarray(values.astype(dtype)))
+        for values, dtype in (
+            (recurrent.weights_t, np.int8),
+            (mask, np.int8),
+            (recurrent.row_sums, np.int64),
+            (recurrent.scales, F32),
+        )
+    )
+    return lambda pre, h, out, forward, tanh, asymmetric: kernel(
+        pre, *operands, h, out, forward, tanh, asymmetric
     )
 
 
@@ -74,6 +110,13 @@ def _run_rnn(cell: _RnnCell, x, aux, h, out, activation, asymmetric: bool, forwa
         pre += _rnn_inputs(x, cell.input_weights, asymmetric, cell.hybrid)
     if aux is not None and aux.shape[-1]:
         pre += _rnn_inputs(aux, cell.aux_weights, asymmetric, cell.hybrid)
+    if (
+        cell.steps is not None
+        and activation in (ActivationFunctionType.NONE, ActivationFunctionType.TANH)
+        and h.flags.c_contiguous
+        and cell.steps(pre, h, out, forward, activation == ActivationFunctionType.TANH, asymmetric)
+    ):
+        return
     recurrent = np.empty((batch, cell.units), F32)
     activate = _activation_function(activation, _tanh if cell.hybrid else _fast_tanh)
     hidden = h  # the hidden state: h before the first step, then the last step's output

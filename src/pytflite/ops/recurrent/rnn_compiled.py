@@ -1,0 +1,189 @@
+"""The RNN kernels' time steps compiled by numba (ops/jit.py): rnn._run_rnn's recurrence, a few NumPy
+calls a step (about twenty for the hybrid kernel's quantization and product), here one call for the
+whole sequence. The input terms (bias + x.W, computed for all steps at once) come in as `pre`.
+
+The arithmetic is TFLite's RnnBatchStep: each unit's recurrent term is a dot product summed from zero in
+depth order, then added to its input term (the portable MatrixBatchVectorMultiplyAccumulate, which x86
+runs for floats; the NumPy path takes BLAS's order instead), then the activation, tanh being Eigen's
+(lstm_compiled.eigen_tanh, bit for bit activations._tanh; the NumPy float path takes np.tanh, within an
+ulp). The hybrid step is the NumPy path's, exactly: the hidden rows quantized as quant/hybrid_inputs
+does (symmetric here, asymmetric through hybrid_inputs_compiled), the int8 sums exact in int64 with the
+x86 SSE kernel's sign quirk and the zero point's row sums, scaled as float32(sums) * (factor * scale).
+A hybrid sequence meeting a value that is not finite returns False, its state untouched, for the NumPy
+path. Imported only through jit.compiled.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from ..jit import OPTIONS
+from ..quant.hybrid_inputs import _BELOW_HALF, _BLOCK, _HALF
+from ..quant.hybrid_inputs_compiled import quantize_rows_asymmetric
+from .lstm_compiled import eigen_tanh
+
+_F32 = numba.float32
+_ZERO = np.float32(0)
+_ONE = np.float32(1)
+_127 = np.float32(127)
+
+_SEQUENCE = _F32[:, :, :]  # [time, batch, units], any layout (a time-major view of a batch-major tensor)
+_PRE = _F32[:, :, ::1]
+
+
+@numba.njit(inline="always", **OPTIONS)
+def _finish(row, tanh):
+    """The activation TFLite's ApplyActivationToVector applies: tanh, or none."""
+    if tanh:
+        for j in range(row.size):
+            row[j] = eigen_tanh(row[j])
+
+
+@numba.njit(
+    numba.boolean(
+        _PRE,
+        numba.types.Array(_F32, 2, "C", readonly=True),
+        _F32[:, ::1],
+        _SEQUENCE,
+        numba.boolean,
+        numba.boolean,
+    ),
+    **OPTIONS,
+)
+def float_rnn_steps(pre, recurrent, h, out, forward, tanh):
+    """out[t] = act(pre[t] + h.R) over the steps of pre [time, batch, units], forward or backward, with
+    the recurrent weights R [units (depth), units]; h [batch, units] is the state, left at the last step.
+    True (as hybrid_rnn_steps, which may refuse a sequence)."""
+    steps, batch, units = pre.shape
+    hidden = h.copy()
+    acc = np.empty(units, np.float32)
+    for s in range(steps):
+        t = s if forward else steps - 1 - s
+        for b in range(batch):
+            for j in range(units):
+                acc[j] = _ZERO
+            state = hidden[b]
+            for k in range(units):
+                value = state[k]
+                weights = recurrent[k]
+                for j in range(units):
+                    acc[j] += value * weights[j]
+            row = out[t, b]
+            for j in range(units):
+                row[j] = pre[t, b, j] + acc[j]
+            _finish(row, tanh)
+        for b in range(batch):
+            for j in range(units):
+                hidden[b, j] = out[t, b, j]
+    h[...] = hidden
+    return True
+
+
+@numba.njit(inline="always", **OPTIONS)
+def _quantize_symmetric(values, out, factors):
+    """quantize_rows_symmetric(values, out): each row scaled by 127 / max|x| in float32, rounded as NEON's
+    blocks and std::round in the tail, clamped to +-127; a row of zeros gives zeros and factor 1. False
+    when a value is not finite."""
+    rows, size = values.shape
+    blocked = size - size % _BLOCK
+    for r in range(rows):
+        row = values[r]
+        extent = _ZERO
+        for i in range(size):
+            magnitude = abs(row[i])
+            if not np.isfinite(magnitude):
+                return False
+            extent = max(extent, magnitude)
+        target = out[r]
+        if extent == _ZERO:
+            factors[r] = _ONE
+            for i in range(size):
+                target[i] = _ZERO
+            continue
+        factors[r] = extent / _127
+        inverse = _127 / extent
+        for i in range(size):
+            p = row[i] * inverse
+            q = np.trunc(p + np.copysign(_HALF if i < blocked else _BELOW_HALF, p))
+            target[i] = min(max(q, -_127), _127)
+    return True
+
+
+_INT8 = numba.types.Array(numba.int8, 2, "C", readonly=True)
+
+
+@numba.njit(
+    numba.boolean(
+        _PRE,
+        _INT8,  # weights [depth, units]
+        _INT8,  # the SSE quirk's mask [columns, units] of weights -128 (0 x 0 when none)
+        numba.types.Array(numba.int64, 1, "C", readonly=True),  # weight row sums [units]
+        numba.types.Array(_F32, 1, "C", readonly=True),  # weight scales [units]
+        _F32[:, ::1],  # h
+        _SEQUENCE,  # out
+        numba.boolean,  # forward
+        numba.boolean,  # tanh
+        numba.boolean,  # asymmetric inputs
+    ),
+    **OPTIONS,
+)
+def hybrid_rnn_steps(pre, weights, mask, row_sums, scales, h, out, forward, tanh, asymmetric):
+    """float_rnn_steps' recurrence with int8 recurrent weights: a state of zeros adds nothing (TFLite's
+    IsZeroVector), else its rows are quantized and multiplied exactly. False (h untouched) when a state
+    holds a value that is not finite."""
+    steps, batch, units = pre.shape
+    depth = weights.shape[0]
+    hidden = h.copy()
+    quantized = np.empty((batch, depth), np.float32)
+    factors = np.empty(batch, np.float32)
+    zero_points = np.zeros(batch, np.int64)
+    sums = np.empty(units, np.int64)
+    for s in range(steps):
+        t = s if forward else steps - 1 - s
+        nonzero = False
+        for b in range(batch):
+            for k in range(depth):
+                if hidden[b, k] != _ZERO:
+                    nonzero = True
+        if nonzero:
+            if asymmetric:
+                if not quantize_rows_asymmetric(hidden, quantized, factors, zero_points, False):
+                    return False
+            elif not _quantize_symmetric(hidden, quantized, factors):
+                return False
+        for b in range(batch):
+            row = out[t, b]
+            if not nonzero:
+                for j in range(units):
+                    row[j] = pre[t, b, j]
+                _finish(row, tanh)
+                continue
+            for j in range(units):
+                sums[j] = 0
+            q = quantized[b]
+            for k in range(depth):
+                value = np.int64(q[k])
+                if value != 0:
+                    w = weights[k]
+                    for j in range(units):
+                        sums[j] += value * w[j]
+            for k in range(mask.shape[0]):
+                value = np.int64(q[k])
+                if value < 0:
+                    flags = mask[k]
+                    for j in range(units):
+                        sums[j] += 256 * value * flags[j]
+            if asymmetric:
+                zero_point = zero_points[b]
+                for j in range(units):
+                    sums[j] -= zero_point * row_sums[j]
+            factor = factors[b]
+            for j in range(units):
+                row[j] = pre[t, b, j] + np.float32(sums[j]) * (factor * scales[j])
+            _finish(row, tanh)
+        for b in range(batch):
+            for j in range(units):
+                hidden[b, j] = out[t, b, j]
+    h[...] = hidden
+    return True
