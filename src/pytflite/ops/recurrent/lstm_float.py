@@ -10,7 +10,7 @@ import numpy as np
 
 from ...model.options import ActivationFunctionType
 from ..common import clip
-from ..jit import compiled
+from ..jit import compiled, read_only
 from .activations import _activation_function, _fast_sigmoid, _fast_tanh, _sigmoid, _tanh
 from .common import _ONE, F32, _sequence_matmul
 from .hybrid import _hybrid_product
@@ -72,6 +72,15 @@ def _run_lstm(
         pre += weights.bias
         if aux is not None:
             pre += _sequence_matmul(aux, weights.aux_weights)
+    scalar = None
+    if hybrid:
+        key, masks = (batch, run.batch_major), direction.scalar_mask
+        scalar = masks.get(key)
+        if scalar is None:
+            masks.clear()
+            scalar = masks[key] = _sigmoid_scalar_elements(direction, batch, run.batch_major)
+        if _compiled_hybrid_steps(direction, weights, run, pre, scalar, h, c, out, forward):
+            return
     quirk = run.activation == ActivationFunctionType.NONE
     if quirk:
         zero_rows = _zero_input_rows(direction, run, x, aux)
@@ -95,11 +104,6 @@ def _run_lstm(
     sigmoid, tanh = (_sigmoid, _tanh) if hybrid else (_fast_sigmoid, _fast_tanh)
     scalar_early = scalar_output = None
     if hybrid:
-        key, masks = (batch, run.batch_major), direction.scalar_mask
-        scalar = masks.get(key)
-        if scalar is None:
-            masks.clear()
-            scalar = masks[key] = _sigmoid_scalar_elements(direction, batch, run.batch_major)
         scalar_early, scalar_output = scalar[:, sigmoid_early], scalar[:, direction.gate_slice("output")]
 
     activate = _activation_function(run.activation, tanh)
@@ -160,6 +164,32 @@ def _run_lstm(
         else:
             np.multiply(output_gate, activated, out=hidden)
     h[...] = hidden
+
+
+def _compiled_hybrid_steps(direction, weights, run, pre, scalar, h, c, out, forward: bool) -> bool:
+    """Run the steps in lstm_hybrid_compiled where it takes this LSTM (the common form: four gates, tanh,
+    no peephole, layer norm or projection) and compiled kernels run; False where the NumPy loop must."""
+    if direction.cifg or direction.peephole or direction.layer_norm or direction.projection:
+        return False
+    if run.activation != ActivationFunctionType.TANH or not (h.flags.c_contiguous and c.flags.c_contiguous):
+        return False
+    kernel = compiled("recurrent.lstm_hybrid_compiled", "hybrid_lstm_steps")
+    if kernel is None:
+        return False
+    matrix = weights.recurrent_matrix
+    mask = np.zeros((0, matrix.weights_t.shape[1])) if matrix.mask is None else matrix.mask
+    operands = [
+        read_only(np.ascontiguousarray(values.astype(dtype)))
+        for values, dtype in (
+            (matrix.weights_t, np.int8),
+            (mask, np.int8),
+            (matrix.row_sums, np.int64),
+            (matrix.scales, F32),
+            (scalar, bool),
+        )
+    ]
+    clip_at = F32(max(run.cell_clip, 0))
+    return kernel(np.ascontiguousarray(pre), *operands, h, c, out, forward, clip_at, run.asymmetric)
 
 
 def _plain(direction: _LstmDirection, run: _LstmRun) -> bool:

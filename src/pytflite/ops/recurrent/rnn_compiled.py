@@ -81,6 +81,42 @@ def float_rnn_steps(pre, recurrent, h, out, forward, tanh):
 
 
 @numba.njit(inline="always", **OPTIONS)
+def quantize_hidden(hidden, quantized, factors, zero_points, asymmetric):
+    """The state rows quantized as the hybrid product quantizes them (quantize_rows_asymmetric or
+    _quantize_symmetric); False when a value is not finite."""
+    if asymmetric:
+        return quantize_rows_asymmetric(hidden, quantized, factors, zero_points, False)
+    return _quantize_symmetric(hidden, quantized, factors)
+
+
+@numba.njit(inline="always", **OPTIONS)
+def add_hybrid_product(q, zero_point, factor, weights, mask, row_sums, scales, asymmetric, sums, pre, target):
+    """target = pre + the hybrid product of one quantized row q [depth]: the exact int8 sums (with the
+    SSE quirk's 256 * q for the masked -128 weights met by a negative q, less the zero point times the
+    row sums), as float32(sums) * (factor * scale)."""
+    units = target.size
+    for j in range(units):
+        sums[j] = 0
+    for k in range(weights.shape[0]):
+        value = np.int64(q[k])
+        if value != 0:
+            w = weights[k]
+            for j in range(units):
+                sums[j] += value * w[j]
+    for k in range(mask.shape[0]):
+        value = np.int64(q[k])
+        if value < 0:
+            flags = mask[k]
+            for j in range(units):
+                sums[j] += 256 * value * flags[j]
+    if asymmetric:
+        for j in range(units):
+            sums[j] -= zero_point * row_sums[j]
+    for j in range(units):
+        target[j] = pre[j] + np.float32(sums[j]) * (factor * scales[j])
+
+
+@numba.njit(inline="always", **OPTIONS)
 def _quantize_symmetric(values, out, factors):
     """quantize_rows_symmetric(values, out): each row scaled by 127 / max|x| in float32, rounded as NEON's
     blocks and std::round in the tail, clamped to +-127; a row of zeros gives zeros and factor 1. False
@@ -146,12 +182,8 @@ def hybrid_rnn_steps(pre, weights, mask, row_sums, scales, h, out, forward, tanh
             for k in range(depth):
                 if hidden[b, k] != _ZERO:
                     nonzero = True
-        if nonzero:
-            if asymmetric:
-                if not quantize_rows_asymmetric(hidden, quantized, factors, zero_points, False):
-                    return False
-            elif not _quantize_symmetric(hidden, quantized, factors):
-                return False
+        if nonzero and not quantize_hidden(hidden, quantized, factors, zero_points, asymmetric):
+            return False
         for b in range(batch):
             row = out[t, b]
             if not nonzero:
@@ -159,28 +191,19 @@ def hybrid_rnn_steps(pre, weights, mask, row_sums, scales, h, out, forward, tanh
                     row[j] = pre[t, b, j]
                 _finish(row, tanh)
                 continue
-            for j in range(units):
-                sums[j] = 0
-            q = quantized[b]
-            for k in range(depth):
-                value = np.int64(q[k])
-                if value != 0:
-                    w = weights[k]
-                    for j in range(units):
-                        sums[j] += value * w[j]
-            for k in range(mask.shape[0]):
-                value = np.int64(q[k])
-                if value < 0:
-                    flags = mask[k]
-                    for j in range(units):
-                        sums[j] += 256 * value * flags[j]
-            if asymmetric:
-                zero_point = zero_points[b]
-                for j in range(units):
-                    sums[j] -= zero_point * row_sums[j]
-            factor = factors[b]
-            for j in range(units):
-                row[j] = pre[t, b, j] + np.float32(sums[j]) * (factor * scales[j])
+            add_hybrid_product(
+                quantized[b],
+                zero_points[b],
+                factors[b],
+                weights,
+                mask,
+                row_sums,
+                scales,
+                asymmetric,
+                sums,
+                pre[t, b],
+                row,
+            )
             _finish(row, tanh)
         for b in range(batch):
             for j in range(units):
