@@ -14,7 +14,7 @@ import pytest
 
 import pytflite
 from pytflite.ops import jit
-from pytflite.ops.recurrent.activations import _tanh
+from pytflite.ops.recurrent.activations import _sigmoid, _tanh
 from tests.ops.test_recurrent import _lstm_inputs, _model, _runs
 from tests.oracle import run
 from tests.single_op import Operand, SingleOpModel
@@ -128,6 +128,28 @@ def test_compiled_tanh_is_eigens_bit_for_bit():
     expected = np.empty_like(values)
     _tanh(values, expected)
     actual = np.array([eigen_tanh(v) for v in values], np.float32)
+    np.testing.assert_array_equal(actual.view(np.int32), expected.view(np.int32))
+
+
+@needs_numba
+def test_compiled_sigmoid_is_eigens_bit_for_bit():
+    """lstm_steps_compiled.eigen_sigmoid against activations._sigmoid on its vector path and on its scalar
+    path (every other element), over the finite floats the LSTM kernels give it."""
+    from pytflite.ops.recurrent.lstm_steps_compiled import eigen_sigmoid
+
+    rng = np.random.default_rng(5)
+    values = np.concatenate(
+        [
+            np.linspace(-110, 20, 26001, dtype=np.float32),
+            (rng.standard_normal(4000) * 8).astype(np.float32),
+            np.array([0, -0.0, 1e-30, -1e-30, 16.6355324, 16.64, -104, -104.01, 3e38, -3e38], np.float32),
+        ]
+    )
+    scalar = np.arange(values.size) % 2 == 1
+    expected = np.empty_like(values)
+    with np.errstate(all="ignore"):  # (as in an invoke: -3e38 overflows on the way to 0)
+        _sigmoid(values, expected, scalar)
+    actual = np.array([eigen_sigmoid(v, bool(on)) for v, on in zip(values, scalar)], np.float32)
     np.testing.assert_array_equal(actual.view(np.int32), expected.view(np.int32))
 
 

@@ -79,8 +79,8 @@ def _run_lstm(
         if scalar is None:
             masks.clear()
             scalar = masks[key] = _sigmoid_scalar_elements(direction, batch, run.batch_major)
-        if _compiled_hybrid_steps(direction, weights, run, pre, scalar, h, c, out, forward):
-            return
+    if _compiled_steps(direction, weights, run, pre, scalar, h, c, out, forward):
+        return
     quirk = run.activation == ActivationFunctionType.NONE
     if quirk:
         zero_rows = _zero_input_rows(direction, run, x, aux)
@@ -166,30 +166,75 @@ def _run_lstm(
     h[...] = hidden
 
 
-def _compiled_hybrid_steps(direction, weights, run, pre, scalar, h, c, out, forward: bool) -> bool:
-    """Run the steps in lstm_hybrid_compiled where it takes this LSTM (the common form: four gates, tanh,
-    no peephole, layer norm or projection) and compiled kernels run; False where the NumPy loop must."""
-    if direction.cifg or direction.peephole or direction.layer_norm or direction.projection:
+def _compiled_steps(direction, weights, run, pre, scalar, h, c, out, forward: bool) -> bool:
+    """Run the steps in lstm_steps_compiled where it takes this LSTM (tanh, no layer norm) and compiled
+    kernels run; False where the NumPy loop must (or the compiled steps met values that are not finite)."""
+    if direction.layer_norm or run.activation != ActivationFunctionType.TANH:
         return False
-    if run.activation != ActivationFunctionType.TANH or not (h.flags.c_contiguous and c.flags.c_contiguous):
+    if not (h.flags.c_contiguous and c.flags.c_contiguous):
         return False
-    kernel = compiled("recurrent.lstm_hybrid_compiled", "hybrid_lstm_steps")
+    kernel = compiled(
+        "recurrent.lstm_steps_compiled", "hybrid_lstm_steps" if direction.hybrid else "float_lstm_steps"
+    )
     if kernel is None:
         return False
-    matrix = weights.recurrent_matrix
-    mask = np.zeros((0, matrix.weights_t.shape[1])) if matrix.mask is None else matrix.mask
-    operands = [
+    n = direction.n_cell
+    offsets = tuple(
+        direction.gate_slice(gate).start if gate in direction.order else -1
+        for gate in ("input", "forget", "output", "cell")
+    )
+    zeros = np.zeros(n, F32)
+    peephole = (
+        np.stack([weights.peephole.get(gate, zeros) for gate in ("input", "forget", "output")])
+        if direction.peephole
+        else np.zeros((0, 0), F32)
+    )
+    bias = weights.projection_bias if weights.projection_bias is not None else np.zeros(h.shape[1], F32)
+    common = (
+        read_only(peephole),
+        offsets,
+        h,
+        c,
+        out,
+        forward,
+        F32(max(run.cell_clip, 0)),
+        F32(max(run.proj_clip, 0)),
+    )
+    pre = np.ascontiguousarray(pre)
+    if not direction.hybrid:
+        projection = weights.projection if direction.projection else np.zeros((0, 0), F32)
+        return kernel(
+            pre, read_only(weights.recurrent_weights), read_only(projection), read_only(bias), *common
+        )
+    projection = (
+        _hybrid_operands(weights.projection)
+        if direction.projection
+        else (np.zeros((0, 0), np.int8), np.zeros((0, 0), np.int8), np.zeros(0, np.int64), np.zeros(0, F32))
+    )
+    return kernel(
+        pre,
+        *_hybrid_operands(weights.recurrent_matrix),
+        *projection,
+        read_only(bias),
+        read_only(scalar),
+        run.asymmetric,
+        *common,
+    )
+
+
+def _hybrid_operands(matrix) -> tuple[np.ndarray, ...]:
+    """A _HybridMatrix as lstm_steps_compiled takes it: int8 weights [depth, units], the SSE quirk's int8
+    mask (0 x 0 without), int64 row sums, float32 scales (read-only, C-contiguous)."""
+    mask = np.zeros((0, 0)) if matrix.mask is None else matrix.mask
+    return tuple(
         read_only(np.ascontiguousarray(values.astype(dtype)))
         for values, dtype in (
             (matrix.weights_t, np.int8),
             (mask, np.int8),
             (matrix.row_sums, np.int64),
             (matrix.scales, F32),
-            (scalar, bool),
         )
-    ]
-    clip_at = F32(max(run.cell_clip, 0))
-    return kernel(np.ascontiguousarray(pre), *operands, h, c, out, forward, clip_at, run.asymmetric)
+    )
 
 
 def _plain(direction: _LstmDirection, run: _LstmRun) -> bool:

@@ -1,0 +1,294 @@
+"""The LSTM's time steps compiled by numba (ops/jit.py), for every form but layer norm: float or hybrid,
+CIFG, peephole, projection, clips, tanh. lstm_float._run_lstm runs 20 to 60 NumPy calls a step; here one
+call runs the sequence. The input terms (bias + x.W, one product for all steps) come in as `pre`, gates in
+the direction's order (the offsets of input, forget, output and cell; input -1 for CIFG).
+
+The hybrid arithmetic is the NumPy path's, exactly, as the state is quantized again at every step: the
+hidden rows (and the projection's inputs) quantized and multiplied as rnn_compiled.add_hybrid_product
+does, the sigmoid gates through Eigen's logistic (activations._sigmoid: its vector path's Cephes exp, or
+std::exp on the elements `scalar` marks, those TFLite computes on Eigen's scalar path) and tanh Eigen's.
+The float arithmetic is TFLite's: recurrent and projection products summed from zero in depth order, then
+added to their terms (the NumPy path takes BLAS's order), Eigen's logistic and tanh (the NumPy path takes
+np.exp and np.tanh, within an ulp or two). Then as the NumPy path: peepholes added to the gates, c = f * c +
+g * i (i = 1 - f for CIFG), clipped, the output gate's peephole on the new c, h = o * tanh(c), projected,
+clipped. A step whose gates or state are not all finite returns False with h and c untouched, for the
+NumPy path. Imported only through jit.compiled.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from ..jit import OPTIONS
+from .activations import _EXP_C1, _EXP_C2, _EXP_P, _LOG2E, _LOGISTIC_HIGHEST, _LOGISTIC_LOWEST
+from .lstm_compiled import eigen_tanh
+from .rnn_compiled import add_hybrid_product, quantize_hidden
+
+_F32 = numba.float32
+_ZERO = np.float32(0)
+_HALF = np.float32(0.5)
+_ONE = np.float32(1)
+_P0, _P1, _P2, _P3 = _EXP_P
+_I64 = numba.int64
+# 2**m for the exponents eigen_sigmoid's vector path meets: x in [-104, 16.64] gives m in [-75, 13]
+_LOWEST_POWER = -76
+_POWERS_OF_TWO = np.ldexp(np.float32(1), np.arange(_LOWEST_POWER, 16)).astype(np.float32)
+
+
+def _read(dtype, dimensions):
+    return numba.types.Array(dtype, dimensions, "C", readonly=True)
+
+
+@numba.njit(inline="always", **OPTIONS)
+def eigen_sigmoid(x, scalar):
+    """activations._sigmoid on one finite float32; `scalar`: it is on Eigen's scalar path."""
+    half = min(x, _LOGISTIC_HIGHEST)
+    if scalar:
+        e = np.float32(np.exp(np.float64(half)))
+    elif x < _LOGISTIC_LOWEST:
+        return _ZERO
+    else:
+        half = half * _HALF
+        m = np.floor(half * _LOG2E + _HALF)
+        r = m * _EXP_C1 + half
+        r = r + m * _EXP_C2
+        r2 = r * r
+        even = r2 * _P2 + _P0
+        odd = (r2 * _P3 + _P1) * r
+        odd = (odd + even) * r2
+        odd = odd + (r + _ONE)
+        e = odd * _POWERS_OF_TWO[int(m) - _LOWEST_POWER]  # ldexp: exact, the powers are normal floats
+        e = e * e
+    return e / (e + _ONE)
+
+
+@numba.njit(inline="always", **OPTIONS)
+def _finite(values):
+    for value in values:  # noqa: SIM110 (numba compiles a loop, not a generator)
+        if not np.isfinite(value):
+            return False
+    return True
+
+
+@numba.njit(inline="always", **OPTIONS)
+def _cell_update(gates, state, peephole, offsets, scalar, cell_clip, activated):
+    """One batch row's gates [W] (pre-activation) into the cell state [n] (updated) and o * tanh(c) [n];
+    `peephole` [3, n] (input, forget, output; 0 x 0 without), `offsets` (input, forget, output, cell)."""
+    n = state.size
+    i_at, f_at, o_at, g_at = offsets
+    peep = peephole.shape[0] > 0
+    for j in range(n):
+        f_in = gates[f_at + j]
+        if peep:
+            f_in = f_in + peephole[1, j] * state[j]
+        f = eigen_sigmoid(f_in, scalar[f_at + j])
+        if i_at >= 0:
+            i_in = gates[i_at + j]
+            if peep:
+                i_in = i_in + peephole[0, j] * state[j]
+            i = eigen_sigmoid(i_in, scalar[i_at + j])
+        else:
+            i = _ONE - f
+        value = f * state[j] + eigen_tanh(gates[g_at + j]) * i
+        if cell_clip > _ZERO:
+            value = min(max(value, -cell_clip), cell_clip)
+        state[j] = value
+        o_in = gates[o_at + j]
+        if peep:
+            o_in = o_in + peephole[2, j] * value
+        activated[j] = eigen_sigmoid(o_in, scalar[o_at + j]) * eigen_tanh(value)
+
+
+@numba.njit(inline="always", **OPTIONS)
+def _clip(row, limit):
+    if limit > _ZERO:
+        for j in range(row.size):
+            row[j] = min(max(row[j], -limit), limit)
+
+
+@numba.njit(inline="always", **OPTIONS)
+def _float_product(values, weights, bias, target):
+    """target = bias + values . weights, the dot products summed from zero in depth order."""
+    for j in range(target.size):
+        target[j] = _ZERO
+    for k in range(values.size):
+        value = values[k]
+        row = weights[k]
+        for j in range(target.size):
+            target[j] += value * row[j]
+    for j in range(target.size):
+        target[j] = bias[j] + target[j]
+
+
+@numba.njit(inline="always", **OPTIONS)
+def _any(rows):
+    """Whether some value of rows [batch, size] is not 0 (TFLite's IsZeroVector, negated)."""
+    for b in range(rows.shape[0]):
+        for value in rows[b]:
+            if value != _ZERO:
+                return True
+    return False
+
+
+_COMMON = (
+    _read(_F32, 2),  # peephole [3, n] or 0 x 0
+    numba.types.UniTuple(_I64, 4),  # gate offsets: input (-1: CIFG), forget, output, cell
+    _F32[:, ::1],  # h [batch, n_output]
+    _F32[:, ::1],  # c [batch, n]
+    _F32[:, :, :],  # out [time, batch, n_output], any layout
+    numba.boolean,  # forward
+    _F32,  # cell clip (0: none)
+    _F32,  # projection clip (0: none)
+)
+
+
+@numba.njit(
+    numba.boolean(
+        _F32[:, :, ::1],  # pre [time, batch, W]
+        _read(_F32, 2),  # recurrent weights [n_output, W]
+        _read(_F32, 2),  # projection weights [n, n_output] or 0 x 0
+        _read(_F32, 1),  # projection bias [n_output] (zeros without)
+        *_COMMON,
+    ),
+    **OPTIONS,
+)
+def float_lstm_steps(
+    pre, recurrent, projection, projection_bias, peephole, offsets, h, c, out, forward, cell_clip, proj_clip
+):
+    steps, batch, width = pre.shape
+    n = c.shape[1]
+    hidden, cell = h.copy(), c.copy()
+    gates = np.empty(width, np.float32)
+    activated = np.empty(n, np.float32)
+    scalar = np.zeros(width, np.bool_)  # (Eigen's vector path everywhere)
+    for s in range(steps):
+        t = s if forward else steps - 1 - s
+        for b in range(batch):
+            _float_product(hidden[b], recurrent, pre[t, b], gates)
+            if not (_finite(gates) and _finite(cell[b])):
+                return False
+            _cell_update(gates, cell[b], peephole, offsets, scalar, cell_clip, activated)
+            row = out[t, b]
+            if projection.shape[0] > 0:
+                _float_product(activated, projection, projection_bias, row)
+                _clip(row, proj_clip)
+            else:
+                row[:] = activated
+        for b in range(batch):
+            hidden[b] = out[t, b]
+    h[...] = hidden
+    c[...] = cell
+    return True
+
+
+_HYBRID_MATRIX = (
+    _read(numba.int8, 2),  # weights [depth, units]
+    _read(numba.int8, 2),  # the SSE quirk's mask [columns, units] (0 x 0 when none)
+    _read(numba.int64, 1),  # weight row sums [units]
+    _read(_F32, 1),  # weight scales [units]
+)
+
+
+@numba.njit(
+    numba.boolean(
+        _F32[:, :, ::1],  # pre [time, batch, W]
+        *_HYBRID_MATRIX,  # recurrent [n_output, W]
+        *_HYBRID_MATRIX,  # projection [n, n_output] (0 x 0 weights without)
+        _read(_F32, 1),  # projection bias [n_output] (zeros without)
+        _read(numba.boolean, 2),  # scalar-path gate elements [batch, W]
+        numba.boolean,  # asymmetric inputs
+        *_COMMON,
+    ),
+    **OPTIONS,
+)
+def hybrid_lstm_steps(
+    pre,
+    weights,
+    mask,
+    row_sums,
+    scales,
+    p_weights,
+    p_mask,
+    p_row_sums,
+    p_scales,
+    projection_bias,
+    scalar,
+    asymmetric,
+    peephole,
+    offsets,
+    h,
+    c,
+    out,
+    forward,
+    cell_clip,
+    proj_clip,
+):
+    steps, batch, width = pre.shape
+    n, n_output = c.shape[1], h.shape[1]
+    projected = p_weights.shape[0] > 0
+    hidden, cell = h.copy(), c.copy()
+    quantized, quantized_activated = np.empty((batch, n_output), np.float32), np.empty((batch, n), np.float32)
+    factors = np.empty(batch, np.float32)
+    zero_points = np.zeros(batch, np.int64)
+    sums, projected_sums = np.empty(width, np.int64), np.empty(n_output, np.int64)
+    gates = np.empty(width, np.float32)
+    activated = np.empty((batch, n), np.float32)
+    for s in range(steps):
+        t = s if forward else steps - 1 - s
+        nonzero = _any(hidden)
+        if nonzero and not quantize_hidden(hidden, quantized, factors, zero_points, asymmetric):
+            return False
+        for b in range(batch):
+            if nonzero:
+                add_hybrid_product(
+                    quantized[b],
+                    zero_points[b],
+                    factors[b],
+                    weights,
+                    mask,
+                    row_sums,
+                    scales,
+                    asymmetric,
+                    sums,
+                    pre[t, b],
+                    gates,
+                )
+            else:
+                gates[:] = pre[t, b]
+            if not (_finite(gates) and _finite(cell[b])):
+                return False
+            _cell_update(gates, cell[b], peephole, offsets, scalar[b], cell_clip, activated[b])
+        if projected:
+            nonzero = _any(activated)
+            if nonzero and not quantize_hidden(
+                activated, quantized_activated, factors, zero_points, asymmetric
+            ):
+                return False
+        for b in range(batch):
+            row = out[t, b]
+            if not projected:
+                row[:] = activated[b]
+                continue
+            if nonzero:
+                add_hybrid_product(
+                    quantized_activated[b],
+                    zero_points[b],
+                    factors[b],
+                    p_weights,
+                    p_mask,
+                    p_row_sums,
+                    p_scales,
+                    asymmetric,
+                    projected_sums,
+                    projection_bias,
+                    row,
+                )
+            else:
+                row[:] = projection_bias
+            _clip(row, proj_clip)
+        for b in range(batch):
+            hidden[b] = out[t, b]
+    h[...] = hidden
+    c[...] = cell
+    return True
