@@ -3,11 +3,13 @@ LSTM, RNN and SVDF kernels."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
 from ...fidelity.sse import sign_transfer_correction, sign_transfer_mask, weight_row_sums
+from ..jit import compiled, read_only
 from ..quant.hybrid_inputs import (
     quantize_rows_asymmetric,
     quantize_rows_symmetric,
@@ -29,6 +31,22 @@ class _HybridMatrix:
     mask: np.ndarray | None
     scales: np.ndarray
 
+    @functools.cached_property
+    def compiled_operands(self) -> tuple[np.ndarray, ...]:
+        """The matrix as the compiled recurrences take it (rnn_compiled.HYBRID_MATRIX): int8 weights
+        [depth, units], the SSE quirk's int8 mask (0 x 0 without), int64 row sums, float32 scales;
+        read-only and C-contiguous, made once."""
+        mask = np.zeros((0, 0)) if self.mask is None else self.mask
+        return tuple(
+            read_only(np.ascontiguousarray(values.astype(dtype)))
+            for values, dtype in (
+                (self.weights_t, np.int8),
+                (mask, np.int8),
+                (self.row_sums, np.int64),
+                (self.scales, F32),
+            )
+        )
+
 
 def _hybrid_matrix(blocks: list, x86: bool, sums_cache: dict | None = None, key: str = "") -> _HybridMatrix:
     """Stack several int8 weight matrices (each with its scale) along their output rows, for an x86 host
@@ -47,6 +65,25 @@ def _hybrid_matrix(blocks: list, x86: bool, sums_cache: dict | None = None, key:
             sums_cache[key] = row_sums
     mask = sign_transfer_mask(weights, columns & ~15 if x86 else 0)
     return _HybridMatrix(np.ascontiguousarray(weights.T.astype(dtype)), row_sums, mask, scales)
+
+
+def hybrid_terms(bias: np.ndarray, rows: int, products: list, asymmetric: bool) -> np.ndarray:
+    """bias + the hybrid product of each (matrix, values [rows, depth]) in turn, as float32 [rows, units]:
+    a sequence's input terms. Where compiled kernels run, one call of rnn_compiled.hybrid_rows_product
+    per product (the same arithmetic), else _hybrid_product's NumPy calls."""
+    out = np.empty((rows, bias.size), F32)
+    out[...] = bias
+    kernel = compiled("recurrent.rnn_compiled", "hybrid_rows_product")
+    if kernel is not None:
+        if all(
+            kernel(read_only(np.ascontiguousarray(values, F32)), *matrix.compiled_operands, out, asymmetric)
+            for matrix, values in products
+        ):
+            return out
+        out[...] = bias  # a value that is not finite: NumPy's recipe for all of it
+    for matrix, values in products:
+        out += _hybrid_product(matrix, values, asymmetric)
+    return out
 
 
 def _hybrid_product(matrix: _HybridMatrix, values: np.ndarray, asymmetric: bool) -> np.ndarray:

@@ -13,7 +13,7 @@ from ..common import clip
 from ..jit import compiled, read_only
 from .activations import _activation_function, _fast_sigmoid, _fast_tanh, _sigmoid, _tanh
 from .common import _ONE, F32, _sequence_matmul
-from .hybrid import _hybrid_product
+from .hybrid import _hybrid_product, hybrid_terms
 from .lstm_common import _LstmDirection, _LstmRun
 
 _HALF = np.array(0.5, F32)  # a 0-d array operand: faster ufunc calls than a scalar
@@ -59,14 +59,10 @@ def _run_lstm(
     hybrid = direction.hybrid
     # Input (and aux input) contributions of every step at once: bias + x.W (+ aux.W), TFLite's order.
     if hybrid:
-        flat = np.ascontiguousarray(x).reshape(-1, x.shape[2])
-        pre = _hybrid_product(weights.input_matrix, flat, run.asymmetric)
-        pre += weights.bias
+        products = [(weights.input_matrix, np.ascontiguousarray(x).reshape(-1, x.shape[2]))]
         if aux is not None:
-            pre += _hybrid_product(
-                weights.aux_matrix, np.ascontiguousarray(aux).reshape(-1, aux.shape[2]), run.asymmetric
-            )
-        pre = pre.reshape(steps, batch, -1)
+            products.append((weights.aux_matrix, np.ascontiguousarray(aux).reshape(-1, aux.shape[2])))
+        pre = hybrid_terms(weights.bias, steps * batch, products, run.asymmetric).reshape(steps, batch, -1)
     else:
         pre = _sequence_matmul(x, weights.input_weights)
         pre += weights.bias
@@ -207,33 +203,18 @@ def _compiled_steps(direction, weights, run, pre, scalar, h, c, out, forward: bo
             pre, read_only(weights.recurrent_weights), read_only(projection), read_only(bias), *common
         )
     projection = (
-        _hybrid_operands(weights.projection)
+        weights.projection.compiled_operands
         if direction.projection
         else (np.zeros((0, 0), np.int8), np.zeros((0, 0), np.int8), np.zeros(0, np.int64), np.zeros(0, F32))
     )
     return kernel(
         pre,
-        *_hybrid_operands(weights.recurrent_matrix),
+        *weights.recurrent_matrix.compiled_operands,
         *projection,
         read_only(bias),
         read_only(scalar),
         run.asymmetric,
         *common,
-    )
-
-
-def _hybrid_operands(matrix) -> tuple[np.ndarray, ...]:
-    """A _HybridMatrix as lstm_steps_compiled takes it: int8 weights [depth, units], the SSE quirk's int8
-    mask (0 x 0 without), int64 row sums, float32 scales (read-only, C-contiguous)."""
-    mask = np.zeros((0, 0)) if matrix.mask is None else matrix.mask
-    return tuple(
-        read_only(np.ascontiguousarray(values.astype(dtype)))
-        for values, dtype in (
-            (matrix.weights_t, np.int8),
-            (mask, np.int8),
-            (matrix.row_sums, np.int64),
-            (matrix.scales, F32),
-        )
     )
 
 

@@ -23,7 +23,7 @@ import numpy as np
 from ..jit import OPTIONS
 from .activations import _EXP_C1, _EXP_C2, _EXP_P, _LOG2E, _LOGISTIC_HIGHEST, _LOGISTIC_LOWEST
 from .lstm_compiled import eigen_tanh
-from .rnn_compiled import add_hybrid_product, quantize_hidden
+from .rnn_compiled import HYBRID_MATRIX, add_hybrid_product, quantize_hidden
 
 _F32 = numba.float32
 _ZERO = np.float32(0)
@@ -182,19 +182,11 @@ def float_lstm_steps(
     return True
 
 
-_HYBRID_MATRIX = (
-    _read(numba.int8, 2),  # weights [depth, units]
-    _read(numba.int8, 2),  # the SSE quirk's mask [columns, units] (0 x 0 when none)
-    _read(numba.int64, 1),  # weight row sums [units]
-    _read(_F32, 1),  # weight scales [units]
-)
-
-
 @numba.njit(
     numba.boolean(
         _F32[:, :, ::1],  # pre [time, batch, W]
-        *_HYBRID_MATRIX,  # recurrent [n_output, W]
-        *_HYBRID_MATRIX,  # projection [n, n_output] (0 x 0 weights without)
+        *HYBRID_MATRIX,  # recurrent [n_output, W]
+        *HYBRID_MATRIX,  # projection [n, n_output] (0 x 0 weights without)
         _read(_F32, 1),  # projection bias [n_output] (zeros without)
         _read(numba.boolean, 2),  # scalar-path gate elements [batch, W]
         numba.boolean,  # asymmetric inputs

@@ -17,7 +17,7 @@ from ..jit import compiled, read_only
 from ..registry import register_builtin
 from .activations import _activation_function, _fast_tanh, _tanh
 from .common import _WEIGHT_INT, F32, T, _sequence_matmul, _time_major_view
-from .hybrid import _hybrid_matrix, _hybrid_product
+from .hybrid import _hybrid_matrix, _hybrid_product, hybrid_terms
 
 
 @dataclass(frozen=True)
@@ -73,43 +73,40 @@ def _compiled_steps(recurrent, hybrid: bool) -> Callable | None:
     kernel = compiled("recurrent.rnn_compiled", "hybrid_rnn_steps")
     if kernel is None:
         return None
-    units = recurrent.weights_t.shape[1]
-    mask = np.zeros((0, units)) if recurrent.mask is None else recurrent.mask
-    operands = tuple(
-        read_only(np.ascontiguousarray(values.astype(dtype)))
-        for values, dtype in (
-            (recurrent.weights_t, np.int8),
-            (mask, np.int8),
-            (recurrent.row_sums, np.int64),
-            (recurrent.scales, F32),
-        )
-    )
+    operands = recurrent.compiled_operands
     return lambda pre, h, out, forward, tanh, asymmetric: kernel(
         pre, *operands, h, out, forward, tanh, asymmetric
     )
 
 
-def _rnn_inputs(x, weights, asymmetric: bool, hybrid: bool) -> np.ndarray:
-    """The [time, batch, units] input terms x.W of a sequence."""
-    if hybrid:
-        flat = np.ascontiguousarray(x).reshape(-1, x.shape[-1])
-        return _hybrid_product(weights, flat, asymmetric).reshape(*x.shape[:2], -1)
-    return _sequence_matmul(x, weights)
-
-
-def _run_rnn(cell: _RnnCell, x, aux, h, out, activation, asymmetric: bool, forward: bool = True) -> None:
-    """TFLite's RnnBatchStep over a [time, batch, depth] sequence view: out[t] = act(bias + x.W + aux.W +
-    h.R); h = out[t]."""
+def _input_terms(cell: _RnnCell, x, aux, asymmetric: bool) -> np.ndarray:
+    """bias + x.W (+ aux.W) for every step of [time, batch, depth] views, as [time, batch, units]: the bias
+    first, then each term added, the order in which TFLite accumulates them."""
     steps, batch = x.shape[0], x.shape[1]
-    if steps == 0 or batch == 0:
-        return
-    # bias first, then each term added: TFLite accumulates onto the bias in this order
+    sources = [
+        (weights, values)
+        for weights, values in ((cell.input_weights, x), (cell.aux_weights, aux))
+        if values is not None and values.shape[-1]
+    ]
+    if cell.hybrid:
+        rows = [
+            (weights, np.ascontiguousarray(values).reshape(-1, values.shape[-1]))
+            for weights, values in sources
+        ]
+        return hybrid_terms(cell.bias, steps * batch, rows, asymmetric).reshape(steps, batch, -1)
     pre = np.empty((steps, batch, cell.units), F32)
     pre[...] = cell.bias
-    if x.shape[-1]:
-        pre += _rnn_inputs(x, cell.input_weights, asymmetric, cell.hybrid)
-    if aux is not None and aux.shape[-1]:
-        pre += _rnn_inputs(aux, cell.aux_weights, asymmetric, cell.hybrid)
+    for weights, values in sources:
+        pre += _sequence_matmul(values, weights)
+    return pre
+
+
+def _run_rnn(cell: _RnnCell, pre, h, out, activation, asymmetric: bool, forward: bool = True) -> None:
+    """TFLite's RnnBatchStep over the input terms pre [time, batch, units] (_input_terms): out[t] =
+    act(pre[t] + h.R); h = out[t]."""
+    steps, batch = pre.shape[0], pre.shape[1]
+    if steps == 0 or batch == 0:
+        return
     if (
         cell.steps is not None
         and activation in (ActivationFunctionType.NONE, ActivationFunctionType.TANH)
@@ -240,8 +237,9 @@ def rnn_invoke(context, node):
         x, out = _time_major_view(source.data, data.time_major), _time_major_view(out, data.time_major)
     else:
         x, out = source.data[None], out[None]
-    activation = options.fused_activation_function
-    _run_rnn(cell, x, None, state.data, out, activation, bool(options.asymmetric_quantize_inputs))
+    asymmetric = bool(options.asymmetric_quantize_inputs)
+    pre = _input_terms(cell, x, None, asymmetric)
+    _run_rnn(cell, pre, state.data, out, options.fused_activation_function, asymmetric)
 
 
 register_builtin(
@@ -404,9 +402,10 @@ def bidirectional_rnn_invoke(context, node):
     asymmetric = bool(options.asymmetric_quantize_inputs)
     # TFLite's hybrid time-major kernel runs both passes once per time step (an outer loop over time).
     repeats = steps if hybrid and tm else 1
-    for _ in range(repeats):
-        _run_rnn(fw, x, aux, fw_h, fw_out, activation, asymmetric, True)
-        _run_rnn(bw, bw_x, aux, bw_h, bw_out, activation, asymmetric, False)
+    fw_pre, bw_pre = _input_terms(fw, x, aux, asymmetric), _input_terms(bw, bw_x, aux, asymmetric)
+    for _ in range(repeats):  # (the same input terms each time)
+        _run_rnn(fw, fw_pre, fw_h, fw_out, activation, asymmetric, True)
+        _run_rnn(bw, bw_pre, bw_h, bw_out, activation, asymmetric, False)
 
 
 register_builtin(

@@ -146,16 +146,53 @@ def _quantize_symmetric(values, out, factors):
     return True
 
 
-_INT8 = numba.types.Array(numba.int8, 2, "C", readonly=True)
+# hybrid._HybridMatrix.compiled_operands
+HYBRID_MATRIX = (
+    numba.types.Array(numba.int8, 2, "C", readonly=True),  # weights [depth, units]
+    numba.types.Array(numba.int8, 2, "C", readonly=True),  # SSE quirk's mask [columns, units] or 0 x 0
+    numba.types.Array(numba.int64, 1, "C", readonly=True),  # weight row sums [units]
+    numba.types.Array(_F32, 1, "C", readonly=True),  # weight scales [units]
+)
+
+
+@numba.njit(
+    numba.boolean(
+        numba.types.Array(_F32, 2, "C", readonly=True), *HYBRID_MATRIX, _F32[:, ::1], numba.boolean
+    ),
+    **OPTIONS,
+)
+def hybrid_rows_product(values, weights, mask, row_sums, scales, out, asymmetric):
+    """out[r] += the hybrid product of row r of values [rows, depth] (read-only), the rows quantized as
+    hybrid._hybrid_product quantizes them: the input terms of a sequence in one call. False (out partly
+    written) when a value is not finite."""
+    rows, depth = values.shape
+    quantized = np.empty((rows, depth), np.float32)
+    factors = np.empty(rows, np.float32)
+    zero_points = np.zeros(rows, np.int64)
+    sums = np.empty(out.shape[1], np.int64)
+    if not quantize_hidden(values.copy(), quantized, factors, zero_points, asymmetric):  # (writable)
+        return False
+    for r in range(rows):
+        add_hybrid_product(
+            quantized[r],
+            zero_points[r],
+            factors[r],
+            weights,
+            mask,
+            row_sums,
+            scales,
+            asymmetric,
+            sums,
+            out[r],
+            out[r],
+        )
+    return True
 
 
 @numba.njit(
     numba.boolean(
         _PRE,
-        _INT8,  # weights [depth, units]
-        _INT8,  # the SSE quirk's mask [columns, units] of weights -128 (0 x 0 when none)
-        numba.types.Array(numba.int64, 1, "C", readonly=True),  # weight row sums [units]
-        numba.types.Array(_F32, 1, "C", readonly=True),  # weight scales [units]
+        *HYBRID_MATRIX,
         _F32[:, ::1],  # h
         _SEQUENCE,  # out
         numba.boolean,  # forward
