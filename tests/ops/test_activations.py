@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -85,7 +85,7 @@ def test_logistic_of_negative_inputs_alone(low, high):
 
 @pytest.mark.parametrize("approximate", [True, False])
 @pytest.mark.parametrize("low, high", [(-12.0, -3.0), (-6.0, -2.0), (-2.0, 2.0)])
-def test_gelu_of_a_narrow_range(approximate, low, high):
+def test_gelu_of_a_narrow_range(approximate, low, high, kernels):
     # Negative inputs alone make GELU's outputs tiny, so the tolerance shrinks with them: the approximate
     # form's 1 + tanh(...) cancellation has to round exactly as TFLite's does.
     x = np.linspace(low, high, 30001, dtype=np.float32)
@@ -93,9 +93,9 @@ def test_gelu_of_a_narrow_range(approximate, low, high):
 
 
 @pytest.mark.parametrize("approximate", [True, False])
-@settings(max_examples=15, deadline=None)
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(x=hnp.arrays(np.float32, hnp.array_shapes(min_dims=0, max_dims=4, max_side=8), elements=FLOATS))
-def test_gelu(approximate, x):
+def test_gelu(approximate, x, kernels):
     SingleOpModel(Op.GELU, [Operand(x)], [T.FLOAT32], {"approximate": approximate}).check()
 
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from ...core.types import BuiltinOperator, TensorType
 from ..common import clip
+from ..jit import compiled, read_only
 from ..quant.lut import erfcf, int16_table, populate_8bit, table_kernel, tanhf
 from ..registry import register_builtin
 from .common import (
@@ -138,7 +139,22 @@ def _gelu_erf_block(x, out, work: _WorkRows):
 
 
 def _gelu(approximate: bool, size: int) -> Callable:
-    """GELU of inputs of `size` elements."""
+    """GELU of inputs of `size` elements: the exact one compiled (gelu_compiled) where compiled kernels
+    run, for contiguous outputs."""
+    kernel = None if approximate else compiled("activations.gelu_compiled", "gelu_erf")
+    if kernel is not None:
+        fallback = _gelu_numpy(approximate, size)
+
+        def gelu_compiled(x, out):
+            if not out.flags.c_contiguous:
+                return fallback(x, out)
+            kernel(read_only(x.reshape(-1)), out.reshape(-1))
+
+        return gelu_compiled
+    return _gelu_numpy(approximate, size)
+
+
+def _gelu_numpy(approximate: bool, size: int) -> Callable:
     compute, rows, block = (
         (_gelu_tanh_block, 4, _BLOCK) if approximate else (_gelu_erf_block, 10, _BLOCK // 2)
     )
