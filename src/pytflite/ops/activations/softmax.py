@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ...core.step_program import Direct
 from ...core.types import BuiltinOperator, TensorType, type_name
 from ...errors import ensure, ensure_eq, ensure_type
 from ..common import check_arity, clip, input_tensor, output_tensor
@@ -48,7 +49,7 @@ def _softmax_prepare(reference: bool) -> Callable:
         context.resize_tensor(output, source.shape)
         beta = node.builtin_data.beta
         if source.type == TensorType.FLOAT32:
-            beta32 = None if np.float32(beta) == 1 else _f32(beta)
+            beta32 = _float_beta(beta)
             node.user_data = ActivationData(lambda x, out: _softmax(x, out, beta32))
         else:
             node.user_data = ActivationData(
@@ -58,14 +59,30 @@ def _softmax_prepare(reference: bool) -> Callable:
     return prepare
 
 
+def _float_beta(beta: float):
+    """The float kernel's beta: None for 1 (no scaling), else float32."""
+    return None if np.float32(beta) == 1 else _f32(beta)
+
+
 def _softmax(x, out, beta):
-    # exp((x - max) * beta), then scaled by the reciprocal of the row sum, as TFLite's kernel does
-    np.subtract(x, np.maximum.reduce(x, axis=-1, keepdims=True), out=out)
-    if beta is not None:
-        out *= beta
-    np.exp(out, out=out)
-    total = np.add.reduce(out, axis=-1, keepdims=True)
-    out *= np.reciprocal(total, out=total)
+    rows = (*out.shape[:-1], 1)
+    for call in _softmax_calls(x, out, beta, np.empty(rows, out.dtype), np.empty(rows, out.dtype)):
+        call()
+
+
+def _softmax_calls(x, out, beta, peak, total) -> tuple:
+    """exp((x - max) * beta), then scaled by the reciprocal of the row sum, as TFLite's kernel does: the
+    NumPy calls, with `peak` and `total` ([..., 1] arrays) for the rows' maximum and sum."""
+    scale = () if beta is None else (functools.partial(np.multiply, out, beta, out),)
+    return (
+        functools.partial(np.maximum.reduce, x, -1, None, peak, True),
+        functools.partial(np.subtract, x, peak, out),
+        *scale,
+        functools.partial(np.exp, out, out),
+        functools.partial(np.add.reduce, out, -1, None, total, True),
+        functools.partial(np.reciprocal, total, total),
+        functools.partial(np.multiply, out, total, out),
+    )
 
 
 def _softmax_float_table(source, output, beta: np.float32, x86: bool) -> Callable:
@@ -139,6 +156,10 @@ def _softmax_bind(context, node):
     x, out = tensors[node.inputs[0]].data, tensors[node.outputs[0]].data
     if not out.size:
         return _nothing
+    if tensors[node.inputs[0]].type == TensorType.FLOAT32:  # its calls, with buffers made once
+        rows = (*out.shape[:-1], 1)
+        beta = _float_beta(node.builtin_data.beta)
+        return Direct(*_softmax_calls(x, out, beta, np.empty(rows, out.dtype), np.empty(rows, out.dtype)))
     compute = node.user_data.compute
 
     def step(context, node):
