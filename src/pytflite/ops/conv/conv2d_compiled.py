@@ -65,28 +65,45 @@ def conv_float(x, weights, kernel, geometry, bias, out):
                     acc[o] += bias[o]
 
 
+@numba.njit(inline="always", **OPTIONS)
+def _lay_out_windows(x, kernel, geometry, columns, out_height, out_width):
+    """columns [KH * KW * C, pixels] = the windows' taps, one row per (kernel row, column, channel), each
+    filled along the output pixels in order (contiguous writes; a tap outside the input reads 0.0)."""
+    batches, height, width, channels = x.shape
+    kernel_h, kernel_w = kernel
+    stride_h, stride_w, dilation_h, dilation_w, top, left = geometry
+    zero = np.float32(0)
+    k = 0
+    for i in range(kernel_h):
+        for j in range(kernel_w):
+            for c in range(channels):
+                row = columns[k]
+                p = 0
+                for n in range(batches):
+                    for oh in range(out_height):
+                        r = oh * stride_h - top + i * dilation_h
+                        if r < 0 or r >= height:
+                            for _ in range(out_width):
+                                row[p] = zero
+                                p += 1
+                            continue
+                        line = x[n, r]
+                        for ow in range(out_width):
+                            column = ow * stride_w - left + j * dilation_w
+                            row[p] = line[column, c] if 0 <= column < width else zero
+                            p += 1
+                k += 1
+
+
 # its scratch: the windows [KH * KW * C, pixels], the sums [O, pixels]
 @numba.njit(numba.void(*_OPERANDS, _F32[:, ::1], _F32[:, ::1], _IMAGE), **OPTIONS)
 def conv_float_by_pixels(x, weights, kernel, geometry, bias, columns, sums, out):
     """conv_float's sums for few output channels: the windows laid out as rows of pixels, each output
     channel's sums then taken along whole rows (vectorized over the pixels, where conv_float's loop runs
     over the output channels), the products added in the same order."""
-    batches, _, _, channels = x.shape
     _, out_height, out_width, units = out.shape
-    kernel_h, kernel_w = kernel
+    _lay_out_windows(x, kernel, geometry, columns, out_height, out_width)
     zero = np.float32(0)
-    p = 0
-    for n in range(batches):
-        for oh in range(out_height):
-            for ow in range(out_width):
-                k = 0
-                for i in range(kernel_h):
-                    for j in range(kernel_w):
-                        source, inside = _tap(x[n], geometry, oh, ow, i, j)
-                        for c in range(channels):
-                            columns[k, p] = source[c] if inside else zero
-                            k += 1
-                p += 1
     for o in range(units):
         row = sums[o]
         for q in range(row.size):
