@@ -23,7 +23,7 @@ import numpy as np
 from ..jit import OPTIONS
 from .activations import _EXP_C1, _EXP_C2, _EXP_P, _LOG2E, _LOGISTIC_HIGHEST, _LOGISTIC_LOWEST
 from .lstm_compiled import eigen_tanh
-from .rnn_compiled import HYBRID_MATRIX, add_hybrid_product, quantize_hidden
+from .rnn_compiled import HYBRID_MATRIX, add_hybrid_product, any_nonzero, copy_rows, quantize_hidden
 
 _F32 = numba.float32
 _ZERO = np.float32(0)
@@ -121,16 +121,6 @@ def _float_product(values, weights, bias, target):
         target[j] = bias[j] + target[j]
 
 
-@numba.njit(inline="always", **OPTIONS)
-def _any(rows):
-    """Whether some value of rows [batch, size] is not 0 (TFLite's IsZeroVector, negated)."""
-    for b in range(rows.shape[0]):
-        for value in rows[b]:
-            if value != _ZERO:
-                return True
-    return False
-
-
 _COMMON = (
     _read(_F32, 2),  # peephole [3, n] or 0 x 0
     numba.types.UniTuple(_I64, 4),  # gate offsets: input (-1: CIFG), forget, output, cell
@@ -175,8 +165,7 @@ def float_lstm_steps(
                 _clip(row, proj_clip)
             else:
                 row[:] = activated
-        for b in range(batch):
-            hidden[b] = out[t, b]
+        copy_rows(out[t], hidden)
     h[...] = hidden
     c[...] = cell
     return True
@@ -216,6 +205,7 @@ def hybrid_lstm_steps(
     cell_clip,
     proj_clip,
 ):
+    matrix, projection = (weights, mask, row_sums, scales), (p_weights, p_mask, p_row_sums, p_scales)
     steps, batch, width = pre.shape
     n, n_output = c.shape[1], h.shape[1]
     projected = p_weights.shape[0] > 0
@@ -228,23 +218,13 @@ def hybrid_lstm_steps(
     activated = np.empty((batch, n), np.float32)
     for s in range(steps):
         t = s if forward else steps - 1 - s
-        nonzero = _any(hidden)
+        nonzero = any_nonzero(hidden)
         if nonzero and not quantize_hidden(hidden, quantized, factors, zero_points, asymmetric):
             return False
         for b in range(batch):
             if nonzero:
                 add_hybrid_product(
-                    quantized[b],
-                    zero_points[b],
-                    factors[b],
-                    weights,
-                    mask,
-                    row_sums,
-                    scales,
-                    asymmetric,
-                    sums,
-                    pre[t, b],
-                    gates,
+                    quantized[b], zero_points[b], factors[b], matrix, asymmetric, sums, pre[t, b], gates
                 )
             else:
                 gates[:] = pre[t, b]
@@ -252,7 +232,7 @@ def hybrid_lstm_steps(
                 return False
             _cell_update(gates, cell[b], peephole, offsets, scalar[b], cell_clip, activated[b])
         if projected:
-            nonzero = _any(activated)
+            nonzero = any_nonzero(activated)
             if nonzero and not quantize_hidden(
                 activated, quantized_activated, factors, zero_points, asymmetric
             ):
@@ -267,10 +247,7 @@ def hybrid_lstm_steps(
                     quantized_activated[b],
                     zero_points[b],
                     factors[b],
-                    p_weights,
-                    p_mask,
-                    p_row_sums,
-                    p_scales,
+                    projection,
                     asymmetric,
                     projected_sums,
                     projection_bias,
@@ -279,8 +256,7 @@ def hybrid_lstm_steps(
             else:
                 row[:] = projection_bias
             _clip(row, proj_clip)
-        for b in range(batch):
-            hidden[b] = out[t, b]
+        copy_rows(out[t], hidden)
     h[...] = hidden
     c[...] = cell
     return True

@@ -40,6 +40,24 @@ def _finish(row, tanh):
             row[j] = eigen_tanh(row[j])
 
 
+@numba.njit(inline="always", **OPTIONS)
+def any_nonzero(rows):
+    """Whether some value of rows [batch, size] is not 0 (TFLite's IsZeroVector, negated)."""
+    for b in range(rows.shape[0]):
+        for value in rows[b]:
+            if value != _ZERO:
+                return True
+    return False
+
+
+@numba.njit(inline="always", **OPTIONS)
+def copy_rows(source, target):
+    """target[b] = source[b] for the rows of [batch, size] arrays (a state from a step's output)."""
+    for b in range(target.shape[0]):
+        for j in range(target.shape[1]):
+            target[b, j] = source[b, j]
+
+
 @numba.njit(
     numba.boolean(
         _PRE,
@@ -73,9 +91,7 @@ def float_rnn_steps(pre, recurrent, h, out, forward, tanh):
             for j in range(units):
                 row[j] = pre[t, b, j] + acc[j]
             _finish(row, tanh)
-        for b in range(batch):
-            for j in range(units):
-                hidden[b, j] = out[t, b, j]
+        copy_rows(out[t], hidden)
     h[...] = hidden
     return True
 
@@ -90,10 +106,12 @@ def quantize_hidden(hidden, quantized, factors, zero_points, asymmetric):
 
 
 @numba.njit(inline="always", **OPTIONS)
-def add_hybrid_product(q, zero_point, factor, weights, mask, row_sums, scales, asymmetric, sums, pre, target):
-    """target = pre + the hybrid product of one quantized row q [depth]: the exact int8 sums (with the
-    SSE quirk's 256 * q for the masked -128 weights met by a negative q, less the zero point times the
-    row sums), as float32(sums) * (factor * scale)."""
+def add_hybrid_product(q, zero_point, factor, matrix, asymmetric, sums, pre, target):
+    """target = pre + the hybrid product of one quantized row q [depth] with `matrix` (weights, mask,
+    row sums, scales: HYBRID_MATRIX): the exact int8 sums (with the SSE quirk's 256 * q for the masked
+    -128 weights met by a negative q, less the zero point times the row sums), as float32(sums) *
+    (factor * scale)."""
+    weights, mask, row_sums, scales = matrix
     units = target.size
     for j in range(units):
         sums[j] = 0
@@ -165,6 +183,7 @@ def hybrid_rows_product(values, weights, mask, row_sums, scales, out, asymmetric
     """out[r] += the hybrid product of row r of values [rows, depth] (read-only), the rows quantized as
     hybrid._hybrid_product quantizes them: the input terms of a sequence in one call. False (out partly
     written) when a value is not finite."""
+    matrix = (weights, mask, row_sums, scales)
     rows, depth = values.shape
     quantized = np.empty((rows, depth), np.float32)
     factors = np.empty(rows, np.float32)
@@ -173,19 +192,7 @@ def hybrid_rows_product(values, weights, mask, row_sums, scales, out, asymmetric
     if not quantize_hidden(values.copy(), quantized, factors, zero_points, asymmetric):  # (writable)
         return False
     for r in range(rows):
-        add_hybrid_product(
-            quantized[r],
-            zero_points[r],
-            factors[r],
-            weights,
-            mask,
-            row_sums,
-            scales,
-            asymmetric,
-            sums,
-            out[r],
-            out[r],
-        )
+        add_hybrid_product(quantized[r], zero_points[r], factors[r], matrix, asymmetric, sums, out[r], out[r])
     return True
 
 
@@ -205,6 +212,7 @@ def hybrid_rnn_steps(pre, weights, mask, row_sums, scales, h, out, forward, tanh
     """float_rnn_steps' recurrence with int8 recurrent weights: a state of zeros adds nothing (TFLite's
     IsZeroVector), else its rows are quantized and multiplied exactly. False (h untouched) when a state
     holds a value that is not finite."""
+    matrix = (weights, mask, row_sums, scales)
     steps, batch, units = pre.shape
     depth = weights.shape[0]
     hidden = h.copy()
@@ -214,11 +222,7 @@ def hybrid_rnn_steps(pre, weights, mask, row_sums, scales, h, out, forward, tanh
     sums = np.empty(units, np.int64)
     for s in range(steps):
         t = s if forward else steps - 1 - s
-        nonzero = False
-        for b in range(batch):
-            for k in range(depth):
-                if hidden[b, k] != _ZERO:
-                    nonzero = True
+        nonzero = any_nonzero(hidden)
         if nonzero and not quantize_hidden(hidden, quantized, factors, zero_points, asymmetric):
             return False
         for b in range(batch):
@@ -229,21 +233,9 @@ def hybrid_rnn_steps(pre, weights, mask, row_sums, scales, h, out, forward, tanh
                 _finish(row, tanh)
                 continue
             add_hybrid_product(
-                quantized[b],
-                zero_points[b],
-                factors[b],
-                weights,
-                mask,
-                row_sums,
-                scales,
-                asymmetric,
-                sums,
-                pre[t, b],
-                row,
+                quantized[b], zero_points[b], factors[b], matrix, asymmetric, sums, pre[t, b], row
             )
             _finish(row, tanh)
-        for b in range(batch):
-            for j in range(units):
-                hidden[b, j] = out[t, b, j]
+        copy_rows(out[t], hidden)
     h[...] = hidden
     return True
