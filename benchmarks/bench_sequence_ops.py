@@ -12,11 +12,9 @@ thread: the fastest of `--invokes` invokes each.
 from __future__ import annotations
 
 import argparse
-import math
-import time
 
 import numpy as np
-from ai_edge_litert import interpreter as litert
+from bench_corpus import litert_interpreter, median_invoke_seconds, prepared
 
 import pytflite
 from pytflite import BuiltinOperator as Op
@@ -132,22 +130,9 @@ def rnn(rng, steps, units, hybrid, bidirectional):
     return model.build(Op.BIDIRECTIONAL_SEQUENCE_RNN, {**options, "merge_outputs": True}, 1)
 
 
-def _fastest_us(interpreter, feeds, invokes: int) -> float:
-    interpreter.allocate_tensors()
-    for detail, value in zip(interpreter.get_input_details(), feeds):
-        interpreter.set_tensor(detail["index"], value)
-    interpreter.invoke()
-    best = math.inf
-    for _ in range(invokes):
-        begin = time.perf_counter()
-        interpreter.invoke()
-        best = min(best, time.perf_counter() - begin)
-    return best * 1e6
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--invokes", type=int, default=300)
+    parser.add_argument("--min-time", type=float, default=0.3, help="seconds of invokes per measurement")
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--units", type=int, default=32)
     args = parser.parse_args()
@@ -166,19 +151,19 @@ def main() -> None:
             (f"UNIDIRECTIONAL_SEQUENCE_RNN {kind}", rnn(rng, steps, units, hybrid, False)),
             (f"BIDIRECTIONAL_SEQUENCE_RNN {kind}", rnn(rng, steps, units, hybrid, True)),
         ]
-    print(f"{steps} steps, batch 1, {units} units, one thread; fastest of {args.invokes} invokes")
+    print(f"{steps} steps, batch 1, {units} units, one thread; median invoke over {args.min_time} s")
     print(f"{'case':<58}{'pytflite us':>12}{'numpy us':>10}{'builtin us':>12}{'/builtin':>10}")
     ratios = []
-    kind = litert.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
+
+    def microseconds(interpreter, feeds) -> float:
+        return median_invoke_seconds(prepared(interpreter, feeds), args.min_time) * 1e6
+
     for name, (model, feeds) in cases:
-        ours = _fastest_us(pytflite.Interpreter(model_content=model, num_threads=1), feeds, args.invokes)
+        ours = microseconds(pytflite.Interpreter(model_content=model, num_threads=1), feeds)
         jit.set_enabled(False)
-        numpy_only = _fastest_us(
-            pytflite.Interpreter(model_content=model, num_threads=1), feeds, args.invokes
-        )
+        numpy_only = microseconds(pytflite.Interpreter(model_content=model, num_threads=1), feeds)
         jit.set_enabled(None)
-        reference = litert.Interpreter(model_content=model, num_threads=1, experimental_op_resolver_type=kind)
-        theirs = _fastest_us(reference, feeds, args.invokes)
+        theirs = microseconds(litert_interpreter(model, "BUILTIN_WITHOUT_DEFAULT_DELEGATES", 1), feeds)
         ratios.append((name, ours / theirs))
         print(f"{name:<58}{ours:12.1f}{numpy_only:10.1f}{theirs:12.1f}{ours / theirs:9.2f}x")
     over = [f"{name} {ratio:.2f}x" for name, ratio in ratios if ratio > TARGET]

@@ -37,16 +37,21 @@ def _doubling_op(calls: list):
 
 
 def _interpreter(calls: list) -> pytflite.Interpreter:
+    return add_then_custom_op(_doubling_op(calls))
+
+
+def add_then_custom_op(registration: pytflite.Registration) -> pytflite.Interpreter:
+    """An interpreter of y = custom(x + 1) on [2] floats, the custom op given by `registration`."""
     resolver = pytflite.MutableOpResolver()
     resolver.add_all(pytflite.BuiltinOpResolver())
-    resolver.add_custom("Double", _doubling_op(calls))
+    resolver.add_custom(registration.custom_name, registration)
     builder = ModelBuilder()
     x = builder.add_input("x", T.FLOAT32, [2])
     one = builder.add_constant("one", np.ones([1], np.float32))
     added = builder.add_tensor("added", T.FLOAT32, [2])
     builder.add_operator(Op.ADD, [x, one], [added])
     y = builder.add_tensor("y", T.FLOAT32, [2])
-    builder.add_operator("Double", [added], [y])
+    builder.add_operator(registration.custom_name, [added], [y])
     builder.add_output(y)
     return pytflite.Interpreter(model_content=builder.build(), op_resolver=resolver)
 

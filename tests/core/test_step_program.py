@@ -10,10 +10,8 @@ import numpy as np
 import pytest
 
 import pytflite
-from pytflite import BuiltinOperator as Op
-from pytflite import TensorType as T
 from pytflite.core.step_program import Direct, Respecialize, StepProgram, Written
-from pytflite.model.builder import ModelBuilder
+from tests.core.test_bind import add_then_custom_op
 
 
 class _Reported(Exception):
@@ -117,8 +115,8 @@ def test_respecialize_passes_through_unreported(runs_before):
     assert reports == []
 
 
-def _failing_op(fail_on: int):
-    """A custom op copying its input whose invoke fails on its `fail_on`-th call."""
+def failing_op(fail_on: int, name: str = "Failing", compute=np.copyto) -> pytflite.Registration:
+    """A custom op `name` writing compute(output, input) whose invoke fails on its `fail_on`-th call."""
     calls = []
 
     def prepare(context, node):
@@ -127,27 +125,15 @@ def _failing_op(fail_on: int):
     def invoke(context, node):
         calls.append(1)
         if len(calls) == fail_on:
-            raise pytflite.KernelError("Fails on purpose.")
-        tensors = context.tensors
-        tensors[node.outputs[0]].data[...] = tensors[node.inputs[0]].data
+            raise pytflite.KernelError(f"{name} fails on purpose.")
+        compute(context.tensors[node.outputs[0]].data, context.tensors[node.inputs[0]].data)
 
-    return pytflite.Registration(prepare=prepare, invoke=invoke, custom_name="Failing")
+    return pytflite.Registration(prepare=prepare, invoke=invoke, custom_name=name)
 
 
 @pytest.mark.parametrize("fail_on", [1, 2, 5])
 def test_an_interpreter_reports_the_failing_node_on_every_invoke(fail_on):
-    resolver = pytflite.MutableOpResolver()
-    resolver.add_all(pytflite.BuiltinOpResolver())
-    resolver.add_custom("Failing", _failing_op(fail_on))
-    builder = ModelBuilder()
-    x = builder.add_input("x", T.FLOAT32, [2])
-    one = builder.add_constant("one", np.ones([1], np.float32))
-    added = builder.add_tensor("added", T.FLOAT32, [2])
-    builder.add_operator(Op.ADD, [x, one], [added])
-    y = builder.add_tensor("y", T.FLOAT32, [2])
-    builder.add_operator("Failing", [added], [y])
-    builder.add_output(y)
-    interpreter = pytflite.Interpreter(model_content=builder.build(), op_resolver=resolver)
+    interpreter = add_then_custom_op(failing_op(fail_on))
     interpreter.allocate_tensors()
     interpreter.set_tensor(interpreter.get_input_details()[0]["index"], np.array([1, 2], np.float32))
     for _ in range(fail_on - 1):
@@ -155,5 +141,7 @@ def test_an_interpreter_reports_the_failing_node_on_every_invoke(fail_on):
         np.testing.assert_array_equal(
             interpreter.get_tensor(interpreter.get_output_details()[0]["index"]), [2, 3]
         )
-    with pytest.raises(RuntimeError, match=r"Fails on purpose\.Node number 1 \(Failing\) failed to invoke\."):
+    with pytest.raises(
+        RuntimeError, match=r"Failing fails on purpose\.Node number 1 \(Failing\) failed to invoke\."
+    ):
         interpreter.invoke()

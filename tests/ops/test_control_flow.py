@@ -12,6 +12,7 @@ from pytflite import BuiltinOperator as Op
 from pytflite import TensorType as T
 from pytflite.model.builder import ModelBuilder
 from pytflite.tools.profiler import Profiler
+from tests.core.test_step_program import failing_op
 from tests.oracle import assert_matches, litert_interpreter, requires_litert, run
 
 pytestmark = requires_litert
@@ -110,8 +111,20 @@ def test_if_invoked_repeatedly_switches_branches():
 # --- WHILE -------------------------------------------------------------------------------------------
 
 
-def counting_loop() -> bytes:
-    """while i < n: i += 1; x = x * 1.5 + i."""
+def _scaled_and_counted(body, bx, i1):
+    """x * 1.5 + i, in the loop body."""
+    factor = body.add_constant("factor", np.float32(1.5))
+    scaled = body.add_tensor("scaled", T.FLOAT32, [3])
+    as_float = body.add_tensor("i_float", T.FLOAT32, [])
+    x1 = body.add_tensor("x1", T.FLOAT32, [3])
+    body.add_operator(Op.MUL, [bx, factor], [scaled])
+    body.add_operator(Op.CAST, [i1], [as_float])
+    body.add_operator(Op.ADD, [scaled, as_float], [x1])
+    return x1
+
+
+def counting_loop(x_update=_scaled_and_counted) -> bytes:
+    """while i < n: i += 1; x = x_update(x, i) (by default x * 1.5 + i)."""
     b = ModelBuilder()
     main = b.main
     i0 = main.add_input("i", T.INT32, [])
@@ -138,15 +151,9 @@ def counting_loop() -> bytes:
         for name, t, s in (("i", T.INT32, []), ("n", T.INT32, []), ("x", T.FLOAT32, [3]))
     )
     one = body.add_constant("one", np.int32(1))
-    factor = body.add_constant("factor", np.float32(1.5))
     i1 = body.add_tensor("i1", T.INT32, [])
-    scaled = body.add_tensor("scaled", T.FLOAT32, [3])
-    as_float = body.add_tensor("i_float", T.FLOAT32, [])
-    x1 = body.add_tensor("x1", T.FLOAT32, [3])
     body.add_operator(Op.ADD, [bi, one], [i1])
-    body.add_operator(Op.MUL, [bx, factor], [scaled])
-    body.add_operator(Op.CAST, [i1], [as_float])
-    body.add_operator(Op.ADD, [scaled, as_float], [x1])
+    x1 = x_update(body, bx, i1)
     for o in (i1, bn, x1):
         body.add_output(o)
     return b.build()
@@ -184,61 +191,19 @@ def test_a_written_loop_keeps_the_iteration_limit():
         run(interpreter, [np.array(0, np.int32), np.array(7, np.int32), x])
 
 
-def _failing_negate(fail_on: int) -> pytflite.Registration:
-    """A custom op negating a float tensor whose invoke fails on its `fail_on`-th call."""
-    calls = []
-
-    def prepare(context, node):
-        context.resize_tensor(context.tensors[node.outputs[0]], context.tensors[node.inputs[0]].shape)
-
-    def invoke(context, node):
-        calls.append(1)
-        if len(calls) == fail_on:
-            raise pytflite.KernelError("Negate fails on purpose.")
-        np.negative(context.tensors[node.inputs[0]].data, out=context.tensors[node.outputs[0]].data)
-
-    return pytflite.Registration(prepare=prepare, invoke=invoke, custom_name="Negate")
-
-
 @pytest.mark.parametrize("fail_on", [2, 7, 12])  # a first run step by step, later ones written out
 def test_a_failing_node_in_a_loop_body_is_reported_with_its_node_and_the_while(fail_on):
     """while i < n: i += 1; x = Negate(x): a body node's failure names it and the WHILE that ran it."""
-    b = ModelBuilder()
-    main = b.main
-    inputs = [
-        main.add_input(name, t, s)
-        for name, t, s in (("i", T.INT32, []), ("n", T.INT32, []), ("x", T.FLOAT32, [3]))
-    ]
-    outs = [
-        main.add_tensor(f"{name}_out", t, s)
-        for name, t, s in (("i", T.INT32, []), ("n", T.INT32, []), ("x", T.FLOAT32, [3]))
-    ]
-    for o in outs:
-        main.add_output(o)
-    main.add_operator(Op.WHILE, inputs, outs, {"cond_subgraph_index": 1, "body_subgraph_index": 2})
-    cond = b.add_subgraph("cond")
-    ci, cn, _ = (
-        cond.add_input(name, t, s)
-        for name, t, s in (("i", T.INT32, []), ("n", T.INT32, []), ("x", T.FLOAT32, [3]))
-    )
-    less = cond.add_tensor("less", T.BOOL, [])
-    cond.add_operator(Op.LESS, [ci, cn], [less])
-    cond.add_output(less)
-    body = b.add_subgraph("body")
-    bi, bn, bx = (
-        body.add_input(name, t, s)
-        for name, t, s in (("i", T.INT32, []), ("n", T.INT32, []), ("x", T.FLOAT32, [3]))
-    )
-    one = body.add_constant("one", np.int32(1))
-    i1, x1 = body.add_tensor("i1", T.INT32, []), body.add_tensor("x1", T.FLOAT32, [3])
-    body.add_operator(Op.ADD, [bi, one], [i1])
-    body.add_operator("Negate", [bx], [x1])
-    for o in (i1, bn, x1):
-        body.add_output(o)
+
+    def negated(body, bx, i1):
+        x1 = body.add_tensor("x1", T.FLOAT32, [3])
+        body.add_operator("Negate", [bx], [x1])
+        return x1
+
     resolver = pytflite.MutableOpResolver()
     resolver.add_all(pytflite.BuiltinOpResolver())
-    resolver.add_custom("Negate", _failing_negate(fail_on))
-    interpreter = pytflite.Interpreter(model_content=b.build(), op_resolver=resolver)
+    resolver.add_custom("Negate", failing_op(fail_on, "Negate", lambda out, x: np.negative(x, out=out)))
+    interpreter = pytflite.Interpreter(model_content=counting_loop(negated), op_resolver=resolver)
     x = np.array([1, -2, 3], np.float32)
     feeds = [np.array(0, np.int32), np.array(5, np.int32), x]  # five iterations an invoke
     for _ in range((fail_on - 1) // 5):
