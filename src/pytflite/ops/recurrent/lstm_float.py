@@ -163,9 +163,8 @@ def _run_lstm(
 
 
 def _compiled_steps(direction, weights, run, pre, scalar, h, c, out, forward: bool) -> bool:
-    """Run the steps in lstm_steps_compiled where it takes this LSTM (tanh, no layer norm) and compiled
-    kernels run; False where the NumPy loop must (or the compiled steps met values that are not finite)."""
-    if direction.layer_norm or run.activation != ActivationFunctionType.TANH:
+    """Run the steps in lstm_steps_compiled where it takes this LSTM (tanh) and compiled kernels run; False where the NumPy loop must (or the compiled steps met values that are not finite)."""
+    if run.activation != ActivationFunctionType.TANH:
         return False
     if not (h.flags.c_contiguous and c.flags.c_contiguous):
         return False
@@ -185,9 +184,11 @@ def _compiled_steps(direction, weights, run, pre, scalar, h, c, out, forward: bo
         if direction.peephole
         else np.zeros((0, 0), F32)
     )
+    norm = np.stack(weights.layer_norm).astype(F32) if direction.layer_norm else np.zeros((0, 0, 0), F32)
     bias = weights.projection_bias if weights.projection_bias is not None else np.zeros(h.shape[1], F32)
     common = (
         read_only(peephole),
+        read_only(np.ascontiguousarray(norm)),
         offsets,
         h,
         c,

@@ -1,5 +1,5 @@
-"""The LSTM's time steps compiled by numba (ops/jit.py), for every form but layer norm: float or hybrid,
-CIFG, peephole, projection, clips, tanh. lstm_float._run_lstm runs 20 to 60 NumPy calls a step; here one
+"""The LSTM's time steps compiled by numba (ops/jit.py), for every form: float or hybrid, CIFG, peephole,
+layer norm, projection, clips, with tanh. lstm_float._run_lstm runs 20 to 60 NumPy calls a step; here one
 call runs the sequence. The input terms (bias + x.W, one product for all steps) come in as `pre`, gates in
 the direction's order (the offsets of input, forget, output and cell; input -1 for CIFG).
 
@@ -11,7 +11,7 @@ The float arithmetic is TFLite's: recurrent and projection products summed from 
 added to their terms (the NumPy path takes BLAS's order), Eigen's logistic and tanh (the NumPy path takes
 np.exp and np.tanh, within an ulp or two). Then as the NumPy path: peepholes added to the gates, c = f * c +
 g * i (i = 1 - f for CIFG), clipped, the output gate's peephole on the new c, h = o * tanh(c), projected,
-clipped. A step whose gates or state are not all finite returns False with h and c untouched, for the
+clipped; the layer norm (MeanStddevNormalization, sums in order) on each gate before its activation. A step whose gates or state are not all finite returns False with h and c untouched, for the
 NumPy path. Imported only through jit.compiled.
 """
 
@@ -30,6 +30,7 @@ _ZERO = np.float32(0)
 _HALF = np.float32(0.5)
 _ONE = np.float32(1)
 _P0, _P1, _P2, _P3 = _EXP_P
+_EPSILON = np.float32(1e-8)  # MeanStddevNormalization's
 _I64 = numba.int64
 # 2**m for the exponents eigen_sigmoid's vector path meets: x in [-104, 16.64] gives m in [-75, 13]
 _LOWEST_POWER = -76
@@ -72,32 +73,59 @@ def _finite(values):
 
 
 @numba.njit(inline="always", **OPTIONS)
-def _cell_update(gates, state, peephole, offsets, scalar, cell_clip, activated):
-    """One batch row's gates [W] (pre-activation) into the cell state [n] (updated) and o * tanh(c) [n];
-    `peephole` [3, n] (input, forget, output; 0 x 0 without), `offsets` (input, forget, output, cell)."""
+def _normalize(row, coefficients, bias):
+    """lstm_float._layer_norm on one gate's row in place: TFLite's MeanStddevNormalization (sums in
+    order, in float32), times the coefficients, plus the bias."""
+    n = np.float32(row.size)
+    total = row[0]
+    for j in range(1, row.size):
+        total += row[j]
+    mean = total / n
+    first = row[0] - mean
+    squares = first * first
+    for j in range(1, row.size):
+        difference = row[j] - mean
+        squares += difference * difference
+    inverse = _ONE / np.sqrt(squares / n + _EPSILON)
+    for j in range(row.size):
+        row[j] = (row[j] - mean) * inverse * coefficients[j] + bias[j]
+
+
+@numba.njit(inline="always", **OPTIONS)
+def _cell_update(gates, state, peephole, norm, offsets, scalar, cell_clip, activated):
+    """One batch row's gates [W] (pre-activation, changed) into the cell state [n] (updated) and
+    o * tanh(c) [n]. `peephole` [3, n] (input, forget, output; 0 x 0 without), `norm` [2, gates, n] (layer
+    norm coefficients and biases by gate; 0 x 0 x 0 without), `offsets` (input, forget, output, cell):
+    the input and forget peepholes, the layer norm of every gate but a peephole's output gate, the
+    cell update, then the output gate (its peephole on the new c, its layer norm)."""
     n = state.size
     i_at, f_at, o_at, g_at = offsets
-    peep = peephole.shape[0] > 0
+    peep, normed = peephole.shape[0] > 0, norm.shape[0] > 0
+    if peep:
+        for j in range(n):
+            gates[f_at + j] = gates[f_at + j] + peephole[1, j] * state[j]
+            if i_at >= 0:
+                gates[i_at + j] = gates[i_at + j] + peephole[0, j] * state[j]
+    if normed:
+        for at in (i_at, f_at, g_at, o_at):
+            if at >= 0 and not (peep and at == o_at):
+                gate = at // n
+                _normalize(gates[at : at + n], norm[0, gate], norm[1, gate])
     for j in range(n):
-        f_in = gates[f_at + j]
-        if peep:
-            f_in = f_in + peephole[1, j] * state[j]
-        f = eigen_sigmoid(f_in, scalar[f_at + j])
-        if i_at >= 0:
-            i_in = gates[i_at + j]
-            if peep:
-                i_in = i_in + peephole[0, j] * state[j]
-            i = eigen_sigmoid(i_in, scalar[i_at + j])
-        else:
-            i = _ONE - f
+        f = eigen_sigmoid(gates[f_at + j], scalar[f_at + j])
+        i = eigen_sigmoid(gates[i_at + j], scalar[i_at + j]) if i_at >= 0 else _ONE - f
         value = f * state[j] + eigen_tanh(gates[g_at + j]) * i
         if cell_clip > _ZERO:
             value = min(max(value, -cell_clip), cell_clip)
         state[j] = value
-        o_in = gates[o_at + j]
-        if peep:
-            o_in = o_in + peephole[2, j] * value
-        activated[j] = eigen_sigmoid(o_in, scalar[o_at + j]) * eigen_tanh(value)
+    if peep:
+        for j in range(n):
+            gates[o_at + j] = gates[o_at + j] + peephole[2, j] * state[j]
+        if normed:
+            gate = o_at // n
+            _normalize(gates[o_at : o_at + n], norm[0, gate], norm[1, gate])
+    for j in range(n):
+        activated[j] = eigen_sigmoid(gates[o_at + j], scalar[o_at + j]) * eigen_tanh(state[j])
 
 
 @numba.njit(inline="always", **OPTIONS)
@@ -123,6 +151,7 @@ def _float_product(values, weights, bias, target):
 
 _COMMON = (
     _read(_F32, 2),  # peephole [3, n] or 0 x 0
+    _read(_F32, 3),  # layer norm coefficients and biases [2, gates, n] or 0 x 0 x 0
     numba.types.UniTuple(_I64, 4),  # gate offsets: input (-1: CIFG), forget, output, cell
     _F32[:, ::1],  # h [batch, n_output]
     _F32[:, ::1],  # c [batch, n]
@@ -144,7 +173,19 @@ _COMMON = (
     **OPTIONS,
 )
 def float_lstm_steps(
-    pre, recurrent, projection, projection_bias, peephole, offsets, h, c, out, forward, cell_clip, proj_clip
+    pre,
+    recurrent,
+    projection,
+    projection_bias,
+    peephole,
+    norm,
+    offsets,
+    h,
+    c,
+    out,
+    forward,
+    cell_clip,
+    proj_clip,
 ):
     steps, batch, width = pre.shape
     n = c.shape[1]
@@ -158,7 +199,7 @@ def float_lstm_steps(
             _float_product(hidden[b], recurrent, pre[t, b], gates)
             if not (_finite(gates) and _finite(cell[b])):
                 return False
-            _cell_update(gates, cell[b], peephole, offsets, scalar, cell_clip, activated)
+            _cell_update(gates, cell[b], peephole, norm, offsets, scalar, cell_clip, activated)
             row = out[t, b]
             if projection.shape[0] > 0:
                 _float_product(activated, projection, projection_bias, row)
@@ -197,6 +238,7 @@ def hybrid_lstm_steps(
     scalar,
     asymmetric,
     peephole,
+    norm,
     offsets,
     h,
     c,
@@ -230,7 +272,7 @@ def hybrid_lstm_steps(
                 gates[:] = pre[t, b]
             if not (_finite(gates) and _finite(cell[b])):
                 return False
-            _cell_update(gates, cell[b], peephole, offsets, scalar[b], cell_clip, activated[b])
+            _cell_update(gates, cell[b], peephole, norm, offsets, scalar[b], cell_clip, activated[b])
         if projected:
             nonzero = any_nonzero(activated)
             if nonzero and not quantize_hidden(
