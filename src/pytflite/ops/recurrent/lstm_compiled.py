@@ -39,7 +39,7 @@ def eigen_tanh(x):
 
 
 @numba.njit(
-    numba.void(_F32[:, :, :], _F32[:, :], _F32[:, :], _F32[:, :], _F32[:, :, :], numba.boolean, _F32),
+    numba.void(_F32[:, :, :], _F32[:, ::1], _F32[:, :], _F32[:, :], _F32[:, :, :], numba.boolean, _F32),
     **OPTIONS,
 )
 def plain_lstm_steps(pre, weights, h, c, out, forward, limit):
@@ -61,16 +61,19 @@ def plain_lstm_steps(pre, weights, h, c, out, forward, limit):
                 w = weights[k]
                 for g in range(width):
                     gates[g] += hk * w[g]
+            # (each loop simple enough for the compiler to vectorize: one loop doing it all runs scalar)
+            for g in range(width):
+                gates[g] = eigen_tanh(gates[g])
             cell = c[b]
             for j in range(n):
-                i = eigen_tanh(gates[j]) * _HALF + _HALF
-                f = eigen_tanh(gates[n + j]) * _HALF + _HALF
-                o = eigen_tanh(gates[2 * n + j]) * _HALF + _HALF
-                value = i * eigen_tanh(gates[3 * n + j]) + f * cell[j]
+                i = gates[j] * _HALF + _HALF
+                f = gates[n + j] * _HALF + _HALF
+                value = i * gates[3 * n + j] + f * cell[j]
                 if limit > _ZERO:
                     value = min(max(value, -limit), limit)
                 cell[j] = value
-                state[j] = o * eigen_tanh(value)
+            for j in range(n):
+                state[j] = (gates[2 * n + j] * _HALF + _HALF) * eigen_tanh(cell[j])
             out_row = out[t, b]
             for j in range(n):
                 out_row[j] = state[j]
