@@ -39,7 +39,7 @@ def eigen_tanh(x):
 
 
 @numba.njit(
-    numba.void(_F32[:, :, :], _F32[:, ::1], _F32[:, :], _F32[:, :], _F32[:, :, :], numba.boolean, _F32),
+    numba.void(_F32[:, :, :], _F32[:, ::1], _F32[:, ::1], _F32[:, ::1], _F32[:, :, :], numba.boolean, _F32),
     **OPTIONS,
 )
 def plain_lstm_steps(pre, weights, h, c, out, forward, limit):

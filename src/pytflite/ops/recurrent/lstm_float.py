@@ -283,7 +283,8 @@ class _PlainLstm:
             np.empty((batch, n), F32),  # tanh(c)
         )
         self._limit = np.array(run.cell_clip, F32) if run.cell_clip > 0 else None
-        self._compiled = compiled("recurrent.lstm_compiled", "plain_lstm_steps")
+        contiguous = h.flags.c_contiguous and c.flags.c_contiguous  # (the compiled steps' signature)
+        self._compiled = compiled("recurrent.lstm_compiled", "plain_lstm_steps") if contiguous else None
         if self._compiled is not None:
             limit = F32(max(run.cell_clip, 0))
             self._compiled_arguments = (pre, weights.recurrent_weights, h, c, out, forward, limit)
