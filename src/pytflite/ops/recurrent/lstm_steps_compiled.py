@@ -42,26 +42,48 @@ def _read(dtype, dimensions):
 
 
 @numba.njit(inline="always", **OPTIONS)
+def _sigmoid_vector_path(x):
+    """Eigen's vector-path logistic of one finite float32, without branches (so that a loop of it
+    vectorizes): 0 below its lowest input; the exponent is computed from x clamped to that input, so that
+    the power of two it looks up is in the table."""
+    half = min(max(x, _LOGISTIC_LOWEST), _LOGISTIC_HIGHEST) * _HALF
+    m = np.floor(half * _LOG2E + _HALF)
+    r = m * _EXP_C1 + half
+    r = r + m * _EXP_C2
+    r2 = r * r
+    even = r2 * _P2 + _P0
+    odd = (r2 * _P3 + _P1) * r
+    odd = (odd + even) * r2
+    odd = odd + (r + _ONE)
+    e = odd * _POWERS_OF_TWO[int(m) - _LOWEST_POWER]  # ldexp: exact, the powers are normal floats
+    e = e * e
+    return _ZERO if x < _LOGISTIC_LOWEST else e / (e + _ONE)
+
+
+@numba.njit(inline="always", **OPTIONS)
+def _sigmoid_scalar_path(x):
+    """Eigen's scalar-path logistic of one finite float32: std::exp (in float64, rounded once)."""
+    e = np.float32(np.exp(np.float64(min(x, _LOGISTIC_HIGHEST))))
+    return e / (e + _ONE)
+
+
+@numba.njit(inline="always", **OPTIONS)
 def eigen_sigmoid(x, scalar):
     """activations._sigmoid on one finite float32; `scalar`: it is on Eigen's scalar path."""
-    half = min(x, _LOGISTIC_HIGHEST)
-    if scalar:
-        e = np.float32(np.exp(np.float64(half)))
-    elif x < _LOGISTIC_LOWEST:
-        return _ZERO
-    else:
-        half = half * _HALF
-        m = np.floor(half * _LOG2E + _HALF)
-        r = m * _EXP_C1 + half
-        r = r + m * _EXP_C2
-        r2 = r * r
-        even = r2 * _P2 + _P0
-        odd = (r2 * _P3 + _P1) * r
-        odd = (odd + even) * r2
-        odd = odd + (r + _ONE)
-        e = odd * _POWERS_OF_TWO[int(m) - _LOWEST_POWER]  # ldexp: exact, the powers are normal floats
-        e = e * e
-    return e / (e + _ONE)
+    return _sigmoid_scalar_path(x) if scalar else _sigmoid_vector_path(x)
+
+
+@numba.njit(inline="always", **OPTIONS)
+def _sigmoid_row(gates, at, n, scalar, saved):
+    """gates[at : at + n] = Eigen's logistic, in place: the vector path in one loop, then the elements
+    `scalar` marks from their inputs (kept in `saved`)."""
+    for j in range(n):
+        saved[j] = gates[at + j]
+    for j in range(n):
+        gates[at + j] = _sigmoid_vector_path(saved[j])
+    for j in range(n):
+        if scalar[at + j]:
+            gates[at + j] = _sigmoid_scalar_path(saved[j])
 
 
 @numba.njit(inline="always", **OPTIONS)
@@ -97,24 +119,33 @@ def _cell_update(gates, state, peephole, norm, offsets, scalar, cell_clip, activ
     o * tanh(c) [n]. `peephole` [3, n] (input, forget, output; 0 x 0 without), `norm` [2, gates, n] (layer
     norm coefficients and biases by gate; 0 x 0 x 0 without), `offsets` (input, forget, output, cell):
     the input and forget peepholes, the layer norm of every gate but a peephole's output gate, the
-    cell update, then the output gate (its peephole on the new c, its layer norm)."""
+    activations, the cell update, then the output gate (its peephole on the new c, its layer norm). Each
+    step is its own loop, simple enough to vectorize; `activated` holds the saved inputs meanwhile."""
     n = state.size
     i_at, f_at, o_at, g_at = offsets
     peep, normed = peephole.shape[0] > 0, norm.shape[0] > 0
     if peep:
         for j in range(n):
             gates[f_at + j] = gates[f_at + j] + peephole[1, j] * state[j]
-            if i_at >= 0:
+        if i_at >= 0:
+            for j in range(n):
                 gates[i_at + j] = gates[i_at + j] + peephole[0, j] * state[j]
     if normed:
         for at in (i_at, f_at, g_at, o_at):
             if at >= 0 and not (peep and at == o_at):
                 gate = at // n
                 _normalize(gates[at : at + n], norm[0, gate], norm[1, gate])
+    _sigmoid_row(gates, f_at, n, scalar, activated)
+    if i_at >= 0:
+        _sigmoid_row(gates, i_at, n, scalar, activated)
+    else:
+        for j in range(n):
+            activated[j] = _ONE - gates[f_at + j]
     for j in range(n):
-        f = eigen_sigmoid(gates[f_at + j], scalar[f_at + j])
-        i = eigen_sigmoid(gates[i_at + j], scalar[i_at + j]) if i_at >= 0 else _ONE - f
-        value = f * state[j] + eigen_tanh(gates[g_at + j]) * i
+        gates[g_at + j] = eigen_tanh(gates[g_at + j])
+    for j in range(n):
+        i = gates[i_at + j] if i_at >= 0 else activated[j]
+        value = gates[f_at + j] * state[j] + gates[g_at + j] * i
         if cell_clip > _ZERO:
             value = min(max(value, -cell_clip), cell_clip)
         state[j] = value
@@ -124,8 +155,9 @@ def _cell_update(gates, state, peephole, norm, offsets, scalar, cell_clip, activ
         if normed:
             gate = o_at // n
             _normalize(gates[o_at : o_at + n], norm[0, gate], norm[1, gate])
+    _sigmoid_row(gates, o_at, n, scalar, activated)
     for j in range(n):
-        activated[j] = eigen_sigmoid(gates[o_at + j], scalar[o_at + j]) * eigen_tanh(state[j])
+        activated[j] = gates[o_at + j] * eigen_tanh(state[j])
 
 
 @numba.njit(inline="always", **OPTIONS)
