@@ -29,6 +29,7 @@ OPTIONS = {"cache": True, "nogil": True, "error_model": "numpy", "boundscheck": 
 _lock = threading.Lock()
 _forced: bool | None = None  # set_enabled's choice; None: the environment decides
 _modules: dict[str, object | None] = {}  # a compiled module by name, None where it could not load
+_UNSEEN = object()
 
 
 def _wanted() -> bool:
@@ -66,6 +67,9 @@ def available() -> bool:
 
 
 def _load(name: str):
+    loaded = _modules.get(name, _UNSEEN)  # (without the lock once loaded: kernels look up per invoke)
+    if loaded is not _UNSEEN:
+        return loaded
     with _lock:
         if name not in _modules:
             try:

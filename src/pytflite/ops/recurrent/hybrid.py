@@ -32,6 +32,12 @@ class _HybridMatrix:
     scales: np.ndarray
 
     @functools.cached_property
+    def rows_product(self):
+        """rnn_compiled.hybrid_rows_product where compiled kernels run (looked up once: the lookup reads
+        the environment, a microsecond an invoke)."""
+        return compiled("recurrent.rnn_compiled", "hybrid_rows_product")
+
+    @functools.cached_property
     def compiled_operands(self) -> tuple[np.ndarray, ...]:
         """The matrix as the compiled recurrences take it (rnn_compiled.HYBRID_MATRIX): int8 weights
         [depth, units], the SSE quirk's int8 mask (0 x 0 without), int64 row sums, float32 scales;
@@ -73,7 +79,7 @@ def hybrid_terms(bias: np.ndarray, rows: int, products: list, asymmetric: bool) 
     per product (the same arithmetic), else _hybrid_product's NumPy calls."""
     out = np.empty((rows, bias.size), F32)
     out[...] = bias
-    kernel = compiled("recurrent.rnn_compiled", "hybrid_rows_product")
+    kernel = products[0][0].rows_product if products else None
     if kernel is not None:
         if all(
             kernel(read_only(np.ascontiguousarray(values, F32)), *matrix.compiled_operands, out, asymmetric)

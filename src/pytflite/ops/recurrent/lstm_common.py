@@ -5,6 +5,7 @@ and hybrid weights packed for the gate products."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,6 +13,7 @@ import numpy as np
 
 from ...core.types import type_name
 from ...errors import KernelError, ensure, ensure_eq
+from ..jit import compiled
 from .common import _WEIGHT_INT, F32, T
 from .hybrid import _hybrid_matrix, _HybridMatrix
 
@@ -113,6 +115,12 @@ class _LstmFloatWeights:
     # peephole)
     halved: _LstmFloatWeights | None = None
 
+    @functools.cached_property
+    def compiled_steps(self):
+        """lstm_steps_compiled.float_lstm_steps where compiled kernels run (looked up once: the lookup
+        reads the environment, a microsecond an invoke)."""
+        return compiled("recurrent.lstm_steps_compiled", "float_lstm_steps")
+
 
 @dataclass
 class _LstmHybridWeights:
@@ -124,6 +132,11 @@ class _LstmHybridWeights:
     layer_norm: np.ndarray | None = None
     projection: _HybridMatrix | None = None
     projection_bias: np.ndarray | None = None
+
+    @functools.cached_property
+    def compiled_steps(self):
+        """lstm_steps_compiled.hybrid_lstm_steps where compiled kernels run (looked up once)."""
+        return compiled("recurrent.lstm_steps_compiled", "hybrid_lstm_steps")
 
 
 def _lstm_gate_order(cifg: bool, peephole: bool) -> tuple[str, ...]:

@@ -168,9 +168,7 @@ def _compiled_steps(direction, weights, run, pre, scalar, h, c, out, forward: bo
         return False
     if not (h.flags.c_contiguous and c.flags.c_contiguous):
         return False
-    kernel = compiled(
-        "recurrent.lstm_steps_compiled", "hybrid_lstm_steps" if direction.hybrid else "float_lstm_steps"
-    )
+    kernel = weights.compiled_steps
     if kernel is None:
         return False
     n = direction.n_cell
