@@ -27,18 +27,29 @@ from .profiler import Profiler, ProfileSummary, Stat
 from .session import Session, run_reference
 
 
-def rss_bytes() -> int:
-    """Resident set size now (Linux /proc; 0 where unavailable)."""
+def _proc_status_bytes(field: str) -> int | None:
+    """A size field of /proc/self/status (Linux), in bytes; None where unavailable."""
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+            if line.startswith(field + ":"):
                 return int(line.split()[1]) * 1024
     except OSError:
         pass
-    return 0
+    return None
+
+
+def rss_bytes() -> int:
+    """Resident set size now (Linux /proc; 0 where unavailable)."""
+    return _proc_status_bytes("VmRSS") or 0
 
 
 def peak_rss_bytes() -> int:
+    """This process's peak resident set size: Linux's VmHWM, else getrusage's (which Linux carries over
+    from the parent across fork and exec, so that a tool started by a large process would report its
+    parent's peak)."""
+    peak = _proc_status_bytes("VmHWM")
+    if peak is not None:
+        return peak
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak if sys.platform == "darwin" else peak * 1024
 
