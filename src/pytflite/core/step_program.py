@@ -119,9 +119,8 @@ class Source:
             else:
                 name, node_name = self.name("step", step), self.name("node", node)
                 self.line(f"s = {name}({context_name}, {node_name})", indent, origin)
-                self.line(
-                    f"if s: stop({len(self._lines)}, s)", indent, origin
-                )  # None and Status.OK are falsy
+                # (None and Status.OK are falsy; stop is told this line's index)
+                self.line(f"if s: stop({len(self._lines)}, s)", indent, origin)
 
     def _call(self, call: partial, indent: int, origin: tuple) -> None:
         written = [self.name("arg", value) for value in call.args]

@@ -9,9 +9,10 @@ does, the sigmoid gates through Eigen's logistic (activations._sigmoid: its vect
 std::exp on the elements `scalar` marks, those TFLite computes on Eigen's scalar path) and tanh Eigen's.
 The float arithmetic is TFLite's: recurrent and projection products summed from zero in depth order, then
 added to their terms (the NumPy path takes BLAS's order), Eigen's logistic and tanh (the NumPy path takes
-np.exp and np.tanh, within an ulp or two). Then as the NumPy path: peepholes added to the gates, c = f * c +
-g * i (i = 1 - f for CIFG), clipped, the output gate's peephole on the new c, h = o * tanh(c), projected,
-clipped; the layer norm (MeanStddevNormalization, sums in order) on each gate before its activation. A step whose gates or state are not all finite returns False with h and c untouched, for the
+np.exp and np.tanh, within an ulp or two). Then as the NumPy path: peepholes added to the gates, the layer
+norm (MeanStddevNormalization, sums in order) on each gate before its activation, c = f * c + g * i
+(i = 1 - f for CIFG), clipped, the output gate's peephole on the new c, h = o * tanh(c), projected,
+clipped. A step whose gates or state are not all finite returns False with h and c untouched, for the
 NumPy path. Imported only through jit.compiled.
 """
 

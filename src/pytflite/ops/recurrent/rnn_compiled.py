@@ -10,7 +10,9 @@ ulp). The hybrid step is the NumPy path's, exactly: the hidden rows quantized as
 does (symmetric here, asymmetric through hybrid_inputs_compiled), the int8 sums exact in int64 with the
 x86 SSE kernel's sign quirk and the zero point's row sums, scaled as float32(sums) * (factor * scale).
 A hybrid sequence meeting a value that is not finite returns False, its state untouched, for the NumPy
-path. Imported only through jit.compiled.
+path. hybrid_rows_product computes a sequence's hybrid input terms the same way, and the hybrid LSTM's
+steps (lstm_steps_compiled) share this module's quantization and product. Imported only through
+jit.compiled.
 """
 
 from __future__ import annotations
