@@ -114,6 +114,7 @@ class _LstmFloatWeights:
     # two): lstm_float's plain steps compute those sigmoids as 0.5 * tanh(x / 2) + 0.5 (no CIFG, no
     # peephole)
     halved: _LstmFloatWeights | None = None
+    step_operands: tuple | None = None  # lstm_float._step_operands, made on the first compiled run
 
     @functools.cached_property
     def compiled_steps(self):
@@ -132,6 +133,7 @@ class _LstmHybridWeights:
     layer_norm: np.ndarray | None = None
     projection: _HybridMatrix | None = None
     projection_bias: np.ndarray | None = None
+    step_operands: tuple | None = None  # lstm_float._step_operands, made on the first compiled run
 
     @functools.cached_property
     def compiled_steps(self):

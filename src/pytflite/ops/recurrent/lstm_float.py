@@ -74,7 +74,7 @@ def _run_lstm(
         scalar = masks.get(key)
         if scalar is None:
             masks.clear()
-            scalar = masks[key] = _sigmoid_scalar_elements(direction, batch, run.batch_major)
+            scalar = masks[key] = read_only(_sigmoid_scalar_elements(direction, batch, run.batch_major))
     if _compiled_steps(direction, weights, run, pre, scalar, h, c, out, forward):
         return
     quirk = run.activation == ActivationFunctionType.NONE
@@ -163,7 +163,8 @@ def _run_lstm(
 
 
 def _compiled_steps(direction, weights, run, pre, scalar, h, c, out, forward: bool) -> bool:
-    """Run the steps in lstm_steps_compiled where it takes this LSTM (tanh) and compiled kernels run; False where the NumPy loop must (or the compiled steps met values that are not finite)."""
+    """Run the steps in lstm_steps_compiled where it takes this LSTM (tanh) and compiled kernels run;
+    False where the NumPy loop must (or the compiled steps met values that are not finite)."""
     if run.activation != ActivationFunctionType.TANH:
         return False
     if not (h.flags.c_contiguous and c.flags.c_contiguous):
@@ -171,11 +172,20 @@ def _compiled_steps(direction, weights, run, pre, scalar, h, c, out, forward: bo
     kernel = weights.compiled_steps
     if kernel is None:
         return False
+    if weights.step_operands is None:
+        weights.step_operands = _step_operands(direction, weights)
+    matrices, gates = weights.step_operands
+    state = (h, c, out, forward, F32(max(run.cell_clip, 0)), F32(max(run.proj_clip, 0)))
+    pre = np.ascontiguousarray(pre)
+    if not direction.hybrid:
+        return kernel(pre, *matrices, *gates, *state)
+    return kernel(pre, *matrices, read_only(scalar), run.asymmetric, *gates, *state)
+
+
+def _step_operands(direction, weights) -> tuple[tuple, tuple]:
+    """What lstm_steps_compiled takes of these weights, made once: the recurrent and projection matrices
+    with the projection bias (zeros without), and the peepholes, layer norm and gate offsets."""
     n = direction.n_cell
-    offsets = tuple(
-        direction.gate_slice(gate).start if gate in direction.order else -1
-        for gate in ("input", "forget", "output", "cell")
-    )
     zeros = np.zeros(n, F32)
     peephole = (
         np.stack([weights.peephole.get(gate, zeros) for gate in ("input", "forget", "output")])
@@ -183,38 +193,23 @@ def _compiled_steps(direction, weights, run, pre, scalar, h, c, out, forward: bo
         else np.zeros((0, 0), F32)
     )
     norm = np.stack(weights.layer_norm).astype(F32) if direction.layer_norm else np.zeros((0, 0, 0), F32)
-    bias = weights.projection_bias if weights.projection_bias is not None else np.zeros(h.shape[1], F32)
-    common = (
-        read_only(peephole),
-        read_only(np.ascontiguousarray(norm)),
-        offsets,
-        h,
-        c,
-        out,
-        forward,
-        F32(max(run.cell_clip, 0)),
-        F32(max(run.proj_clip, 0)),
+    offsets = tuple(
+        direction.gate_slice(gate).start if gate in direction.order else -1
+        for gate in ("input", "forget", "output", "cell")
     )
-    pre = np.ascontiguousarray(pre)
+    gates = (read_only(peephole), read_only(np.ascontiguousarray(norm)), offsets)
+    bias = read_only(
+        weights.projection_bias if weights.projection_bias is not None else np.zeros(direction.n_output, F32)
+    )
     if not direction.hybrid:
         projection = weights.projection if direction.projection else np.zeros((0, 0), F32)
-        return kernel(
-            pre, read_only(weights.recurrent_weights), read_only(projection), read_only(bias), *common
-        )
+        return (read_only(weights.recurrent_weights), read_only(projection), bias), gates
     projection = (
         weights.projection.compiled_operands
         if direction.projection
         else (np.zeros((0, 0), np.int8), np.zeros((0, 0), np.int8), np.zeros(0, np.int64), np.zeros(0, F32))
     )
-    return kernel(
-        pre,
-        *weights.recurrent_matrix.compiled_operands,
-        *projection,
-        read_only(bias),
-        read_only(scalar),
-        run.asymmetric,
-        *common,
-    )
+    return (*weights.recurrent_matrix.compiled_operands, *projection, bias), gates
 
 
 def _plain(direction: _LstmDirection, run: _LstmRun) -> bool:
