@@ -38,6 +38,17 @@ def eigen_tanh(x):
     return p / q
 
 
+@numba.njit(inline="always", **OPTIONS)
+def add_products(values, weights, target):
+    """target[j] += values[k] * weights[k, j], one product at a time in depth order k (the recurrences'
+    order of additions)."""
+    for k in range(values.size):
+        value = values[k]
+        row = weights[k]
+        for j in range(target.size):
+            target[j] += value * row[j]
+
+
 @numba.njit(
     numba.void(_F32[:, :, :], _F32[:, ::1], _F32[:, ::1], _F32[:, ::1], _F32[:, :, :], numba.boolean, _F32),
     **OPTIONS,
@@ -56,11 +67,7 @@ def plain_lstm_steps(pre, weights, h, c, out, forward, limit):
             for g in range(width):
                 gates[g] = row[g]
             state = h[b]
-            for k in range(n):
-                hk = state[k]
-                w = weights[k]
-                for g in range(width):
-                    gates[g] += hk * w[g]
+            add_products(state, weights, gates)
             # (each loop simple enough for the compiler to vectorize: one loop doing it all runs scalar)
             for g in range(width):
                 gates[g] = eigen_tanh(gates[g])

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..jit import OPTIONS
 from .activations import _EXP_C1, _EXP_C2, _EXP_P, _LOG2E, _LOGISTIC_HIGHEST, _LOGISTIC_LOWEST
-from .lstm_compiled import eigen_tanh
+from .lstm_compiled import add_products, eigen_tanh
 from .rnn_compiled import HYBRID_MATRIX, add_hybrid_product, any_nonzero, copy_rows, quantize_hidden
 
 _F32 = numba.float32
@@ -173,11 +173,7 @@ def _float_product(values, weights, bias, target):
     """target = bias + values . weights, the dot products summed from zero in depth order."""
     for j in range(target.size):
         target[j] = _ZERO
-    for k in range(values.size):
-        value = values[k]
-        row = weights[k]
-        for j in range(target.size):
-            target[j] += value * row[j]
+    add_products(values, weights, target)
     for j in range(target.size):
         target[j] = bias[j] + target[j]
 

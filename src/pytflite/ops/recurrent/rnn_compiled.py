@@ -23,7 +23,7 @@ import numpy as np
 from ..jit import OPTIONS
 from ..quant.hybrid_inputs import _BELOW_HALF, _BLOCK, _HALF
 from ..quant.hybrid_inputs_compiled import quantize_rows_asymmetric
-from .lstm_compiled import eigen_tanh
+from .lstm_compiled import add_products, eigen_tanh
 
 _F32 = numba.float32
 _ZERO = np.float32(0)
@@ -83,12 +83,7 @@ def float_rnn_steps(pre, recurrent, h, out, forward, tanh):
         for b in range(batch):
             for j in range(units):
                 acc[j] = _ZERO
-            state = hidden[b]
-            for k in range(units):
-                value = state[k]
-                weights = recurrent[k]
-                for j in range(units):
-                    acc[j] += value * weights[j]
+            add_products(hidden[b], recurrent, acc)
             row = out[t, b]
             for j in range(units):
                 row[j] = pre[t, b, j] + acc[j]
