@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import pytflite
@@ -297,6 +297,21 @@ def hybrid_input(rng, shape, crafted: bool, asymmetric: bool) -> np.ndarray:
     keep_num_dims=st.booleans(),
     constant=st.booleans(),
     seed=st.integers(0, 2**16),
+)
+@example(  # one product of depth 1 that is -0.0 in float: TFLite's integer sum is 0, SIGN_BIT shows it
+    weights_type=T.INT8,
+    reference=False,
+    leading=[1],
+    depth=1,
+    units=1,
+    per_channel=False,
+    asymmetric=False,
+    crafted=False,
+    bias=None,
+    activation="SIGN_BIT",
+    keep_num_dims=False,
+    constant=False,
+    seed=1,
 )
 def test_hybrid_fully_connected(
     weights_type,
@@ -859,3 +874,18 @@ def test_compiled_hybrid_kernel_hands_refused_rows_to_numpy():
             jit.set_enabled(None)
     for ours, numpy_only in zip(outputs[True], outputs[False]):
         np.testing.assert_array_equal(ours, numpy_only)
+
+
+def test_float_fully_connected_of_one_element_sums_from_zero():
+    """A one-row product of depth 1 is still a sum from zero in LiteRT: a -0.0 product (0 times a
+    negative weight) gives +0.0 there, and here (np.dot would keep the -0.0 of a single pair)."""
+    x = np.zeros((1, 1), np.float32)
+    w = np.array([[-2.0], [3.0]], np.float32)
+    model, feeds = SingleOpModel(
+        Op.FULLY_CONNECTED, [Operand(x), Operand(w, constant=True)], [T.FLOAT32]
+    ).build()
+    (theirs,) = run(litert_interpreter(model), feeds)
+    ours = pytflite.Interpreter(model_content=model)
+    for _ in range(3):  # (walked, then written step lists)
+        (out,) = run(ours, feeds)
+        np.testing.assert_array_equal(np.signbit(out), np.signbit(theirs))

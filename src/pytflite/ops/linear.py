@@ -254,11 +254,20 @@ def _fc_arrays(tensors, node, data: FullyConnectedData):
     return x, tensors[inputs[1]].data, bias, out
 
 
+def _matrix_product(depth: int) -> Callable:
+    """The function putting a product of rows of `depth` into an output array, product(a, b, out):
+    np.dot, about half of np.matmul's 1 us on a few rows; np.matmul for a depth of 1, where np.dot
+    multiplies a single pair directly and keeps a -0.0 product's sign (a sum from zero, as BLAS and
+    TFLite's accumulators make it, gives +0.0)."""
+    return np.matmul if depth == 1 else np.dot
+
+
 def _float_calls(data: FullyConnectedData, x, w, bias, out) -> tuple:
     """The float computation on these arrays, as calls: the product into the output, the bias added, the
-    activation's clamp. (np.dot: on one row it costs about half of np.matmul's 1 us; one row's bias is
-    added in the output's own shape, as NumPy's broadcasting loop costs 0.5 us more.)"""
-    calls = [partial(np.dot, x, (data.dense if data.dense is not None else w).T, out)]
+    activation's clamp. (One row's bias is added in the output's own shape, as NumPy's broadcasting loop
+    costs 0.5 us more.)"""
+    product = _matrix_product(data.depth)
+    calls = [partial(product, x, (data.dense if data.dense is not None else w).T, out)]
     if bias is not None:
         calls.append(partial(np.add, out, bias.reshape(out.shape) if out.shape[0] == 1 else bias, out))
     if data.clamp is not None:
@@ -603,6 +612,7 @@ def _hybrid_fc_kernel(source, weights, bias, options, batch, depth, optimized, x
         else quantize_rows_symmetric
     )
     acc = np.empty((batch, units), float_type)
+    product = _matrix_product(depth)
     scale = np.empty((batch, units), np.float32)
     tiled_bias = _tiled_constant_bias(bias, batch)
 
@@ -622,11 +632,11 @@ def _hybrid_fc_kernel(source, weights, bias, options, batch, depth, optimized, x
 
         def centered_kernel(x, w, bias_values, out):
             quantized, scales, _ = quantize(x)
-            np.dot(quantized, matrix, acc)  # exact integers
+            product(quantized, matrix, acc)  # exact integers
             scale_back(scales, bias_values, out)
 
         compiled_kernel = _compiled_centered_kernel(
-            quantize, matrix, acc, weight_scale, options.fused_activation_function, centered_kernel
+            quantize, product, matrix, acc, weight_scale, options.fused_activation_function, centered_kernel
         )
         return centered_kernel if compiled_kernel is None else compiled_kernel
 
@@ -639,7 +649,7 @@ def _hybrid_fc_kernel(source, weights, bias, options, batch, depth, optimized, x
             if sums[0] is None:
                 sums[0] = row_sums_of(raw)
         quantized, scales, *zero_points = quantize(x)
-        np.dot(quantized, matrix, acc)  # exact integers
+        product(quantized, matrix, acc)  # exact integers
         if mask is not None:
             np.add(acc, sign_transfer_correction(quantized, mask).astype(float_type), out=acc)
         if zero_points:
@@ -649,7 +659,7 @@ def _hybrid_fc_kernel(source, weights, bias, options, batch, depth, optimized, x
     return kernel
 
 
-def _compiled_centered_kernel(quantize, matrix, acc, weight_scale, activation, fallback):
+def _compiled_centered_kernel(quantize, product, matrix, acc, weight_scale, activation, fallback):
     """The centered hybrid kernel with compiled row quantization and scaling back (quant/
     hybrid_compiled.scale_back: acc * (input scale * weight scale), as scale_back's two products round,
     then the bias and a clamping activation), around the same exact product; None where compiled kernels
@@ -674,7 +684,7 @@ def _compiled_centered_kernel(quantize, matrix, acc, weight_scale, activation, f
         contiguous = x.flags.c_contiguous and out.flags.c_contiguous
         if not (contiguous and kernel(x, quantized, scales, zero_points, True)):
             return fallback(x, w, bias_values, out)
-        np.dot(quantized, matrix, acc)  # exact integers (np.dot: about half of np.matmul's cost here)
+        product(quantized, matrix, acc)  # exact integers
         biased = bias_values is not None
         bias = bias_values if biased else no_bias
         rows = out.reshape(batch, 1, units)
