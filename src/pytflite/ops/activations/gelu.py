@@ -140,13 +140,13 @@ def _gelu_erf_block(x, out, work: _WorkRows):
 
 def _gelu(approximate: bool, size: int) -> Callable:
     """GELU of inputs of `size` elements: the exact one compiled (gelu_compiled) where compiled kernels
-    run, for contiguous outputs."""
+    run, for contiguous operands."""
     kernel = None if approximate else compiled("activations.gelu_compiled", "gelu_erf")
     if kernel is not None:
         fallback = _gelu_numpy(approximate, size)
 
         def gelu_compiled(x, out):
-            if not out.flags.c_contiguous:
+            if not (x.flags.c_contiguous and out.flags.c_contiguous):
                 return fallback(x, out)
             kernel(read_only(x.reshape(-1)), out.reshape(-1))
 
