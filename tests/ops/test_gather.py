@@ -198,6 +198,28 @@ def test_gather_out_of_range(positions, pattern):
     )
 
 
+@pytest.mark.parametrize("dtype", [np.int16, np.int32, np.int64])
+def test_gather_positions_checked_at_every_invoke(dtype):
+    """Several positions are bounds-checked by the bound step (one maximum of their unsigned bits) at
+    every invoke, also once the step list runs written out."""
+    params = np.arange(24, dtype=np.float32).reshape(6, 4)
+    model, _ = SingleOpModel(
+        Op.GATHER, [Operand(params, constant=True), Operand(np.zeros([3], dtype))], [T.FLOAT32], {"axis": 0}
+    ).build()
+    interpreter = pytflite.Interpreter(model_content=model)
+    interpreter.allocate_tensors()
+    index = interpreter.get_input_details()[0]["index"]
+    output = interpreter.get_output_details()[0]["index"]
+    for _ in range(3):
+        interpreter.set_tensor(index, np.array([5, 0, 2], dtype))
+        interpreter.invoke()
+        np.testing.assert_array_equal(interpreter.get_tensor(output), params[[5, 0, 2]])
+    for positions, pattern in (([1, 6, 0], "gather index out of bounds"), ([0, -1, 2], "positive_elements")):
+        interpreter.set_tensor(index, np.array(positions, dtype))
+        with pytest.raises(RuntimeError, match=pattern):
+            interpreter.invoke()
+
+
 @pytest.mark.parametrize(
     ("position", "pattern"),
     [

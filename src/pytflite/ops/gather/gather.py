@@ -143,20 +143,22 @@ def _gather_one(context, data, params, rows: np.ndarray, indices: np.ndarray, ou
 
 
 def gather_bind(context, node):
-    """One position (the loop bodies' time-step GATHER): the views made once, the position checked as a
-    Python int; other gathers run their invoke."""
+    """The views made once (batch_dims 0, no strings): one position (the loop bodies' time-step GATHER)
+    checked as a Python int, several in one reduction; other gathers run their invoke."""
     data = node.user_data
     tensors = context.tensors
     params = tensors[node.inputs[0]]
     indices = tensors[node.inputs[1]].data
     out = tensors[node.outputs[0]].data
     if (
-        indices.size != 1
-        or data.row_base is not None
+        data.row_base is not None
         or out.size == 0
+        or params.type == T.STRING
         or not (params.data.flags.c_contiguous and out.flags.c_contiguous)  # views, not copies
     ):
         return gather_invoke
+    if indices.size != 1:
+        return _gather_positions_step(data, params, indices, out)
     rows = _by_position(params.data, data)
     target = out.reshape(rows.shape[1:])
 
@@ -167,6 +169,26 @@ def gather_bind(context, node):
         target[...] = rows[position]
 
     return gather_one_step
+
+
+def _gather_positions_step(data, params, indices, out):
+    """Several positions, bounds-checked by one maximum of their bits read unsigned (a negative position
+    reads as a large one), before the take."""
+    source = params.data.reshape(data.params_shape)
+    positions = indices.reshape(data.indices_shape)
+    unsigned = indices.reshape(-1).view(np.dtype(f"u{indices.itemsize}"))
+    target = out.reshape(data.output_shape)
+    size = data.axis_size
+
+    def gather_positions_step(context, node):
+        if _MAX(unsigned) >= size:
+            _check_positions(context, data, params, indices.min(), indices.max())
+        np.take(source, as_indices(positions), axis=1, out=target, mode="clip")
+
+    return gather_positions_step
+
+
+_MAX = np.maximum.reduce  # (without ndarray.max's Python layer)
 
 
 register_builtin(
