@@ -189,6 +189,29 @@ def test_softmax_of_long_rows_and_extremes(op, options):
     SingleOpModel(op, [Operand(rows)], [T.FLOAT32], options).check()
 
 
+@pytest.mark.parametrize("rows, size", [(1, 1), (7, 3), (33, 5), (64, 13), (32, 16), (20, 37), (9, 200)])
+@pytest.mark.parametrize("threads", [1, 4])
+def test_compiled_float_softmax_is_bit_exact(rows, size, threads, kernels):
+    """The compiled float SOFTMAX computes what LiteRT's Eigen kernel does, element by element: its
+    exp of packets and of the elements left outside them (which move with the rows each of LiteRT's
+    threads takes), its column sums. The NumPy path stays within float tolerance."""
+    rng = np.random.default_rng(rows * size + threads)
+    x = (rng.standard_normal((rows, size)) * rng.choice([1, 3, 10, 100], (rows, 1))).astype(np.float32)
+    for beta in (1.0, 0.7):
+        model, feeds = SingleOpModel(Op.SOFTMAX, [Operand(x)], [T.FLOAT32], {"beta": beta}).build()
+        (expected,) = run(litert_interpreter(model, num_threads=threads), feeds)
+        (ours,) = run(pytflite.Interpreter(model_content=model, num_threads=threads), feeds)
+        if kernels == "compiled":
+            np.testing.assert_array_equal(ours, expected)
+        else:
+            np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-7)
+
+
+def test_compiled_float_softmax_leaves_infinities_to_numpy(kernels):
+    x = np.float32([[np.inf, 0, 1], [np.nan, 1, 2], [-np.inf, 0, 1], [1, 2, 3]])
+    SingleOpModel(Op.SOFTMAX, [Operand(x)], [T.FLOAT32], {"beta": 1.0}).check()
+
+
 def test_softmax_of_an_empty_row():
     # LiteRT itself crashes (segfault) on this model, so pytflite runs it alone
     model, feeds = SingleOpModel(

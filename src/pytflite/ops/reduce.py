@@ -36,6 +36,7 @@ from ..core.step_program import Direct
 from ..core.types import AllocationType, BuiltinOperator, TensorType, type_name
 from ..errors import KernelError, ensure, ensure_eq, ensure_type, ensure_types_eq
 from .common import check_arity, clip, ensure_same_quantization, input_tensor, output_tensor
+from .jit import compiled
 from .quant.fixed_point import (
     INT32_MAX,
     float_to_int32,
@@ -111,6 +112,12 @@ def _mean(spec: ReduceSpec) -> Callable:
             np.copyto(out, np.where(total < 0, -((-total) // count), total // count), casting="unsafe")
 
         return integer_mean
+    rows = _trailing_rows(spec.shape, spec.axes) if spec.dtype == np.float32 else None
+    kernel = compiled("eigen_compiled", "mean_of_rows") if rows is not None else None
+    if kernel is not None:
+        # LiteRT sums over the last axis with Eigen where some kept dimension is not 1, else in order
+        reference = not spec.optimized or rows[0] == 1
+        return _Calls(lambda x, out: (partial(kernel, x.reshape(rows), reference, out.reshape(-1)),))
     divisor = np.array(count, spec.dtype)
     return _Calls(
         lambda x, out: (
@@ -118,6 +125,20 @@ def _mean(spec: ReduceSpec) -> Callable:
             partial(np.divide, out, divisor, out),
         )
     )
+
+
+def _trailing_rows(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, int] | None:
+    """(kept, reduced): a non-empty input seen as rows whose elements are reduced (the compiled MEAN's
+    operand, eigen_compiled.mean_of_rows), where the reduced dimensions other than 1s follow every kept
+    one other than 1 (as LiteRT's MEAN normalizes them); else None."""
+    if 0 in shape:
+        return None
+    sizes = [(axis in axes, size) for axis, size in enumerate(shape) if size != 1]
+    reduced_flags = [reduced for reduced, _ in sizes]
+    if reduced_flags != sorted(reduced_flags):  # a kept dimension after a reduced one
+        return None
+    kept = math.prod(size for reduced, size in sizes if not reduced)
+    return kept, math.prod(shape) // kept
 
 
 def _sum(spec: ReduceSpec) -> Callable:

@@ -13,6 +13,7 @@ from ...core.step_program import Direct
 from ...core.types import BuiltinOperator, TensorType, type_name
 from ...errors import ensure, ensure_eq, ensure_type
 from ..common import check_arity, clip, input_tensor, output_tensor
+from ..jit import compiled
 from ..quant.fixed_point import (
     float_to_int32,
     multiply_by_quantized_multiplier,
@@ -49,8 +50,9 @@ def _softmax_prepare(reference: bool) -> Callable:
         context.resize_tensor(output, source.shape)
         beta = node.builtin_data.beta
         if source.type == TensorType.FLOAT32:
-            beta32 = _float_beta(beta)
-            node.user_data = ActivationData(lambda x, out: _softmax(x, out, beta32))
+            node.user_data = ActivationData(
+                _float_softmax(tuple(source.shape), beta, reference, context.recommended_num_threads)
+            )
         else:
             node.user_data = ActivationData(
                 _softmax_quantized(source, output, beta, reference, context.host.x86)
@@ -62,6 +64,64 @@ def _softmax_prepare(reference: bool) -> Callable:
 def _float_beta(beta: float):
     """The float kernel's beta: None for 1 (no scaling), else float32."""
     return None if np.float32(beta) == 1 else _f32(beta)
+
+
+def _float_softmax(shape: tuple[int, ...], beta: float, reference: bool, threads: int) -> Callable:
+    """compute(x, out) for a float32 input: compiled (eigen_compiled.softmax, bit-exact with LiteRT)
+    where compiled kernels run, else NumPy's calls."""
+    kernel = compiled("eigen_compiled", "softmax")
+    if kernel is None or math.prod(shape) == 0 or not math.isfinite(beta):
+        beta32 = _float_beta(beta)
+        return lambda x, out: _softmax(x, out, beta32)
+    return _CompiledSoftmax(kernel, shape, beta, reference, threads)
+
+
+class _CompiledSoftmax:
+    """Float SOFTMAX through eigen_compiled.softmax on [rows, last dimension] views; NumPy's calls for
+    an input the kernel declines (NaN or infinite values)."""
+
+    def __init__(self, kernel, shape: tuple[int, ...], beta: float, reference: bool, threads: int):
+        self.kernel = kernel
+        self.rows = (math.prod(shape[:-1]), shape[-1])
+        self.beta = np.float32(beta)
+        self.reference = reference
+        self.scalar_positions = _scalar_exp_positions(*self.rows, threads)
+        self.fallback_beta = _float_beta(beta)
+
+    def __call__(self, x, out):
+        self.step(x, out)(None, None)
+
+    def step(self, x, out) -> Callable:
+        """The step on these arrays, their views made once."""
+        kernel, beta, reference, positions = self.kernel, self.beta, self.reference, self.scalar_positions
+        rows, fallback_beta = self.rows, self.fallback_beta
+        x_rows, out_rows = x.reshape(rows), out.reshape(rows)
+
+        def softmax_step(context, node):
+            if not kernel(x_rows, beta, reference, positions, out_rows):
+                _softmax(x, out, fallback_beta)
+
+        return softmax_step
+
+
+# LiteRT's float kernel splits the rows among threads, this many rows at least per thread
+_ROWS_PER_THREAD = 8
+
+
+def _scalar_exp_positions(rows: int, size: int, threads: int) -> np.ndarray:
+    """The flat indices of the elements LiteRT's float kernel exponentiates with std::exp: each
+    thread's block of rows is one Eigen assignment loop, whose elements before the first 16-byte
+    aligned one and after its last whole packet of 4 take the scalar path (eigen_compiled)."""
+    blocks = min(max(rows // _ROWS_PER_THREAD, 1), max(threads, 1))  # (-1: LiteRT's default, 1)
+    positions, first_row = [], 0
+    for i in range(blocks):
+        end_row = first_row + (rows - first_row) // (blocks - i)
+        first, count = first_row * size, (end_row - first_row) * size
+        head = min(-first % 4, count)
+        tail = head + (count - head) // 4 * 4
+        positions += [*range(first, first + head), *range(first + tail, first + count)]
+        first_row = end_row
+    return np.array(positions, np.int64)
 
 
 def _softmax(x, out, beta):
@@ -156,11 +216,13 @@ def _softmax_bind(context, node):
     x, out = tensors[node.inputs[0]].data, tensors[node.outputs[0]].data
     if not out.size:
         return _nothing
+    compute = node.user_data.compute
+    if isinstance(compute, _CompiledSoftmax):
+        return compute.step(x, out)
     if tensors[node.inputs[0]].type == TensorType.FLOAT32:  # its calls, with buffers made once
         rows = (*out.shape[:-1], 1)
         beta = _float_beta(node.builtin_data.beta)
         return Direct(*_softmax_calls(x, out, beta, np.empty(rows, out.dtype), np.empty(rows, out.dtype)))
-    compute = node.user_data.compute
 
     def step(context, node):
         compute(x, out)
