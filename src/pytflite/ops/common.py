@@ -27,11 +27,34 @@ except ImportError:  # NumPy 1.x
 ANY_TYPE = tuple(t for t in TensorType if t not in (TensorType.RESOURCE, TensorType.VARIANT))
 
 
+class CallSequence:
+    """A compute(x, out) made of calls alone (NumPy's or a compiled kernel's), which calls_of(x, out)
+    makes for a pair of arrays: run as a function, or made once into a Direct step (unary_step)."""
+
+    __slots__ = ("calls_of",)
+
+    def __init__(self, calls_of: Callable[[np.ndarray, np.ndarray], tuple]):
+        self.calls_of = calls_of
+
+    def __call__(self, x: np.ndarray, out: np.ndarray) -> None:
+        for call in self.calls_of(x, out):
+            call()
+
+
+def calls_of(compute: Callable, x: np.ndarray, out: np.ndarray) -> tuple:
+    """compute(x, out) as calls: a CallSequence's own, else the one call of `compute`."""
+    if isinstance(compute, CallSequence):
+        return compute.calls_of(x, out)
+    return (partial(compute, x, out),)
+
+
 def unary_step(compute: Callable, x: np.ndarray, out: np.ndarray) -> Callable:
     """The check-free step of `compute(x, out)` on these arrays: a Direct step where compute is a NumPy
-    ufunc (which takes its out positionally)."""
+    ufunc (which takes its out positionally) or a CallSequence."""
     if isinstance(compute, np.ufunc):
         return Direct(partial(compute, x, out))
+    if isinstance(compute, CallSequence):
+        return Direct(*compute.calls_of(x, out))
 
     def step(context, node):
         compute(x, out)

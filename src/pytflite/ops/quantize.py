@@ -46,6 +46,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -55,7 +56,9 @@ from ..core.types import BuiltinOperator, TensorType, storage_dtype, type_name
 from ..errors import KernelError, ensure, ensure_eq, ensure_type
 from .common import (
     INTP_TYPE,
+    CallSequence,
     add_scratch_tensors,
+    calls_of,
     check_arity,
     clip,
     input_tensor,
@@ -107,19 +110,19 @@ def _affine(scale: np.ndarray, zero_point: np.ndarray, largest_input: int) -> Co
     scale = scale.astype(np.float32)
     if int(np.max(np.abs(zero_point), initial=0)) + largest_input < _EXACT_IN_FLOAT32:
         zero_point = zero_point.astype(np.float32)
+        return CallSequence(
+            lambda q, out: (
+                partial(np.copyto, out, q),  # exact: a small integer; cheaper than a ufunc casting its input
+                partial(np.subtract, out, zero_point, out),  # exact: both are small integers
+                partial(np.multiply, out, scale, out),
+            )
+        )
+    zero_point = zero_point.astype(np.int64)
+    wide_scale = scale.astype(np.float64)
 
-        def compute(q, out):
-            np.copyto(out, q)  # exact: a small integer; cheaper than a ufunc casting its input
-            np.subtract(out, zero_point, out=out)  # exact: both are small integers
-            np.multiply(out, scale, out=out)
-
-    else:
-        zero_point = zero_point.astype(np.int64)
-        wide_scale = scale.astype(np.float64)
-
-        def compute(q, out):
-            difference = (q.astype(np.int64) - zero_point).astype(np.int32)  # TFLite's int32 arithmetic
-            np.multiply(difference, wide_scale, out=out, casting="unsafe")
+    def compute(q, out):
+        difference = (q.astype(np.int64) - zero_point).astype(np.int32)  # TFLite's int32 arithmetic
+        np.multiply(difference, wide_scale, out=out, casting="unsafe")
 
     return compute
 
@@ -131,18 +134,19 @@ def _affine_blocked(scale: float, zero_point: int, exact: Compute) -> Compute:
     scale32 = np.float32(scale)
     offset = np.float32(-zero_point * float(scale))
 
-    def compute(q, out):
+    def calls(q, out):
         flat_q, flat_out = q.reshape(-1), out.reshape(-1)
         blocked = flat_q.size - flat_q.size % 8
-        if blocked:
-            block = flat_out[:blocked]
-            np.copyto(block, flat_q[:blocked])  # exact; cheaper than a ufunc casting its input
-            np.multiply(block, scale32, out=block)
-            np.add(block, offset, out=block)
-        if blocked < flat_q.size:
-            exact(flat_q[blocked:], flat_out[blocked:])
+        block = flat_out[:blocked]
+        blocks = (
+            partial(np.copyto, block, flat_q[:blocked]),  # exact; cheaper than a ufunc casting its input
+            partial(np.multiply, block, scale32, block),
+            partial(np.add, block, offset, block),
+        )
+        tail = calls_of(exact, flat_q[blocked:], flat_out[blocked:]) if blocked < flat_q.size else ()
+        return (blocks if blocked else ()) + tail
 
-    return compute
+    return CallSequence(calls)
 
 
 def dequantize_compute(source, optimized: bool) -> Compute:

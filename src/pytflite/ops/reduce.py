@@ -35,7 +35,7 @@ import numpy as np
 from ..core.step_program import Direct
 from ..core.types import AllocationType, BuiltinOperator, TensorType, type_name
 from ..errors import KernelError, ensure, ensure_eq, ensure_type, ensure_types_eq
-from .common import check_arity, clip, ensure_same_quantization, input_tensor, output_tensor
+from .common import CallSequence, check_arity, clip, ensure_same_quantization, input_tensor, output_tensor
 from .jit import compiled
 from .quant.fixed_point import (
     INT32_MAX,
@@ -117,9 +117,9 @@ def _mean(spec: ReduceSpec) -> Callable:
     if kernel is not None:
         # LiteRT sums over the last axis with Eigen where some kept dimension is not 1, else in order
         reference = not spec.optimized or rows[0] == 1
-        return _Calls(lambda x, out: (partial(kernel, x.reshape(rows), reference, out.reshape(-1)),))
+        return CallSequence(lambda x, out: (partial(kernel, x.reshape(rows), reference, out.reshape(-1)),))
     divisor = np.array(count, spec.dtype)
-    return _Calls(
+    return CallSequence(
         lambda x, out: (
             partial(np.add.reduce, x, axes, None, out, True),
             partial(np.divide, out, divisor, out),
@@ -161,7 +161,7 @@ def _extreme(ufunc: np.ufunc, lowest: bool) -> Reducer:
         initial = limits.min if lowest else limits.max
         axes = spec.axes
 
-        return _Calls(lambda x, out: (partial(ufunc.reduce, x, axes, None, out, True, initial),))
+        return CallSequence(lambda x, out: (partial(ufunc.reduce, x, axes, None, out, True, initial),))
 
     return make
 
@@ -170,23 +170,9 @@ def _plain(ufunc: np.ufunc) -> Reducer:
     def make(spec: ReduceSpec) -> Callable:
         axes = spec.axes
 
-        return _Calls(lambda x, out: (partial(ufunc.reduce, x, axes, None, out, True),))
+        return CallSequence(lambda x, out: (partial(ufunc.reduce, x, axes, None, out, True),))
 
     return make
-
-
-class _Calls:
-    """A reduction's run(x, out) made of NumPy calls alone (the ufunc's reduce with its arguments given
-    by position, then maybe a division): its bound step makes them as a Direct step."""
-
-    __slots__ = ("calls_of",)
-
-    def __init__(self, calls_of: Callable[[np.ndarray, np.ndarray], tuple]):
-        self.calls_of = calls_of
-
-    def __call__(self, x: np.ndarray, out: np.ndarray) -> None:
-        for call in self.calls_of(x, out):
-            call()
 
 
 # --- quantized MEAN, SUM, REDUCE_PROD ---------------------------------------------------------------------
@@ -615,7 +601,7 @@ def reducer(op_name: str, make: Reducer, types: tuple[TensorType, ...], optimize
             return invoke
         tensors, run = context.tensors, data.run
         x, out = tensors[node.inputs[0]].data, tensors[node.outputs[0]].data.reshape(data.kept)
-        if isinstance(run, _Calls):
+        if isinstance(run, CallSequence):
             return Direct(*run.calls_of(x, out))
 
         def step(context, node):

@@ -37,12 +37,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
 from ..core.types import BuiltinOperator, TensorType, storage_dtype, type_name
 from ..errors import KernelError, ensure, ensure_eq, ensure_type, ensure_types_eq
-from .common import check_arity, input_tensor, output_tensor, unary_step
+from .common import CallSequence, check_arity, input_tensor, output_tensor, unary_step
 from .quant.fixed_point import (
     float_to_int32,
     multiply_by_quantized_multiplier,
@@ -108,9 +109,8 @@ def _in_float32(ufunc: np.ufunc) -> Compute:
 _ONE = np.array(1, np.float32)
 
 
-def _rsqrt(x, out):
-    np.sqrt(x, out)
-    np.divide(_ONE, out, out)  # 1.f / std::sqrt(x): two correctly rounded steps
+# 1.f / std::sqrt(x): two correctly rounded steps
+_rsqrt = CallSequence(lambda x, out: (partial(np.sqrt, x, out), partial(np.divide, _ONE, out, out)))
 
 
 def _round(x, out):

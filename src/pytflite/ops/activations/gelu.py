@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 
 from ...core.types import BuiltinOperator, TensorType
-from ..common import clip
+from ..common import CallSequence, clip
 from ..jit import compiled, read_only
 from ..quant.lut import erfcf, int16_table, populate_8bit, table_kernel, tanhf
 from ..registry import register_builtin
@@ -27,6 +28,7 @@ from .common import (
     _blockwise,
     _check_unary,
     _f32,
+    _unary_bind,
     compute_invoke,
 )
 from .quantized import _F32_ONE, _quantization
@@ -145,12 +147,12 @@ def _gelu(approximate: bool, size: int) -> Callable:
     if kernel is not None:
         fallback = _gelu_numpy(approximate, size)
 
-        def gelu_compiled(x, out):
+        def calls(x, out):
             if not (x.flags.c_contiguous and out.flags.c_contiguous):
-                return fallback(x, out)
-            kernel(read_only(x.reshape(-1)), out.reshape(-1))
+                return (partial(fallback, x, out),)
+            return (partial(kernel, read_only(x.reshape(-1)), out.reshape(-1)),)
 
-        return gelu_compiled
+        return CallSequence(calls)
     return _gelu_numpy(approximate, size)
 
 
@@ -199,4 +201,5 @@ register_builtin(
     op_data=ActivationData,
     prepare=gelu_prepare,
     invoke=compute_invoke,
+    bind=_unary_bind(None),
 )

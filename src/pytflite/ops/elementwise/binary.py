@@ -38,6 +38,8 @@ class BinaryOp:
     high: Any = None
     # ufunc is elementwise in its two inputs (as any np.ufunc is): inputs that broadcast may be expanded
     elementwise: bool = False
+    # a ufunc that is not an np.ufunc, without a clamp: the same computation as NumPy calls (a Direct step)
+    calls: Calls | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,14 +133,13 @@ def _compute(context, node, data: BinaryOp) -> tuple[Compute, StepOf | None]:
             elif math.prod(tensor.shape) > 1:  # (a single value broadcasts at full speed)
                 buffers[i] = np.empty(shape, tensor.dtype)
     if any(x is not None for x in (*constants, *buffers)):
-        return _expanding_compute(ufunc, low, high, constants, buffers, compiled)
+        return _expanding_compute(ufunc, low, high, constants, buffers, _calls_of(data, compiled))
     if total == 1 and _on_scalars(ufunc, tensors[node.inputs[0]].dtype):
         ranks = [len(tensors[node.inputs[i]].shape) for i in (0, 1)]
         bounds = () if low is None else (low[()], high[()])
         return _scalar_compute(_SCALAR_OPERATORS[ufunc], bounds, (*ranks, len(shape)))
-    step_of = (
-        _direct(_ufunc_calls(ufunc, low, high, compiled=compiled)) if isinstance(ufunc, np.ufunc) else None
-    )
+    calls = _calls_of(data, compiled)
+    step_of = calls and _direct(calls)
     if low is None:
 
         def compute(a, b, out):
@@ -159,6 +160,13 @@ def _compute(context, node, data: BinaryOp) -> tuple[Compute, StepOf | None]:
         clip(out, low, high, out)
 
     return compute_clamped, step_of
+
+
+def _calls_of(data: BinaryOp, compiled: tuple | None) -> Calls | None:
+    """The op's computation as NumPy calls (with its clamp), where it has them."""
+    if isinstance(data.ufunc, np.ufunc):
+        return _ufunc_calls(data.ufunc, data.low, data.high, compiled=compiled)
+    return data.calls if data.low is None else None
 
 
 def _direct(calls: Calls) -> StepOf:
@@ -286,7 +294,7 @@ def _expanded(x: np.ndarray, buffer: np.ndarray | None) -> np.ndarray:
     return buffer
 
 
-def _expanding_compute(ufunc, low, high, constants, buffers, compiled) -> tuple[Compute, StepOf | None]:
+def _expanding_compute(ufunc, low, high, constants, buffers, ufunc_calls) -> tuple[Compute, StepOf | None]:
     first, second = constants
     first_buffer, second_buffer = buffers
 
@@ -307,7 +315,6 @@ def _expanding_compute(ufunc, low, high, constants, buffers, compiled) -> tuple[
         b = second if second is not None else b if second_buffer is None else second_buffer
         return (*expand, *ufunc_calls(a, b, out))
 
-    ufunc_calls = _ufunc_calls(ufunc, low, high, compiled=compiled) if isinstance(ufunc, np.ufunc) else None
     return compute, ufunc_calls and _direct(calls)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from ...core.types import BuiltinOperator
@@ -18,12 +20,16 @@ def _squared_difference_prepare(context, node):
         _quantized_prepare(context, node, "SQUARED_DIFFERENCE", first, second, output, True)
         return
     context.resize_tensor(output, _output_shape(first, second, "SQUARED_DIFFERENCE"))
-    return BinaryOp(_squared_difference, elementwise=True)
+    return BinaryOp(_squared_difference, elementwise=True, calls=_squared_difference_calls)
+
+
+def _squared_difference_calls(a, b, out) -> tuple:
+    return (partial(np.subtract, a, b, out), partial(np.multiply, out, out, out))
 
 
 def _squared_difference(a, b, out):
-    np.subtract(a, b, out=out)
-    np.multiply(out, out, out=out)
+    for call in _squared_difference_calls(a, b, out):
+        call()
 
 
 _SQUARED_DIFFERENCE_TYPES = (T.FLOAT32, T.INT32, T.INT8)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
+from ...core.step_program import Direct
 from ...errors import KernelError, ensure, ensure_type_condition, ensure_types_eq
 from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
@@ -94,6 +96,20 @@ def select_invoke(context, node):
     np.bitwise_xor(bits_out, bits_y, out=bits_out)
 
 
+def select_bind(context, node):
+    """Two masked copies as a Direct step, the condition's view made once; else the invoke."""
+    data = node.user_data
+    if data.single or data.bits is not None:
+        return select_invoke
+    tensors = context.tensors
+    condition = tensors[node.inputs[0]].data
+    x, y = tensors[node.inputs[1]].data, tensors[node.inputs[2]].data
+    out = tensors[node.outputs[0]].data
+    if data.condition_shape is not None:
+        condition = condition.reshape(data.condition_shape)
+    return Direct(partial(np.copyto, out, y), partial(np.copyto, out, x, where=condition))
+
+
 register_builtin(
     Op.SELECT,
     (1, 4),
@@ -101,6 +117,7 @@ register_builtin(
     op_data=SelectData,
     prepare=_select_prepare("SELECT", False),
     invoke=select_invoke,
+    bind=select_bind,
 )
 register_builtin(
     Op.SELECT_V2,
@@ -109,4 +126,5 @@ register_builtin(
     op_data=SelectData,
     prepare=_select_prepare("SELECT_V2", True),
     invoke=select_invoke,
+    bind=select_bind,
 )
