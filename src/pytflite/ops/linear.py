@@ -48,7 +48,7 @@ import numpy as np
 from ..core.packed import unpack_packed
 from ..core.quantization import AffineQuantization, DimensionType, SparsityParameters
 from ..core.sparsity import densify
-from ..core.step_program import Direct
+from ..core.step_program import Direct, Written
 from ..core.types import BuiltinOperator, TensorType, type_name
 from ..errors import KernelError, ensure, ensure_eq, ensure_type, ensure_types_eq
 from ..fidelity.ruy import gemm_rounding
@@ -293,6 +293,8 @@ def fully_connected_bind(context, node):
     if data.kernel is None:
         return Direct(*_float_calls(data, *arrays))
     kernel = data.kernel
+    if isinstance(kernel, _CompiledCentered):
+        return kernel.step(*arrays)
     return lambda context, node: kernel(*arrays)
 
 
@@ -660,37 +662,101 @@ def _hybrid_fc_kernel(source, weights, bias, options, batch, depth, optimized, x
 
 
 def _compiled_centered_kernel(quantize, product, matrix, acc, weight_scale, activation, fallback):
-    """The centered hybrid kernel with compiled row quantization and scaling back (quant/
-    hybrid_compiled.scale_back: acc * (input scale * weight scale), as scale_back's two products round,
-    then the bias and a clamping activation), around the same exact product; None where compiled kernels
-    do not run or the activation is not a clamp. Arrays it cannot take, and rows the quantizer refuses,
-    go to `fallback`."""
+    """The centered hybrid kernel with compiled row quantization and scaling back (_CompiledCentered);
+    None where compiled kernels do not run or the activation is not a clamp."""
     compiled_quantize = quantize.compiled_kernel
     scale_back = compiled("quant.hybrid_compiled", "scale_back")
     if compiled_quantize is None or scale_back is None:
         return None
     if activation not in (Act.NONE, Act.RELU, Act.RELU6, Act.RELU_N1_TO_1):
         return None
-    kernel, scales, zero_points = compiled_quantize
-    batch, units = acc.shape
-    quantized = np.empty((batch, matrix.shape[0]), np.float32)
-    sums = acc.reshape(batch, 1, units)
-    channel_scales = np.broadcast_to(weight_scale, (units,)).astype(np.float32)
-    channel_scales.flags.writeable = False
-    low, high = (np.float32(v) for v in float_activation_range(activation))
-    no_bias = np.zeros(units, np.float32)
+    return _CompiledCentered(
+        compiled_quantize, scale_back, product, matrix, acc, weight_scale, activation, fallback
+    )
 
-    def compiled_kernel(x, w, bias_values, out):
-        contiguous = x.flags.c_contiguous and out.flags.c_contiguous
-        if not (contiguous and kernel(x, quantized, scales, zero_points, True)):
-            return fallback(x, w, bias_values, out)
-        product(quantized, matrix, acc)  # exact integers
+
+class _CompiledCentered:
+    """The centered hybrid kernel as kernel(x, w, bias_values, out): compiled row quantization
+    (quant/hybrid_inputs_compiled), the exact product, then quant/hybrid_compiled.scale_back (acc *
+    (input scale * weight scale), as the NumPy kernel's two products round, then the bias and a clamping
+    activation). Arrays it cannot take, and rows the quantizer refuses, go to `fallback`. Its bound step
+    is one written statement (step)."""
+
+    def __init__(
+        self, compiled_quantize, scale_back, product, matrix, acc, weight_scale, activation, fallback
+    ):
+        self.quantize, self.scales, self.zero_points = compiled_quantize
+        self.scale_back, self.product, self.matrix, self.acc, self.fallback = (
+            scale_back,
+            product,
+            matrix,
+            acc,
+            fallback,
+        )
+        batch, units = acc.shape
+        self.quantized = np.empty((batch, matrix.shape[0]), np.float32)
+        self.sums = acc.reshape(batch, 1, units)
+        channel_scales = np.broadcast_to(weight_scale, (units,)).astype(np.float32)
+        channel_scales.flags.writeable = False
+        self.channel_scales = channel_scales
+        self.low, self.high = (np.float32(v) for v in float_activation_range(activation))
+        self.no_bias = np.zeros(units, np.float32)
+
+    def _operands(self, bias_values, out) -> dict:
+        """scale_back's arguments after the scales, for this bias and output."""
+        batch, units = self.acc.shape
         biased = bias_values is not None
-        bias = bias_values if biased else no_bias
-        rows = out.reshape(batch, 1, units)
-        scale_back(sums, scales, channel_scales, 0, units, bias, biased, low, high, rows)
+        return {
+            "channel_scales": self.channel_scales,
+            "order": 0,  # acc * (filter scale * input scale)
+            "scalar_from": units,  # (no scalar tail)
+            "bias": bias_values if biased else self.no_bias,
+            "biased": biased,
+            "low": self.low,
+            "high": self.high,
+            "rows": out.reshape(batch, 1, units),
+        }
 
-    return compiled_kernel
+    def __call__(self, x, w, bias_values, out):
+        if not (x.flags.c_contiguous and out.flags.c_contiguous):
+            return self.fallback(x, w, bias_values, out)
+        if not self.quantize(x, self.quantized, self.scales, self.zero_points, True):
+            return self.fallback(x, w, bias_values, out)
+        self.product(self.quantized, self.matrix, self.acc)  # exact integers
+        operands = self._operands(bias_values, out)
+        self.scale_back(self.sums, self.scales, *operands.values())
+
+    def step(self, x, w, bias_values, out) -> Callable:
+        """The check-free step on these arrays: one written statement (quantize, then the product and the
+        scaling back, or the fallback for rows the quantizer refuses) where they are contiguous."""
+        if not (x.flags.c_contiguous and out.flags.c_contiguous):
+            return lambda context, node: self.fallback(x, w, bias_values, out)
+        operands = self._operands(bias_values, out)
+        text = (
+            "({product}({quantized}, {matrix}, {acc}), {scale_back}({sums}, {scales}, "
+            + ", ".join(f"{{{name}}}" for name in operands)
+            + ")) if {quantize}({x}, {quantized}, {scales}, {zero_points}, True)"
+            " else {fallback}({x}, {w}, {bias_values}, {out})"
+        )
+        return Written(
+            lambda context, node: self(x, w, bias_values, out),
+            text,
+            **operands,
+            product=self.product,
+            quantized=self.quantized,
+            matrix=self.matrix,
+            acc=self.acc,
+            scale_back=self.scale_back,
+            sums=self.sums,
+            scales=self.scales,
+            quantize=self.quantize,
+            zero_points=self.zero_points,
+            fallback=self.fallback,
+            x=x,
+            w=w,
+            bias_values=bias_values,
+            out=out,
+        )
 
 
 # Up to this many outputs, a constant bias is kept repeated over the rows: adding it then needs no
