@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -85,9 +85,9 @@ def fails(model: SingleOpModel, pattern: str, step: str = "invoke") -> None:
 # --- GATHER -----------------------------------------------------------------------------------------
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
-def test_gather(data):
+def test_gather(data, kernels):
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     shape = data.draw(hnp.array_shapes(min_dims=1, max_dims=4, min_side=1, max_side=4))
     rank = len(shape)
@@ -188,7 +188,7 @@ def test_gather_empty_positions():
         ([0, -1], r"^indices_has_only_positive_elements was not true\.gather index out of bounds"),
     ],
 )
-def test_gather_out_of_range(positions, pattern):
+def test_gather_out_of_range(positions, pattern, kernels):
     params = np.zeros([3, 2], np.float32)
     fails(
         SingleOpModel(
@@ -199,7 +199,7 @@ def test_gather_out_of_range(positions, pattern):
 
 
 @pytest.mark.parametrize("dtype", [np.int16, np.int32, np.int64])
-def test_gather_positions_checked_at_every_invoke(dtype):
+def test_gather_positions_checked_at_every_invoke(dtype, kernels):
     """Several positions are bounds-checked by the bound step (one maximum of their unsigned bits) at
     every invoke, also once the step list runs written out."""
     params = np.arange(24, dtype=np.float32).reshape(6, 4)

@@ -10,6 +10,7 @@ import numpy as np
 
 from ...errors import KernelError, ensure, ensure_condition_eq, ensure_types_eq
 from ..common import as_indices, check_arity, input_tensor, output_tensor
+from ..jit import compiled, read_only
 from ..registry import register_builtin
 from .common import _INDEX_TYPES, Op, T, _unsupported
 
@@ -172,8 +173,19 @@ def gather_bind(context, node):
 
 
 def _gather_positions_step(data, params, indices, out):
-    """Several positions, bounds-checked by one maximum of their bits read unsigned (a negative position
-    reads as a large one), before the take."""
+    """Several positions: compiled (gather_compiled.gather_rows: checked and copied as bytes in one
+    call) where compiled kernels run, else bounds-checked by one maximum of their bits read unsigned (a
+    negative position reads as a large one) before the take."""
+    kernel = compiled("gather.gather_compiled", "gather_rows")
+    if kernel is not None and params.type != T.INT4 and indices.flags.writeable:
+        table = read_only(params.data.reshape(data.params_shape).view(np.uint8))
+        positions, rows = indices.reshape(-1), out.reshape(data.output_shape).view(np.uint8)
+
+        def gather_rows_step(context, node):
+            if kernel(table, positions, rows) >= 0:
+                _check_positions(context, data, params, indices.min(), indices.max())
+
+        return gather_rows_step
     source = params.data.reshape(data.params_shape)
     positions = indices.reshape(data.indices_shape)
     unsigned = indices.reshape(-1).view(np.dtype(f"u{indices.itemsize}"))
