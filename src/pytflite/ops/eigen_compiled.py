@@ -1,5 +1,5 @@
 """The float kernels LiteRT writes as Eigen expressions, compiled by numba (ops/jit.py) in Eigen's own
-arithmetic: float SOFTMAX and float MEAN over the last axis. Imported only through jit.compiled.
+arithmetic: float SOFTMAX and float MEAN (over the last axis by Eigen, over others by TFLite's loops). Imported only through jit.compiled.
 
 LiteRT's builds run Eigen on packets of 4 floats (SSE on x86, NEON on ARM) with multiply-adds not fused,
 over tensors aligned to 16 bytes or more, so that an element's arithmetic follows from its position:
@@ -174,19 +174,29 @@ def softmax(x, beta, reference, scalar_positions, out):
     return True
 
 
-@numba.njit([numba.void(x, numba.boolean, _F32[::1]) for x in _ROWS], **OPTIONS)
-def mean_of_rows(x, reference, out):
-    """The mean of each row of x [rows, n] (n >= 1) into out [rows]: Eigen's column sum divided by n
-    (LiteRT's last-axis float MEAN), or with `reference` the sum in order from 0 (TFLite's reference
-    kernel)."""
-    rows, n = x.shape
-    count = np.float32(n)
-    for r in range(rows):
-        row = x[r]
-        if reference:
-            total = _ZERO
-            for i in range(n):
-                total += row[i]
-        else:
-            total = _column_sum(row, _aligned_start(r * n))
-        out[r] = total / count
+_BLOCKS = [numba.types.Array(_F32, 3, "C", readonly=True), _F32[:, :, ::1]]
+
+
+@numba.njit([numba.void(x, numba.boolean, numba.boolean, _F32[:, ::1]) for x in _BLOCKS], **OPTIONS)
+def mean(x, eigen, from_zero, out):
+    """The mean over the middle axis of x [outer, reduced, inner] (reduced >= 1) into out [outer, inner]:
+    with `eigen` (inner 1) Eigen's column sums divided by the count (LiteRT's last-axis float MEAN), else
+    sums in order, from the first element or with `from_zero` from 0 (TFLite's optimized and reference
+    MeanGeneral), divided by the count."""
+    outer, reduced, inner = x.shape
+    count = np.float32(reduced)
+    if eigen:
+        columns = x.reshape(outer, reduced)
+        for o in range(outer):
+            out[o, 0] = _column_sum(columns[o], _aligned_start(o * reduced)) / count
+        return
+    for o in range(outer):
+        block, target = x[o], out[o]
+        for i in range(inner):
+            target[i] = _ZERO + block[0, i] if from_zero else block[0, i]
+        for r in range(1, reduced):
+            row = block[r]
+            for i in range(inner):
+                target[i] += row[i]
+        for i in range(inner):
+            target[i] /= count

@@ -112,12 +112,16 @@ def _mean(spec: ReduceSpec) -> Callable:
             np.copyto(out, np.where(total < 0, -((-total) // count), total // count), casting="unsafe")
 
         return integer_mean
-    rows = _trailing_rows(spec.shape, spec.axes) if spec.dtype == np.float32 else None
-    kernel = compiled("eigen_compiled", "mean_of_rows") if rows is not None else None
+    blocks = _reduced_blocks(spec.shape, spec.axes) if spec.dtype == np.float32 else None
+    kernel = compiled("eigen_compiled", "mean") if blocks is not None else None
     if kernel is not None:
-        # LiteRT sums over the last axis with Eigen where some kept dimension is not 1, else in order
-        reference = not spec.optimized or rows[0] == 1
-        return CallSequence(lambda x, out: (partial(kernel, x.reshape(rows), reference, out.reshape(-1)),))
+        outer, _, inner = blocks
+        # LiteRT's optimized kernel sums the last axis with Eigen where some kept dimension is not 1
+        eigen = spec.optimized and inner == 1 and outer > 1
+        kept = (outer, inner)
+        return CallSequence(
+            lambda x, out: (partial(kernel, x.reshape(blocks), eigen, not spec.optimized, out.reshape(kept)),)
+        )
     divisor = np.array(count, spec.dtype)
     return CallSequence(
         lambda x, out: (
@@ -127,18 +131,21 @@ def _mean(spec: ReduceSpec) -> Callable:
     )
 
 
-def _trailing_rows(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, int] | None:
-    """(kept, reduced): a non-empty input seen as rows whose elements are reduced (the compiled MEAN's
-    operand, eigen_compiled.mean_of_rows), where the reduced dimensions other than 1s follow every kept
-    one other than 1 (as LiteRT's MEAN normalizes them); else None."""
+def _reduced_blocks(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, int, int] | None:
+    """(outer, reduced, inner): a non-empty input seen as blocks reduced over their middle axis (the
+    compiled MEAN's operand, eigen_compiled.mean), where the dimensions other than 1s are kept ones, then
+    reduced ones, then kept ones, as LiteRT's MEAN normalizes them; else None."""
     if 0 in shape:
         return None
-    sizes = [(axis in axes, size) for axis, size in enumerate(shape) if size != 1]
-    reduced_flags = [reduced for reduced, _ in sizes]
-    if reduced_flags != sorted(reduced_flags):  # a kept dimension after a reduced one
+    kinds = [axis in axes for axis, size in enumerate(shape) if size != 1]
+    runs = [kind for i, kind in enumerate(kinds) if i == 0 or kind != kinds[i - 1]]
+    if runs not in ([], [True], [False], [True, False], [False, True], [False, True, False]):
         return None
-    kept = math.prod(size for reduced, size in sizes if not reduced)
-    return kept, math.prod(shape) // kept
+    sizes = [(axis in axes, size) for axis, size in enumerate(shape)]
+    first = next((i for i, (reduced, size) in enumerate(sizes) if reduced and size != 1), len(sizes))
+    outer = math.prod(size for reduced, size in sizes[:first] if not reduced)
+    reduced = math.prod(size for is_reduced, size in sizes if is_reduced)
+    return outer, reduced, math.prod(shape) // (outer * reduced)
 
 
 def _sum(spec: ReduceSpec) -> Callable:
