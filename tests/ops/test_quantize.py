@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -45,9 +45,9 @@ def dequantize_model(value, quantization, constant, tensor_type=None):
     return SingleOpModel(Op.DEQUANTIZE, [operand], [T.FLOAT32], version=2).build()
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
-def test_per_tensor(data):
+def test_per_tensor(data, kernels):
     dtype = data.draw(st.sampled_from(sorted(TYPES, key=str)))
     info = np.iinfo(dtype)
     q = data.draw(hnp.arrays(dtype, hnp.array_shapes(min_dims=0, max_dims=4, max_side=6)))
@@ -75,9 +75,9 @@ def test_per_channel(data):
     assert_identical(*both(*dequantize_model(q, quantization, data.draw(st.booleans()))))
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
-def test_reference_kernel(data):
+def test_reference_kernel(data, kernels):
     # BUILTIN_REF rounds every element once; the optimized kernel rounds blocks of 8 twice
     dtype = data.draw(st.sampled_from(sorted(TYPES, key=str)))
     info = np.iinfo(dtype)
@@ -91,7 +91,7 @@ def test_reference_kernel(data):
     assert np.array_equal(ours, exact)
 
 
-def test_extreme_values():
+def test_extreme_values(kernels):
     q = np.array([-32768, -32767, -1, 0, 1, 32767], np.int16)
     for scale in (1e-45, 1e-30, 3.4e38, 1.0, 0.1):
         assert_identical(*both(*dequantize_model(q, (scale, 0), False)))

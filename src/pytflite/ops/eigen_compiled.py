@@ -139,11 +139,13 @@ def softmax(x, beta, reference, scalar_positions, out):
     for r in range(rows):
         row = x[r]
         peak = row[0]
-        for i in range(n):
+        finite = True
+        for i in range(n):  # (no early exit: the loop vectorizes)
             value = row[i]
-            if not abs(value) <= _FLOAT_MAX:
-                return False
-            peak = max(peak, value)
+            finite &= abs(value) <= _FLOAT_MAX
+            peak = value if value > peak else peak
+        if not finite:
+            return False
         peaks[r] = peak
     for r in range(rows):
         row, target, peak = x[r], out[r], peaks[r]

@@ -67,6 +67,7 @@ from .common import (
     set_temporaries,
     unary_step,
 )
+from .jit import compiled
 from .quant.fixed_point import (
     INT32_MIN,
     float_to_int32,
@@ -149,6 +150,27 @@ def _affine_blocked(scale: float, zero_point: int, exact: Compute) -> Compute:
     return CallSequence(calls)
 
 
+def _compiled_affine(scale: float, zero_point: int, optimized: bool, numpy_path: Compute) -> Compute:
+    """A per-tensor 8/16-bit dequantization in one compiled call (quantize_compiled.dequantize) where
+    compiled kernels run, for contiguous writable arrays; else `numpy_path`."""
+    kernel = compiled("quantize_compiled", "dequantize")
+    if kernel is None:
+        return numpy_path
+    scale32, offset, zero32 = (
+        np.float32(scale),
+        np.float32(-zero_point * float(scale)),
+        np.float32(zero_point),
+    )
+
+    def calls(q, out):
+        if not (q.flags.c_contiguous and q.flags.writeable and out.flags.c_contiguous):
+            return calls_of(numpy_path, q, out)
+        blocked = q.size - q.size % 8 if optimized else 0
+        return (partial(kernel, q.reshape(-1), scale32, offset, zero32, blocked, out.reshape(-1)),)
+
+    return CallSequence(calls)
+
+
 def dequantize_compute(source, optimized: bool) -> Compute:
     """compute(input, out): `source`'s values as float32, as DEQUANTIZE's optimized kernel or (not
     `optimized`) its reference kernel computes them."""
@@ -178,6 +200,8 @@ def dequantize_compute(source, optimized: bool) -> Compute:
         affine = _affine(np.array(scale, np.float32), np.array(zero_point), largest_input)
         if optimized:
             affine = _affine_blocked(scale, zero_point, affine)
+        if source.type not in PACKED_TYPES:
+            return _compiled_affine(scale, zero_point, optimized, affine)
     if source.type in PACKED_TYPES:
         tensor_type, shape, count = source.type, source.shape, math.prod(source.shape)
         return lambda x, out: affine(unpack_packed(x, count, tensor_type).reshape(shape), out)
