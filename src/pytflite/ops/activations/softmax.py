@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ...core.step_program import Direct
+from ...core.step_program import Direct, Written
 from ...core.types import BuiltinOperator, TensorType, type_name
 from ...errors import ensure, ensure_eq, ensure_type
 from ..common import check_arity, clip, input_tensor, output_tensor
@@ -92,7 +92,8 @@ class _CompiledSoftmax:
         self.step(x, out)(None, None)
 
     def step(self, x, out) -> Callable:
-        """The step on these arrays, their views made once."""
+        """The step on these arrays, their views made once: one written statement, the kernel's call or,
+        where it declines, the NumPy calls'."""
         kernel, beta, reference, positions = self.kernel, self.beta, self.reference, self.scalar_positions
         rows, fallback_beta = self.rows, self.fallback_beta
         x_rows, out_rows = x.reshape(rows), out.reshape(rows)
@@ -101,7 +102,21 @@ class _CompiledSoftmax:
             if not kernel(x_rows, beta, reference, positions, out_rows):
                 _softmax(x, out, fallback_beta)
 
-        return softmax_step
+        text = (
+            "{kernel}({x_rows}, {beta}, {reference}, {positions}, {out_rows})"
+            " or {fallback}({x}, {out}, {fallback_beta})"
+        )
+        values = dict(x_rows=x_rows, out_rows=out_rows, x=x, out=out, fallback_beta=fallback_beta)
+        return Written(
+            softmax_step,
+            text,
+            kernel=kernel,
+            beta=beta,
+            reference=reference,
+            positions=positions,
+            fallback=_softmax,
+            **values,
+        )
 
 
 # LiteRT's float kernel splits the rows among threads, this many rows at least per thread

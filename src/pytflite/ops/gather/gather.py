@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...core.step_program import Written
 from ...errors import KernelError, ensure, ensure_condition_eq, ensure_types_eq
 from ..common import as_indices, check_arity, input_tensor, output_tensor
 from ..jit import compiled, read_only
@@ -159,7 +160,7 @@ def gather_bind(context, node):
     ):
         return gather_invoke
     if indices.size != 1:
-        return _gather_positions_step(data, params, indices, out)
+        return _gather_positions_step(context, data, params, indices, out)
     rows = _by_position(params.data, data)
     target = out.reshape(rows.shape[1:])
 
@@ -172,7 +173,7 @@ def gather_bind(context, node):
     return gather_one_step
 
 
-def _gather_positions_step(data, params, indices, out):
+def _gather_positions_step(context, data, params, indices, out):
     """Several positions: compiled (gather_compiled.gather_rows: checked and copied as bytes in one
     call) where compiled kernels run, else bounds-checked by one maximum of their bits read unsigned (a
     negative position reads as a large one) before the take."""
@@ -181,11 +182,23 @@ def _gather_positions_step(data, params, indices, out):
         table = read_only(params.data.reshape(data.params_shape).view(np.uint8))
         positions, rows = indices.reshape(-1), out.reshape(data.output_shape).view(np.uint8)
 
+        def check(context):
+            _check_positions(context, data, params, indices.min(), indices.max())
+
         def gather_rows_step(context, node):
             if kernel(table, positions, rows) >= 0:
-                _check_positions(context, data, params, indices.min(), indices.max())
+                check(context)
 
-        return gather_rows_step
+        return Written(
+            gather_rows_step,
+            "{kernel}({table}, {positions}, {rows}) < 0 or {check}({context})",
+            kernel=kernel,
+            table=table,
+            positions=positions,
+            rows=rows,
+            check=check,
+            context=context,
+        )
     source = params.data.reshape(data.params_shape)
     positions = indices.reshape(data.indices_shape)
     unsigned = indices.reshape(-1).view(np.dtype(f"u{indices.itemsize}"))
