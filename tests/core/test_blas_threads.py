@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 import threadpoolctl
@@ -59,3 +61,30 @@ def test_without_num_threads_the_pool_is_left_alone():
     with threadpoolctl.threadpool_limits(2, user_api="blas"):
         interpreter.invoke()
     assert seen == [[2] * len(seen[0])]
+
+
+def test_only_the_thread_threadpoolctl_lets_size_the_pool_sizes_it():
+    """An OpenBLAS on its own threads is sized by one thread only (threadpoolctl's rule: two threads
+    resizing it at once can break it). Once the main thread has sized it for an invoke, and reads and
+    sizes it directly from then on, another thread's invoke still leaves it alone."""
+    if not _blas_threads():
+        pytest.skip("NumPy's BLAS is not visible to threadpoolctl")
+    seen: list = []
+    interpreter = _interpreter(1, seen)
+    with threadpoolctl.threadpool_limits(2, user_api="blas"):
+        interpreter.invoke()
+        interpreter.invoke()
+        assert seen[-1] == [1] * len(seen[-1])
+        pools = [info for info in threadpoolctl.threadpool_info() if info["user_api"] == "blas"]
+        openblas_threads = all(
+            info["internal_api"] == "openblas" and info.get("threading_layer") != "openmp" for info in pools
+        )
+        worker = threading.Thread(target=interpreter.invoke)
+        worker.start()
+        worker.join()
+        if openblas_threads:  # threadpoolctl ignores the other thread's sizing
+            assert seen[-1] == [2] * len(seen[-1])
+        assert _blas_threads() == [2] * len(seen[-1])
+        interpreter.invoke()
+        assert seen[-1] == [1] * len(seen[-1])
+    assert seen
