@@ -93,6 +93,14 @@ def test_gelu_of_a_narrow_range(approximate, low, high, kernels):
 
 
 @pytest.mark.parametrize("approximate", [True, False])
+def test_gelu_of_non_finite_values(approximate, kernels):
+    """NaN gives NaN and -inf NaN, as TFLite's 0.5 * x * erfc(...) does; the compiled kernel keeps its
+    table lookups in range for them."""
+    x = np.float32([np.nan, -np.nan, np.inf, -np.inf, 40, -40, 0, -0.0] * 3)
+    SingleOpModel(Op.GELU, [Operand(x)], [T.FLOAT32], {"approximate": approximate}).check()
+
+
+@pytest.mark.parametrize("approximate", [True, False])
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(x=hnp.arrays(np.float32, hnp.array_shapes(min_dims=0, max_dims=4, max_side=8), elements=FLOATS))
 def test_gelu(approximate, x, kernels):

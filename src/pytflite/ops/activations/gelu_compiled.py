@@ -46,7 +46,7 @@ _POWERS_OF_TWO = np.array([2.0**n for n in range(_FIRST_POWER, 1)])
 def _exp_of_nonpositive(y, powers_of_two):
     """exp(y) for y <= 0 (below _LOWEST_EXPONENT: exp(_LOWEST_EXPONENT)) in arithmetic that vectorizes:
     no call, 2^n from a table."""
-    y = max(y, _LOWEST_EXPONENT)
+    y = y if y > _LOWEST_EXPONENT else _LOWEST_EXPONENT  # (a NaN too: n must index the table)
     n = np.floor(y * _INVERSE_LN2 + 0.5)
     r = (y - n * _LN2_HIGH) - n * _LN2_LOW
     series = _TAYLOR[13]
@@ -61,7 +61,8 @@ def gelu_erf(x, out):
     powers_of_two = _POWERS_OF_TWO
     for i in range(out.size):
         value = x[i]
-        a = min(abs(value), _A_MAX)
+        a = abs(value)
+        a = a if a < _A_MAX else _A_MAX  # (numba's min keeps a NaN; the output is NaN anyway)
         t = _T_SCALE / (a + _T_SCALE)
         power = t
         tail = coefficients[0] * power
