@@ -27,38 +27,42 @@ _ZERO = np.float32(0)
 _Q = tuple(_GELU_Q.tolist())
 _A_MAX, _T_SCALE = np.float32(_GELU_A_MAX), np.float32(_GELU_T_SCALE)  # (0-d arrays there)
 
-# exp(y) = 2^n exp(r), n = round(y / ln 2), r = y - n ln 2 with ln 2 split in two (the high part has
-# zeros in its last bits, so n * high is exact for the n used here), |r| <= ln(2) / 2.
-_INVERSE_LN2 = 1.0 / math.log(2.0)
-_LN2_HIGH = float.fromhex("0x1.62e42fee00000p-1")
-_LN2_LOW = float.fromhex("0x1.a39ef35793c76p-33")
-# exp(r) by its Taylor series to r^13 / 13!: the first term left out is below 5e-18 relative at |r| <=
-# ln(2) / 2, under a float64 ulp
-_TAYLOR = tuple(1.0 / math.factorial(k) for k in range(14))
+# exp(y) = 2^(k / 32) exp(r), k = round(32 y / ln 2), r = y - k ln(2) / 32 with ln 2 split in two (the
+# high part has 33 significant bits, so k * high is exact for the k used here, |k| < 2^13), |r| <=
+# ln(2) / 64; 2^(k / 32) = 2^(k >> 5) * 2^((k & 31) / 32), both from tables.
+_STEPS = 32
+_STEPS_OVER_LN2 = _STEPS / math.log(2.0)
+_STEP_HIGH = float.fromhex("0x1.62e42fee00000p-1") / _STEPS
+_STEP_LOW = float.fromhex("0x1.a39ef35793c76p-33") / _STEPS
+_FRACTIONAL_POWERS = np.array([2.0 ** (j / _STEPS) for j in range(_STEPS)])
+# exp(r) by its Taylor series to r^6 / 6!: the first term left out is below 4e-18 relative at |r| <=
+# ln(2) / 64, under a float64 ulp
+_TAYLOR = tuple(1.0 / math.factorial(k) for k in range(7))
 # Below this y, exp(y) times the tail (|tail| < 1.2) times |x| (<= 40) rounds to a float32 0 (under the
-# smallest subnormal, 1.4e-45): y is clamped to it, which keeps 2^n in the table
+# smallest subnormal, 1.4e-45): y is clamped to it, which keeps the powers in their tables
 _LOWEST_EXPONENT = -120.0
-_FIRST_POWER = -176  # 2^n for n from here to 0 (round(-120 / ln 2) = -173)
+_FIRST_POWER = -176  # 2^n for n from here to 0 (floor(round(-120 * 32 / ln 2) / 32) = -174)
 _POWERS_OF_TWO = np.array([2.0**n for n in range(_FIRST_POWER, 1)])
 
 
 @numba.njit(inline="always", **OPTIONS)
-def _exp_of_nonpositive(y, powers_of_two):
+def _exp_of_nonpositive(y, powers_of_two, fractional_powers):
     """exp(y) for y <= 0 (below _LOWEST_EXPONENT: exp(_LOWEST_EXPONENT)) in arithmetic that vectorizes:
-    no call, 2^n from a table."""
-    y = y if y > _LOWEST_EXPONENT else _LOWEST_EXPONENT  # (a NaN too: n must index the table)
-    n = np.floor(y * _INVERSE_LN2 + 0.5)
-    r = (y - n * _LN2_HIGH) - n * _LN2_LOW
-    series = _TAYLOR[13]
-    for k in range(12, -1, -1):
-        series = series * r + _TAYLOR[k]
-    return series * powers_of_two[np.int64(n) - _FIRST_POWER]
+    no call, the powers of two from tables."""
+    y = y if y > _LOWEST_EXPONENT else _LOWEST_EXPONENT  # (a NaN too: k must index the tables)
+    k = np.floor(y * _STEPS_OVER_LN2 + 0.5)
+    r = (y - k * _STEP_HIGH) - k * _STEP_LOW
+    series = _TAYLOR[6]
+    for i in range(5, -1, -1):
+        series = series * r + _TAYLOR[i]
+    steps = np.int64(k)
+    return series * fractional_powers[steps & (_STEPS - 1)] * powers_of_two[(steps >> 5) - _FIRST_POWER]
 
 
 @numba.njit(numba.void(numba.types.Array(_F32, 1, "C", readonly=True), _F32[::1]), **OPTIONS)
 def gelu_erf(x, out):
     coefficients = np.array(_Q, np.float32)
-    powers_of_two = _POWERS_OF_TWO
+    powers_of_two, fractional_powers = _POWERS_OF_TWO, _FRACTIONAL_POWERS
     for i in range(out.size):
         value = x[i]
         a = abs(value)
@@ -70,7 +74,9 @@ def gelu_erf(x, out):
             power = power * t
             tail = tail + coefficients[k] * power
         square = np.float64(a) * np.float64(a)
-        tail = np.float32(np.float64(tail) * _exp_of_nonpositive(square * -0.5, powers_of_two))
+        tail = np.float32(
+            np.float64(tail) * _exp_of_nonpositive(square * -0.5, powers_of_two, fractional_powers)
+        )
         tail = tail * a
         low = value if value <= _ZERO else _ZERO  # clip(x, -inf, 0): -0.0 stays -0.0, NaN stays NaN in x
         out[i] = (value - low) - tail
