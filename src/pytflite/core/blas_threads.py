@@ -3,7 +3,8 @@
 NumPy's matrix products run on the BLAS library's own thread pool. When an interpreter is given
 `num_threads`, each invoke sets that pool's size and restores it afterwards, through threadpoolctl (a
 dependency of pytflite, imported when the first interpreter with `num_threads` is made, so `import
-pytflite` stays light). Where threadpoolctl sees no BLAS library (Pyodide's NumPy has no threaded BLAS,
+pytflite` stays light), or through OpenBLAS's own functions where threadpoolctl lets the invoking thread
+size it (_Pool). Where threadpoolctl sees no BLAS library (Pyodide's NumPy has no threaded BLAS,
 a NumPy built without BLAS), there is no pool to size and the setting changes nothing. The pool is
 process-wide, so interpreters invoked concurrently with different `num_threads` see each other's
 setting; one interpreter per thread with equal `num_threads` is fine.

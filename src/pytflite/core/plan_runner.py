@@ -44,7 +44,7 @@ class PlanRunner:
         self._suffixes: dict[int, _Suffix | None] = {}  # per plan position a lazy prepare starts at
 
     def invoke(self) -> None:
-        """Run every node of the plan once; the caller has set np.errstate."""
+        """Run every node of the plan once; the caller ignores float errors (core/float_errors)."""
         program = self.program
         if program is None or self._context.profiler is not None:
             self._invoke_careful()

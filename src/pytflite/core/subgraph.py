@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 import numpy as np
 
 from ..errors import ErrorReporter, InterpreterError, KernelError
+from . import float_errors
 from .arena import ArenaLimitError, ArenaPlanner, MemoryReport, memory_report
 from .config import SubgraphConfig
 from .context import Context
@@ -329,7 +330,7 @@ class Subgraph:
 
     def _prepare_ops_and_tensors(self, in_invoke: bool = False) -> None:
         """Prepare from the next unprepared node and allocate what it produced; `in_invoke`: a lazy
-        prepare from inside invoke (np.errstate is set; unchanged pure prepares are skipped)."""
+        prepare from inside invoke (float errors ignored; unchanged pure prepares are skipped)."""
         delegation = self.delegation
         if delegation.pre_delegation_plan is not None and any(
             DelegateFlags(d.flags) & DelegateFlags.REQUIRE_PROPAGATED_SHAPES for d in delegation.applied
@@ -368,7 +369,7 @@ class Subgraph:
     ) -> tuple[int, bool]:
         """Prepare plan nodes from `first`; stop after one with dynamic outputs. Returns the last position
         and whether the arena must place tensors (always, outside invoke). `in_invoke`: a lazy prepare
-        inside invoke (np.errstate is set)."""
+        inside invoke (float errors ignored)."""
         plan = self.execution_plan if plan is None else plan
         if first == 0:
             self.has_dynamic_tensors = self._has_dynamic(self.outputs)
@@ -530,11 +531,13 @@ class Subgraph:
             self._invoke_unfused()  # a profiler sees every node
             return
         # Overflow, division by zero and NaN are results here, as in TFLite, not warnings.
-        with np.errstate(all="ignore"):
-            try:
-                self._runner.invoke()
-            except Respecialize:
-                self._invoke_unfused()
+        token = float_errors.ignore()
+        try:
+            self._runner.invoke()
+        except Respecialize:
+            self._invoke_unfused()
+        finally:
+            float_errors.restore(token)
 
     def _invoke_unfused(self) -> None:
         """Run again from the same inputs without fusions (allow_fusions' callers make sure that running
@@ -548,7 +551,7 @@ class Subgraph:
 
     def invoke_nested(self) -> None:
         """invoke() for a kernel running this subgraph from inside another subgraph's invoke (IF, WHILE):
-        np.errstate is already set by the outer invoke, and entering it again costs a few microseconds."""
+        the outer invoke already ignores float errors (core/float_errors), and once is enough."""
         if not self.consistent or self.state == SubgraphState.UNINVOKABLE:  # (once per WHILE iteration)
             self._check_invokable()
         self._runner.invoke()

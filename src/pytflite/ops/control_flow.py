@@ -117,7 +117,7 @@ class Call:
 
     def run(self, values: Sequence[np.ndarray | None], copy: bool = True) -> Sequence[np.ndarray]:
         """Copy `values` into the inputs (resizing and allocating the subgraph if their shapes changed),
-        invoke it, and return its outputs. Runs inside the caller's invoke (np.errstate set). A fused
+        invoke it, and return its outputs. Runs inside the caller's invoke (float errors ignored). A fused
         subgraph stops fusing when a profiler listens (it sees every node).
 
         copy=False returns the output tensors' own arrays where that is safe: the caller must use them
