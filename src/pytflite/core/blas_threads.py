@@ -13,6 +13,7 @@ setting; one interpreter per thread with equal `num_threads` is fine.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 
 class BlasThreads:
@@ -21,21 +22,22 @@ class BlasThreads:
     def __init__(self, count: int):
         self.count = count
         self._pools = tuple(_Pool(library) for library in _blas_libraries())
-        self._changed: list[tuple] = []  # (pool, its count before) for each one __enter__ set
+        self._changed: list[tuple] = []  # (how to size it, its count before) for each pool __enter__ set
 
     def __enter__(self) -> None:
-        count = self.count
+        count, thread = self.count, threading.current_thread()
         changed = []
         for pool in self._pools:
             previous = pool.get()
             if previous != count:  # (a setting costs more than a reading, and is often unneeded)
-                pool.set(count)
-                changed.append((pool, previous))
+                size = pool.sizer(thread)
+                size(count)
+                changed.append((size, previous))
         self._changed = changed
 
     def __exit__(self, *exc_info) -> None:
-        for pool, previous in self._changed:
-            pool.set(previous)
+        for size, previous in self._changed:
+            size(previous)
 
 
 class _Pool:
@@ -53,12 +55,11 @@ class _Pool:
     def get(self) -> int:
         return self._get() if self._get is not None else self.controller.get_num_threads()
 
-    def set(self, count: int) -> None:
-        sizer = self._sizer
-        if self._set is not None and getattr(sizer, "controlling_thread", None) is threading.current_thread():
-            self._set(count)
-        else:
-            self.controller.set_num_threads(count)
+    def sizer(self, thread: threading.Thread) -> Callable[[int], object]:
+        """The function that sizes the pool from `thread`."""
+        if self._set is not None and getattr(self._sizer, "controlling_thread", None) is thread:
+            return self._set
+        return self.controller.set_num_threads
 
 
 # OpenBLAS's names for its functions, as builds prefix and suffix them (threadpoolctl tries the same)
