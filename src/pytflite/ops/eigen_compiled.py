@@ -139,35 +139,32 @@ def softmax(x, beta, reference, scalar_positions, out):
     for r in range(rows):
         row = x[r]
         peak = row[0]
-        finite = True
-        for i in range(n):  # (no early exit: the loop vectorizes)
+        unbounded = np.int32(0)
+        for i in range(n):  # (no early exit, an integer flag: the loop vectorizes)
             value = row[i]
-            finite &= abs(value) <= _FLOAT_MAX
+            unbounded |= np.int32(not abs(value) <= _FLOAT_MAX)
             peak = value if value > peak else peak
-        if not finite:
+        if unbounded:
             return False
         peaks[r] = peak
-    for r in range(rows):
-        row, target, peak = x[r], out[r], peaks[r]
-        for i in range(n):
-            target[i] = (row[i] - peak) * beta
     if reference:
         for r in range(rows):
-            target = out[r]
+            row, target, peak = x[r], out[r], peaks[r]
             total = _ZERO
             for i in range(n):
-                target[i] = _scalar_exp(target[i])
+                target[i] = _scalar_exp((row[i] - peak) * beta)
                 total += target[i]
             for i in range(n):
                 target[i] = target[i] / total
         return True
-    flat = out.reshape(-1)
     powers_of_two = _POWERS_OF_TWO
-    for i in range(flat.size):
-        flat[i] = _packet_exp(flat[i], powers_of_two)
+    for r in range(rows):
+        row, target, peak = x[r], out[r], peaks[r]
+        for i in range(n):
+            target[i] = _packet_exp((row[i] - peak) * beta, powers_of_two)
     for position in scalar_positions:
         r, i = position // n, position % n
-        flat[position] = _scalar_exp((x[r, i] - peaks[r]) * beta)
+        out[r, i] = _scalar_exp((x[r, i] - peaks[r]) * beta)
     for r in range(rows):
         target = out[r]
         inverse = _ONE / _column_sum(target, _aligned_start(r * n))
