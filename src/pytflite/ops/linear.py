@@ -670,8 +670,9 @@ def _compiled_centered_kernel(quantize, product, matrix, acc, weight_scale, acti
         return None
     if activation not in (Act.NONE, Act.RELU, Act.RELU6, Act.RELU_N1_TO_1):
         return None
+    with_factors = compiled("quant.hybrid_inputs_compiled", "quantize_rows_with_factors")
     return _CompiledCentered(
-        compiled_quantize, scale_back, product, matrix, acc, weight_scale, activation, fallback
+        compiled_quantize, scale_back, with_factors, product, matrix, acc, weight_scale, activation, fallback
     )
 
 
@@ -683,9 +684,22 @@ class _CompiledCentered:
     is one written statement (step)."""
 
     def __init__(
-        self, compiled_quantize, scale_back, product, matrix, acc, weight_scale, activation, fallback
+        self,
+        compiled_quantize,
+        scale_back,
+        with_factors,
+        product,
+        matrix,
+        acc,
+        weight_scale,
+        activation,
+        fallback,
     ):
         self.quantize, self.scales, self.zero_points = compiled_quantize
+        # float32 sums: the bound step scales back by one NumPy product with factors the quantizer writes
+        self.with_factors = with_factors if acc.dtype == np.float32 else None
+        self.factors = np.empty(acc.shape, np.float32)
+        self.finish = activation_clamp(activation)
         self.scale_back, self.product, self.matrix, self.acc, self.fallback = (
             scale_back,
             product,
@@ -731,6 +745,8 @@ class _CompiledCentered:
         scaling back, or the fallback for rows the quantizer refuses) where they are contiguous."""
         if not (x.flags.c_contiguous and out.flags.c_contiguous):
             return lambda context, node: self.fallback(x, w, bias_values, out)
+        if self.with_factors is not None:
+            return self._factors_step(x, w, bias_values, out)
         operands = self._operands(bias_values, out)
         text = (
             "({product}({quantized}, {matrix}, {acc}), {scale_back}({sums}, {scales}, "
@@ -756,6 +772,59 @@ class _CompiledCentered:
             w=w,
             bias_values=bias_values,
             out=out,
+        )
+
+    def _factors_step(self, x, w, bias_values, out) -> Written:
+        """step for float32 sums: the quantizer also writes the factors (input scale * weight scale), and
+        scaling back is acc * factors, plus the bias (a constant one repeated over the rows once), then
+        the clamp: scale_back's roundings in NumPy calls, cheaper than its call."""
+        batch = self.acc.shape[0]
+        bias = bias_values
+        if bias is not None and not bias.flags.writeable:  # (a constant)
+            bias = np.tile(bias, (batch, 1))
+        parts = ["{multiply}({acc}, {factors}, {out})"]
+        parts += [] if bias is None else ["{add}({out}, {bias}, {out})"]
+        parts += [] if self.finish is None else ["{finish}({out})"]
+        text = (
+            "({product}({quantized}, {matrix}, {acc}), "
+            + ", ".join(parts)
+            + ") if {quantize}({x}, {quantized}, {scales}, {zero_points}, True, {channel_scales}, {factors})"
+            " else {fallback}({x}, {w}, {bias_values}, {out})"
+        )
+
+        def factors_step(context, node):
+            if not self.with_factors(
+                x, self.quantized, self.scales, self.zero_points, True, self.channel_scales, self.factors
+            ):
+                return self.fallback(x, w, bias_values, out)
+            self.product(self.quantized, self.matrix, self.acc)
+            np.multiply(self.acc, self.factors, out)
+            if bias is not None:
+                np.add(out, bias, out)
+            if self.finish is not None:
+                self.finish(out)
+
+        return Written(
+            factors_step,
+            text,
+            product=self.product,
+            quantized=self.quantized,
+            matrix=self.matrix,
+            acc=self.acc,
+            multiply=np.multiply,
+            factors=self.factors,
+            out=out,
+            add=np.add,
+            bias=bias,
+            finish=self.finish,
+            quantize=self.with_factors,
+            x=x,
+            scales=self.scales,
+            zero_points=self.zero_points,
+            channel_scales=self.channel_scales,
+            fallback=self.fallback,
+            w=w,
+            bias_values=bias_values,
         )
 
 

@@ -109,3 +109,28 @@ def quantize_rows_asymmetric(values, out, scales, zero_points, centered):
                 q = highest
             target[i] = q
     return True
+
+
+@numba.njit(
+    numba.boolean(
+        _F32[:, ::1],
+        _F32[:, ::1],
+        _F32[::1],
+        numba.int64[::1],
+        numba.boolean,
+        numba.types.Array(_F32, 1, "C", readonly=True),
+        _F32[:, ::1],
+    ),
+    **OPTIONS,
+)
+def quantize_rows_with_factors(values, out, scales, zero_points, centered, channel_scales, factors):
+    """quantize_rows_asymmetric, then factors [rows, channels] = channel scale * the row's scale in
+    float32 (hybrid_compiled.scale_back's factors): what a hybrid kernel multiplies its exact sums by,
+    so that scaling back is one NumPy product."""
+    if not quantize_rows_asymmetric(values, out, scales, zero_points, centered):
+        return False
+    for r in range(values.shape[0]):
+        scale, row = scales[r], factors[r]
+        for c in range(channel_scales.size):
+            row[c] = channel_scales[c] * scale
+    return True
