@@ -681,7 +681,7 @@ class _CompiledCentered:
     (quant/hybrid_inputs_compiled), the exact product, then quant/hybrid_compiled.scale_back (acc *
     (input scale * weight scale), as the NumPy kernel's two products round, then the bias and a clamping
     activation). Arrays it cannot take, and rows the quantizer refuses, go to `fallback`. Its bound step
-    is one written statement (step)."""
+    is one written statement (step), which for float32 sums scales back in NumPy calls (_factors_step)."""
 
     def __init__(
         self,
@@ -696,17 +696,13 @@ class _CompiledCentered:
         fallback,
     ):
         self.quantize, self.scales, self.zero_points = compiled_quantize
+        self.scale_back = scale_back
+        self.product, self.matrix, self.acc = product, matrix, acc
+        self.fallback = fallback
         # float32 sums: the bound step scales back by one NumPy product with factors the quantizer writes
         self.with_factors = with_factors if acc.dtype == np.float32 else None
         self.factors = np.empty(acc.shape, np.float32)
         self.finish = activation_clamp(activation)
-        self.scale_back, self.product, self.matrix, self.acc, self.fallback = (
-            scale_back,
-            product,
-            matrix,
-            acc,
-            fallback,
-        )
         batch, units = acc.shape
         self.quantized = np.empty((batch, matrix.shape[0]), np.float32)
         self.sums = acc.reshape(batch, 1, units)
