@@ -242,8 +242,60 @@ def rnn_invoke(context, node):
     _run_rnn(cell, pre, state.data, out, options.fused_activation_function, asymmetric)
 
 
+def rnn_bind(context, node):
+    """A hybrid RNN with constant weights on a time-major input, where compiled kernels run: the arrays,
+    the input terms' buffer and the kernels' operands made once; its step fills the input terms with
+    the bias, adds the sequence's hybrid products (rnn_compiled.hybrid_rows_product) and runs the
+    recurrence (hybrid_rnn_steps), three calls. Anything else, and a sequence either kernel declines (a
+    value that is not finite), runs rnn_invoke."""
+    data, tensors, options = node.user_data, context.tensors, node.builtin_data
+    cell = data.cell
+    activation = options.fused_activation_function
+    if (
+        cell is None
+        or not tensors[node.inputs[4]].is_variable  # (rnn_invoke reports it)
+        or not cell.hybrid
+        or cell.steps is None
+        or cell.input_weights.rows_product is None
+        or activation not in (ActivationFunctionType.NONE, ActivationFunctionType.TANH)
+    ):
+        return rnn_invoke
+    source, state = tensors[node.inputs[0]].data, tensors[node.inputs[4]].data
+    out = tensors[node.outputs[0]].data
+    if data.sequence:
+        x, out = _time_major_view(source, data.time_major), _time_major_view(out, data.time_major)
+    else:
+        x, out = source[None], out[None]
+    if not (x.flags.c_contiguous and state.flags.c_contiguous) or 0 in x.shape:
+        return rnn_invoke
+    steps, batch = x.shape[0], x.shape[1]
+    rows = read_only(x.reshape(steps * batch, x.shape[2]))
+    bias = np.tile(cell.bias, (steps * batch, 1))
+    pre = np.empty((steps * batch, cell.units), F32)
+    pre_steps = pre.reshape(steps, batch, cell.units)
+    rows_product, operands = cell.input_weights.rows_product, cell.input_weights.compiled_operands
+    recurrence, asymmetric = cell.steps, bool(options.asymmetric_quantize_inputs)
+    tanh = activation == ActivationFunctionType.TANH
+
+    def hybrid_rnn_step(context, node):
+        np.copyto(pre, bias)
+        if not (
+            rows_product(rows, *operands, pre, asymmetric)
+            and recurrence(pre_steps, state, out, True, tanh, asymmetric)
+        ):
+            rnn_invoke(context, node)
+
+    return hybrid_rnn_step
+
+
 register_builtin(
-    BuiltinOperator.RNN, (1, 3), types=(T.FLOAT32,), op_data=RnnData, prepare=rnn_prepare, invoke=rnn_invoke
+    BuiltinOperator.RNN,
+    (1, 3),
+    types=(T.FLOAT32,),
+    op_data=RnnData,
+    prepare=rnn_prepare,
+    invoke=rnn_invoke,
+    bind=rnn_bind,
 )
 register_builtin(
     BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_RNN,
@@ -252,6 +304,7 @@ register_builtin(
     op_data=RnnData,
     prepare=unidirectional_rnn_prepare,
     invoke=rnn_invoke,
+    bind=rnn_bind,
 )
 
 
