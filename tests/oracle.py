@@ -101,6 +101,33 @@ def compare_with_litert(
     return ours
 
 
+def assert_compiled_as_numpy(
+    model: bytes, runs: Sequence[Sequence[np.ndarray]], inspect: Callable | None = None
+) -> None:
+    """Each run's feeds in turn (state carried over) through an interpreter with the compiled kernels
+    and through one with the NumPy kernels alone give the same outputs, bit for bit: for inputs the
+    compiled kernels hand to NumPy (values that are not finite), for instance. `inspect(interpreter,
+    compiled)` may look at each interpreter after allocation. Skips where numba is missing."""
+    from pytflite.ops import jit
+
+    if not jit.available():
+        pytest.skip("numba is not installed: no compiled kernels to test")
+    outputs = {}
+    for compiled in (True, False):
+        jit.set_enabled(compiled)
+        try:
+            interpreter = pytflite.Interpreter(model_content=model)
+            interpreter.allocate_tensors()
+            if inspect is not None:
+                inspect(interpreter, compiled)
+            outputs[compiled] = [run(interpreter, feeds) for feeds in runs]
+        finally:
+            jit.set_enabled(None)
+    for ours, numpy_only in zip(outputs[True], outputs[False]):
+        for a, b in zip(ours, numpy_only):
+            np.testing.assert_array_equal(a, b)
+
+
 def details_equal(ours: dict, theirs: dict) -> None:
     """Assert two tensor-details dicts are equal, arrays and dtypes included."""
     assert set(ours) == set(theirs), (set(ours), set(theirs))

@@ -21,6 +21,7 @@ from pytflite.model.builder import ModelBuilder
 from pytflite.ops.conv.program import Program
 from tests.ops.refusals import fails_like_litert
 from tests.oracle import (
+    assert_compiled_as_numpy,
     assert_matches,
     compare_with_litert,
     litert,
@@ -1731,10 +1732,6 @@ def test_bound_hybrid_steps_hand_refused_rows_to_invoke(op):
     """The hybrid kernels' bound steps (conv2d_bind, depthwise_bind) quantize with the compiled kernel;
     a batch it refuses (a NaN, an infinity) goes through the kernel's invoke: the outputs are the
     NumPy kernels' for every feed, and the bound step serves the next finite one."""
-    from pytflite.ops import jit
-
-    if not jit.available():
-        pytest.skip("numba is not installed: no compiled kernels to test")
     rng = np.random.default_rng(11)
     channels = 8
     if op == Op.CONV_2D:
@@ -1753,16 +1750,9 @@ def test_bound_hybrid_steps_hand_refused_rows_to_invoke(op):
     model, _ = SingleOpModel(op, operands, [T.FLOAT32], options, version=2).build()
     feeds = [_hybrid_input(rng, (2, 5, 5, channels)) for _ in range(4)]
     feeds[1][0, 2, 2, 3], feeds[2][1, 0, 0, 0] = np.nan, np.inf
-    outputs = {}
-    for compiled in (True, False):
-        jit.set_enabled(compiled)
-        try:
-            interpreter = pytflite.Interpreter(model_content=model)
-            interpreter.allocate_tensors()
-            step = interpreter.subgraphs[0].runner.fast_steps[0][0]
-            assert (step.__name__ == "step") == compiled  # the bound step, or the kernel's invoke
-            outputs[compiled] = [run(interpreter, [x])[0] for x in feeds]
-        finally:
-            jit.set_enabled(None)
-    for ours, numpy_only in zip(outputs[True], outputs[False]):
-        np.testing.assert_array_equal(ours, numpy_only)
+
+    def inspect(interpreter, compiled):
+        step = interpreter.subgraphs[0].runner.fast_steps[0][0]
+        assert (step.__name__ == "step") == compiled  # the bound step, or the kernel's invoke
+
+    assert_compiled_as_numpy(model, [[x] for x in feeds], inspect)

@@ -25,6 +25,7 @@ from pytflite.model.builder import ModelBuilder
 from tests.oracle import (
     CORPUS,
     AnyOpResolver,
+    assert_compiled_as_numpy,
     assert_matches,
     litert,
     litert_interpreter,
@@ -849,10 +850,8 @@ def test_hybrid_batch_matmul(shapes, adj_x, adj_y, per_channel, asymmetric, craf
 def test_compiled_hybrid_kernel_hands_refused_rows_to_numpy():
     """The centered hybrid kernel with compiled quantization: a row the compiled quantizer refuses (a
     NaN, an infinity) takes the NumPy kernel, for that invoke only; outputs equal the NumPy kernels'."""
-    from pytflite.ops import jit, linear
+    from pytflite.ops import linear
 
-    if not jit.available():
-        pytest.skip("numba is not installed: no compiled kernels to test")
     rng = np.random.default_rng(21)
     x = rng.standard_normal((4, 24)).astype(np.float32)
     w = rng.integers(-127, 128, size=(10, 24)).astype(np.int8)
@@ -862,18 +861,12 @@ def test_compiled_hybrid_kernel_hands_refused_rows_to_numpy():
     model, _ = fc_model(x, None, w, T.INT8, w_q, bias, None, T.FLOAT32, None, options)
     feeds = [rng.standard_normal((4, 24)).astype(np.float32) for _ in range(4)]
     feeds[1][2, 5], feeds[2][0, 0] = np.nan, -np.inf
-    outputs = {}
-    for compiled in (True, False):
-        jit.set_enabled(compiled)
-        try:
-            interpreter = pytflite.Interpreter(model_content=model)
-            outputs[compiled] = [run(interpreter, [feed])[0] for feed in feeds]
-            kernel = interpreter.subgraphs[0].nodes[0][0].user_data.kernel
-            assert isinstance(kernel, linear._CompiledCentered) == compiled
-        finally:
-            jit.set_enabled(None)
-    for ours, numpy_only in zip(outputs[True], outputs[False]):
-        np.testing.assert_array_equal(ours, numpy_only)
+
+    def inspect(interpreter, compiled):
+        kernel = interpreter.subgraphs[0].nodes[0][0].user_data.kernel
+        assert isinstance(kernel, linear._CompiledCentered) == compiled
+
+    assert_compiled_as_numpy(model, [[feed] for feed in feeds], inspect)
 
 
 def test_float_fully_connected_of_one_element_sums_from_zero():

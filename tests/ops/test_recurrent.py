@@ -20,7 +20,7 @@ from pytflite import BuiltinOperator as Op
 from pytflite import TensorType
 from pytflite.core.types import tensor_type_for_dtype
 from pytflite.model.builder import ModelBuilder
-from tests.oracle import assert_matches, litert_interpreter, requires_litert
+from tests.oracle import assert_compiled_as_numpy, assert_matches, litert_interpreter, requires_litert
 
 pytestmark = requires_litert
 
@@ -535,10 +535,17 @@ def test_unidirectional_rnn_hybrid_weights_of_minus_128(asymmetric, kernels):
     batch, steps, depth, units = 2, 6, 9, 20
     recurrent = rng.integers(-128, 128, (units, units)).astype(np.int8)
     recurrent[:, :16][rng.random((units, 16)) < 0.2] = -128
+    model, feeds = _hybrid_sequence_rnn(rng, steps, batch, depth, _const(recurrent, (0.004, 0)), asymmetric)
+    _check(model, _runs(feeds, rng), reset_before=3)
+
+
+def _hybrid_sequence_rnn(rng, steps, batch, depth, recurrent, asymmetric):
+    """A time-major hybrid UNIDIRECTIONAL_SEQUENCE_RNN (TANH) with these recurrent weights."""
+    units = recurrent["value"].shape[0]
     inputs = [
         _input(_uniform(rng, steps, batch, depth)),
         _int8_weights(rng, units, depth),
-        _const(recurrent, (0.004, 0)),
+        recurrent,
         _const(_uniform(rng, units)),
         _state((batch, units)),
     ]
@@ -547,48 +554,19 @@ def test_unidirectional_rnn_hybrid_weights_of_minus_128(asymmetric, kernels):
         "time_major": True,
         "asymmetric_quantize_inputs": asymmetric,
     }
-    model, feeds = _model(Op.UNIDIRECTIONAL_SEQUENCE_RNN, inputs, [(F32, None)], options, 2)
-    _check(model, _runs(feeds, rng), reset_before=3)
+    return _model(Op.UNIDIRECTIONAL_SEQUENCE_RNN, inputs, [(F32, None)], options, 2)
 
 
 @pytest.mark.parametrize("asymmetric", [False, True], ids=["symmetric", "asymmetric"])
 def test_hybrid_rnn_sequence_of_non_finite_values(asymmetric):
     """A hybrid sequence the compiled kernels decline (a NaN or an infinity in the input) runs the NumPy
     kernels for that invoke, from the same state: the bound step's results are the NumPy kernels'."""
-    from pytflite.ops import jit
-
-    if not jit.available():
-        pytest.skip("numba is not installed: no compiled kernels to test")
     rng = _rng(("urnn-nan", asymmetric))
-    batch, steps, depth, units = 1, 5, 9, 6
-    inputs = [
-        _input(_uniform(rng, steps, batch, depth)),
-        _int8_weights(rng, units, depth),
-        _int8_weights(rng, units, units),
-        _const(_uniform(rng, units)),
-        _state((batch, units)),
-    ]
-    options = {
-        "fused_activation_function": "TANH",
-        "time_major": True,
-        "asymmetric_quantize_inputs": asymmetric,
-    }
-    model, feeds = _model(Op.UNIDIRECTIONAL_SEQUENCE_RNN, inputs, [(F32, None)], options, 2)
+    model, feeds = _hybrid_sequence_rnn(rng, 5, 1, 9, _int8_weights(rng, 6, 6), asymmetric)
     runs = _runs(feeds, rng)
     runs[1][0][2, 0, 3] = np.nan
     runs[2][0][1, 0, 0] = np.inf
-    outputs = {}
-    for compiled in (True, False):
-        jit.set_enabled(compiled)
-        try:
-            interpreter = pytflite.Interpreter(model_content=model)
-            interpreter.allocate_tensors()
-            outputs[compiled] = [_feed(interpreter, feeds_k) for feeds_k in runs]
-        finally:
-            jit.set_enabled(None)
-    for ours, numpy_only in zip(outputs[True], outputs[False]):
-        for a, b in zip(ours, numpy_only):
-            np.testing.assert_array_equal(a, b)
+    assert_compiled_as_numpy(model, runs)
 
 
 def _bidirectional_rnn(

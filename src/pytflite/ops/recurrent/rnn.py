@@ -288,24 +288,13 @@ def rnn_bind(context, node):
     return hybrid_rnn_step
 
 
-register_builtin(
-    BuiltinOperator.RNN,
-    (1, 3),
-    types=(T.FLOAT32,),
-    op_data=RnnData,
-    prepare=rnn_prepare,
-    invoke=rnn_invoke,
-    bind=rnn_bind,
-)
-register_builtin(
-    BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_RNN,
-    (1, 3),
-    types=(T.FLOAT32,),
-    op_data=RnnData,
-    prepare=unidirectional_rnn_prepare,
-    invoke=rnn_invoke,
-    bind=rnn_bind,
-)
+for _op, _prepare in (
+    (BuiltinOperator.RNN, rnn_prepare),
+    (BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_RNN, unidirectional_rnn_prepare),
+):
+    register_builtin(
+        _op, (1, 3), types=(T.FLOAT32,), op_data=RnnData, prepare=_prepare, invoke=rnn_invoke, bind=rnn_bind
+    )
 
 
 def _aux_steps(aux_flat: np.ndarray, steps: int, batch: int, depth: int, step_stride: int, row_stride: int):
