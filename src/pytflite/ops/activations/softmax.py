@@ -279,7 +279,10 @@ def _softmax_int16(source, output, beta: float) -> Callable:
     reciprocal_lut = populate_16bit(
         lambda v: 1.0 / (1.0 + v), 1.0 / 65535, -32768, 2.0 / 65535, 0, np.float64
     )
-    multiplier, shift = _multiplier(np.float32(in_scale * np.float32(beta)) / (10.0 / 65535.0), "SOFTMAX")
+    # scale * beta in float32, as C++ multiplies two floats, then divided in double (a float32 scalar
+    # divided by a Python float would stay float32 under NumPy 2's promotion rules)
+    rescale = float(np.float32(in_scale) * np.float32(beta)) / (10.0 / 65535.0)
+    multiplier, shift = _multiplier(rescale, "SOFTMAX")
     # exp(x - max) of every difference 0, -1, ..., -65535 (Q0.15 via the table)
     differences = -np.arange(65536, dtype=np.int64)
     scaled = clip(multiply_by_quantized_multiplier(differences, multiplier, shift) + 32767, -32768, 32767)
