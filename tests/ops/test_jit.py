@@ -104,6 +104,7 @@ def test_plain_lstm_calls_its_compiled_steps(monkeypatch, time_major):
         steps(*arguments)
 
     monkeypatch.setattr(lstm_compiled, "plain_lstm_steps", counted)
+    jit.set_enabled(True)  # (whatever PYTFLITE_JIT says)
     model, feeds = _plain_lstm(np.random.default_rng(2), time_major)
     runs = _runs(feeds, np.random.default_rng(3))
     compiled_results = _outputs(model, runs)
