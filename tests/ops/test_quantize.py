@@ -97,6 +97,9 @@ def test_extreme_values(kernels):
         assert_identical(*both(*dequantize_model(q, (scale, 0), False)))
     q8 = np.arange(-128, 128, dtype=np.int8)
     assert_identical(*both(*dequantize_model(q8, (0.0039215689, -128), True)))
+    ref = {"experimental_op_resolver_type": litert.OpResolverType.BUILTIN_REF}
+    for zero_point in (2**28 + 1, -(2**30) - 7):  # q - zero point inexact in float32: int32 arithmetic
+        assert_identical(*both(*dequantize_model(q8, (0.37, zero_point), False), **ref))
 
 
 def test_no_quantization_gives_zeros():

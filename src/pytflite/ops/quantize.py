@@ -152,7 +152,8 @@ def _affine_blocked(scale: float, zero_point: int, exact: Compute) -> Compute:
 
 def _compiled_affine(scale: float, zero_point: int, optimized: bool, numpy_path: Compute) -> Compute:
     """A per-tensor 8/16-bit dequantization in one compiled call (quantize_compiled.dequantize) where
-    compiled kernels run, for contiguous writable arrays; else `numpy_path`."""
+    compiled kernels run, for contiguous writable arrays; else `numpy_path`. (For a zero point small
+    enough that q - zero point is exact in float32, as the kernel computes it.)"""
     kernel = compiled("quantize_compiled", "dequantize")
     if kernel is None:
         return numpy_path
@@ -200,7 +201,7 @@ def dequantize_compute(source, optimized: bool) -> Compute:
         affine = _affine(np.array(scale, np.float32), np.array(zero_point), largest_input)
         if optimized:
             affine = _affine_blocked(scale, zero_point, affine)
-        if source.type not in PACKED_TYPES:
+        if source.type not in PACKED_TYPES and abs(zero_point) + largest_input < _EXACT_IN_FLOAT32:
             return _compiled_affine(scale, zero_point, optimized, affine)
     if source.type in PACKED_TYPES:
         tensor_type, shape, count = source.type, source.shape, math.prod(source.shape)
