@@ -1,5 +1,6 @@
 """The float kernels LiteRT writes as Eigen expressions, compiled by numba (ops/jit.py) in Eigen's own
-arithmetic: float SOFTMAX and float MEAN (over the last axis by Eigen, over others by TFLite's loops). Imported only through jit.compiled.
+arithmetic: float SOFTMAX, and float MEAN (over the last axis by Eigen, over others by TFLite's loops,
+sums in memory order). Imported only through jit.compiled.
 
 LiteRT's builds run Eigen on packets of 4 floats (SSE on x86, NEON on ARM) with multiply-adds not fused,
 over tensors aligned to 16 bytes or more, so that an element's arithmetic follows from its position:
