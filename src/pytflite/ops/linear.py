@@ -57,7 +57,6 @@ from ..model.options import ActivationFunctionType, FullyConnectedOptionsWeights
 from .common import (
     activation_clamp,
     check_arity,
-    float_activation_range,
     input_tensor,
     optional_input_tensor,
     output_tensor,
@@ -662,122 +661,69 @@ def _hybrid_fc_kernel(source, weights, bias, options, batch, depth, optimized, x
 
 
 def _compiled_centered_kernel(quantize, product, matrix, acc, weight_scale, activation, fallback):
-    """The centered hybrid kernel with compiled row quantization and scaling back (_CompiledCentered);
-    None where compiled kernels do not run or the activation is not a clamp."""
+    """The centered hybrid kernel with compiled row quantization (_CompiledCentered); None where
+    compiled kernels do not run or the activation is not a clamp."""
     compiled_quantize = quantize.compiled_kernel
-    scale_back = compiled("quant.hybrid_compiled", "scale_back")
-    if compiled_quantize is None or scale_back is None:
+    with_factors = compiled("quant.hybrid_inputs_compiled", "quantize_rows_with_factors")
+    if compiled_quantize is None or with_factors is None:
         return None
     if activation not in (Act.NONE, Act.RELU, Act.RELU6, Act.RELU_N1_TO_1):
         return None
-    with_factors = compiled("quant.hybrid_inputs_compiled", "quantize_rows_with_factors")
+    _, scales, zero_points = compiled_quantize
     return _CompiledCentered(
-        compiled_quantize, scale_back, with_factors, product, matrix, acc, weight_scale, activation, fallback
+        with_factors, scales, zero_points, product, matrix, acc, weight_scale, activation, fallback
     )
 
 
 class _CompiledCentered:
-    """The centered hybrid kernel as kernel(x, w, bias_values, out): compiled row quantization
-    (quant/hybrid_inputs_compiled), the exact product, then quant/hybrid_compiled.scale_back (acc *
-    (input scale * weight scale), as the NumPy kernel's two products round, then the bias and a clamping
-    activation). Arrays it cannot take, and rows the quantizer refuses, go to `fallback`. Its bound step
-    is one written statement (step), which for float32 sums scales back in NumPy calls (_factors_step)."""
+    """The centered hybrid kernel as kernel(x, w, bias_values, out): compiled row quantization that also
+    writes the factors, input scale * weight scale in float32 (quant/hybrid_inputs_compiled.
+    quantize_rows_with_factors), the exact product, then acc * factors (float64 sums multiplied in
+    float64 and rounded once), the bias and a clamping activation: the NumPy kernel's roundings. Arrays
+    it cannot take, and rows the quantizer refuses, go to `fallback`. Its bound step is one written
+    statement (step)."""
 
     def __init__(
-        self,
-        compiled_quantize,
-        scale_back,
-        with_factors,
-        product,
-        matrix,
-        acc,
-        weight_scale,
-        activation,
-        fallback,
+        self, quantize, scales, zero_points, product, matrix, acc, weight_scale, activation, fallback
     ):
-        self.quantize, self.scales, self.zero_points = compiled_quantize
-        self.scale_back = scale_back
+        self.quantize, self.scales, self.zero_points = quantize, scales, zero_points
         self.product, self.matrix, self.acc = product, matrix, acc
         self.fallback = fallback
-        # float32 sums: the bound step scales back by one NumPy product with factors the quantizer writes
-        self.with_factors = with_factors if acc.dtype == np.float32 else None
-        self.factors = np.empty(acc.shape, np.float32)
-        self.finish = activation_clamp(activation)
         batch, units = acc.shape
         self.quantized = np.empty((batch, matrix.shape[0]), np.float32)
-        self.sums = acc.reshape(batch, 1, units)
+        self.factors = np.empty((batch, units), np.float32)
         channel_scales = np.broadcast_to(weight_scale, (units,)).astype(np.float32)
         channel_scales.flags.writeable = False
         self.channel_scales = channel_scales
-        self.low, self.high = (np.float32(v) for v in float_activation_range(activation))
-        self.no_bias = np.zeros(units, np.float32)
+        self.finish = activation_clamp(activation)
 
-    def _operands(self, bias_values, out) -> dict:
-        """scale_back's arguments after the scales, for this bias and output."""
-        batch, units = self.acc.shape
-        biased = bias_values is not None
-        return {
-            "channel_scales": self.channel_scales,
-            "order": 0,  # acc * (filter scale * input scale)
-            "scalar_from": units,  # (no scalar tail)
-            "bias": bias_values if biased else self.no_bias,
-            "biased": biased,
-            "low": self.low,
-            "high": self.high,
-            "rows": out.reshape(batch, 1, units),
-        }
-
-    def __call__(self, x, w, bias_values, out):
-        if not (x.flags.c_contiguous and out.flags.c_contiguous):
-            return self.fallback(x, w, bias_values, out)
-        if not self.quantize(x, self.quantized, self.scales, self.zero_points, True):
+    def __call__(self, x, w, bias_values, out, tiled_bias=None):
+        """`tiled_bias`: the bias repeated over the rows, added instead of bias_values (step's)."""
+        if not (
+            x.flags.c_contiguous
+            and out.flags.c_contiguous
+            and self.quantize(
+                x, self.quantized, self.scales, self.zero_points, True, self.channel_scales, self.factors
+            )
+        ):
             return self.fallback(x, w, bias_values, out)
         self.product(self.quantized, self.matrix, self.acc)  # exact integers
-        operands = self._operands(bias_values, out)
-        self.scale_back(self.sums, self.scales, *operands.values())
+        np.multiply(self.acc, self.factors, out)
+        if bias_values is not None:
+            np.add(out, bias_values if tiled_bias is None else tiled_bias, out)
+        if self.finish is not None:
+            self.finish(out)
 
     def step(self, x, w, bias_values, out) -> Callable:
         """The check-free step on these arrays: one written statement (quantize, then the product and the
-        scaling back, or the fallback for rows the quantizer refuses) where they are contiguous."""
+        scaling back, or the fallback for rows the quantizer refuses) where they are contiguous; a
+        constant bias is repeated over the rows once (adding it then needs no broadcasting)."""
         if not (x.flags.c_contiguous and out.flags.c_contiguous):
             return lambda context, node: self.fallback(x, w, bias_values, out)
-        if self.with_factors is not None:
-            return self._factors_step(x, w, bias_values, out)
-        operands = self._operands(bias_values, out)
-        text = (
-            "({product}({quantized}, {matrix}, {acc}), {scale_back}({sums}, {scales}, "
-            + ", ".join(f"{{{name}}}" for name in operands)
-            + ")) if {quantize}({x}, {quantized}, {scales}, {zero_points}, True)"
-            " else {fallback}({x}, {w}, {bias_values}, {out})"
-        )
-        return Written(
-            lambda context, node: self(x, w, bias_values, out),
-            text,
-            **operands,
-            product=self.product,
-            quantized=self.quantized,
-            matrix=self.matrix,
-            acc=self.acc,
-            scale_back=self.scale_back,
-            sums=self.sums,
-            scales=self.scales,
-            quantize=self.quantize,
-            zero_points=self.zero_points,
-            fallback=self.fallback,
-            x=x,
-            w=w,
-            bias_values=bias_values,
-            out=out,
-        )
-
-    def _factors_step(self, x, w, bias_values, out) -> Written:
-        """step for float32 sums: the quantizer also writes the factors (input scale * weight scale), and
-        scaling back is acc * factors, plus the bias (a constant one repeated over the rows once), then
-        the clamp: scale_back's roundings in NumPy calls, cheaper than its call."""
-        batch = self.acc.shape[0]
-        bias = bias_values
-        if bias is not None and not bias.flags.writeable:  # (a constant)
-            bias = np.tile(bias, (batch, 1))
+        tiled = None
+        if bias_values is not None and not bias_values.flags.writeable:  # (a constant)
+            tiled = np.tile(bias_values, (self.acc.shape[0], 1))
+        bias = bias_values if tiled is None else tiled
         parts = ["{multiply}({acc}, {factors}, {out})"]
         parts += [] if bias is None else ["{add}({out}, {bias}, {out})"]
         parts += [] if self.finish is None else ["{finish}({out})"]
@@ -787,21 +733,8 @@ class _CompiledCentered:
             + ") if {quantize}({x}, {quantized}, {scales}, {zero_points}, True, {channel_scales}, {factors})"
             " else {fallback}({x}, {w}, {bias_values}, {out})"
         )
-
-        def factors_step(context, node):
-            if not self.with_factors(
-                x, self.quantized, self.scales, self.zero_points, True, self.channel_scales, self.factors
-            ):
-                return self.fallback(x, w, bias_values, out)
-            self.product(self.quantized, self.matrix, self.acc)
-            np.multiply(self.acc, self.factors, out)
-            if bias is not None:
-                np.add(out, bias, out)
-            if self.finish is not None:
-                self.finish(out)
-
         return Written(
-            factors_step,
+            lambda context, node: self(x, w, bias_values, out, tiled),
             text,
             product=self.product,
             quantized=self.quantized,
@@ -813,7 +746,7 @@ class _CompiledCentered:
             add=np.add,
             bias=bias,
             finish=self.finish,
-            quantize=self.with_factors,
+            quantize=self.quantize,
             x=x,
             scales=self.scales,
             zero_points=self.zero_points,

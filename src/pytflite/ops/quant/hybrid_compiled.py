@@ -1,12 +1,12 @@
 """The hybrid kernels' way back to floats compiled by numba (ops/jit.py): the exact sums of a batch's
 quantized input and the int8 weights times the input's and the weights' scales, plus the bias, clamped,
-in one pass where the NumPy path makes several calls per batch (CONV_2D, DEPTHWISE_CONV_2D,
-FULLY_CONNECTED).
+in one pass where the NumPy path makes several calls per batch (CONV_2D, DEPTHWISE_CONV_2D).
 
 Each product is a float32 rounding in the order LiteRT's kernel takes (the kernels say which; sums in
-float64 are multiplied in float64 and rounded once, as NumPy's mixed product is): `order` 0 is acc * (filter scale * input scale), 1 is (acc * filter scale) * input scale, and
-the channels from `scalar_from` on take (acc * input scale) * filter scale (NEON's scalar tail). The
-clamp keeps NaN and -0.0 as ops.common.clip does. Imported only through jit.compiled.
+float64 are multiplied in float64 and rounded once, as NumPy's mixed product is): `order` 0 is
+acc * (filter scale * input scale), 1 is (acc * filter scale) * input scale, and the channels from
+`scalar_from` on take (acc * input scale) * filter scale (NEON's scalar tail). The clamp keeps NaN and
+-0.0 as ops.common.clip does. Imported only through jit.compiled.
 """
 
 from __future__ import annotations
