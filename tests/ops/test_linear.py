@@ -27,6 +27,7 @@ from tests.oracle import (
     AnyOpResolver,
     assert_compiled_as_numpy,
     assert_matches,
+    compare_with_litert,
     litert,
     litert_interpreter,
     requires_litert,
@@ -879,6 +880,27 @@ def test_compiled_hybrid_kernel_hands_refused_rows_to_numpy():
         assert isinstance(kernel, linear._CompiledCentered) == compiled
 
     assert_compiled_as_numpy(model, [[feed] for feed in feeds], inspect)
+
+
+def test_compiled_hybrid_kernel_of_long_rows(kernels):
+    """The centered hybrid kernel on rows of 1100: its exact sums pass float32's integers and are kept in
+    float64, scaled back in float64 and rounded once, as LiteRT's (walked and written steps)."""
+    from pytflite.ops import linear
+
+    rng = np.random.default_rng(1100)
+    x = rng.standard_normal((3, 1100)).astype(np.float32)
+    w = rng.integers(-127, 128, size=(5, 1100)).astype(np.int8)
+    w_q = AffineQuantization(np.float32(2 ** rng.uniform(-8, -2, size=5)), [0] * 5, 0)
+    bias = rng.standard_normal(5).astype(np.float32)
+    options = {"fused_activation_function": "RELU", "asymmetric_quantize_inputs": True}
+    model, feeds = fc_model(x, None, w, T.INT8, w_q, bias, None, T.FLOAT32, None, options)
+    compare_with_litert(model, feeds)
+    interpreter = pytflite.Interpreter(model_content=model)
+    interpreter.allocate_tensors()
+    kernel = interpreter.subgraphs[0].nodes[0][0].user_data.kernel
+    assert isinstance(kernel, linear._CompiledCentered) == (kernels == "compiled")
+    if kernels == "compiled":
+        assert kernel.acc.dtype == np.float64
 
 
 def test_float_fully_connected_of_one_element_sums_from_zero():
