@@ -89,33 +89,33 @@ class _CompiledSoftmax:
         self.fallback_beta = _float_beta(beta)
 
     def __call__(self, x, out):
-        self.step(x, out)(None, None)
+        self._run(x.reshape(self.rows), out.reshape(self.rows), x, out)
 
-    def step(self, x, out) -> Callable:
+    def _run(self, x_rows, out_rows, x, out):
+        if not self.kernel(x_rows, self.beta, self.reference, self.scalar_positions, out_rows):
+            _softmax(x, out, self.fallback_beta)
+
+    def step(self, x, out) -> Written:
         """The step on these arrays, their views made once: one written statement, the kernel's call or,
         where it declines, the NumPy calls'."""
-        kernel, beta, reference, positions = self.kernel, self.beta, self.reference, self.scalar_positions
-        rows, fallback_beta = self.rows, self.fallback_beta
-        x_rows, out_rows = x.reshape(rows), out.reshape(rows)
-
-        def softmax_step(context, node):
-            if not kernel(x_rows, beta, reference, positions, out_rows):
-                _softmax(x, out, fallback_beta)
-
+        x_rows, out_rows = x.reshape(self.rows), out.reshape(self.rows)
         text = (
             "{kernel}({x_rows}, {beta}, {reference}, {positions}, {out_rows})"
             " or {fallback}({x}, {out}, {fallback_beta})"
         )
-        values = dict(x_rows=x_rows, out_rows=out_rows, x=x, out=out, fallback_beta=fallback_beta)
         return Written(
-            softmax_step,
+            lambda context, node: self._run(x_rows, out_rows, x, out),
             text,
-            kernel=kernel,
-            beta=beta,
-            reference=reference,
-            positions=positions,
+            kernel=self.kernel,
+            beta=self.beta,
+            reference=self.reference,
+            positions=self.scalar_positions,
             fallback=_softmax,
-            **values,
+            x_rows=x_rows,
+            out_rows=out_rows,
+            x=x,
+            out=out,
+            fallback_beta=self.fallback_beta,
         )
 
 
