@@ -111,8 +111,9 @@ def _compute(context, node, data: BinaryOp) -> tuple[Compute, StepOf | None]:
 
     A plain ufunc on a small output gets its broadcasting inputs expanded (see _EXPANDED_LIMIT). A
     one-element output of the arithmetic, comparisons and logic in _SCALAR_OPERATORS is computed on
-    scalars (_scalar_compute). Another one-element output with a clamp is computed into a scratch element and clamped into the output:
-    NumPy's in-place operations on one-element arrays take a slow path (about 0.5 us more)."""
+    scalars (_scalar_compute). Another one-element output with a clamp is computed into a scratch
+    element and clamped into the output: NumPy's in-place operations on one-element arrays take a slow
+    path (about 0.5 us more)."""
     ufunc, low, high = data.ufunc, data.low, data.high
     tensors = context.tensors
     output = tensors[node.outputs[0]]
@@ -198,8 +199,8 @@ def _ufunc_calls(
 ) -> Calls:
     """The calls of a ufunc into the output (or into `scratch`), then of the clamp into the output; or
     the one call of its `compiled` ufunc-and-clamp kernel (_compiled_clamped), for operands that are all
-    contiguous, writable and of the output's size. The output is passed positionally (a keyword costs about 40 ns
-    a call), except to np.maximum and np.minimum, which deprecate that."""
+    contiguous, writable and of the output's size. The output is passed positionally (a keyword costs
+    about 40 ns a call), except to np.maximum and np.minimum, which deprecate that."""
     by_keyword = ufunc in (np.maximum, np.minimum)
 
     def calls(a, b, out):
