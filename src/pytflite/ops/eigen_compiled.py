@@ -2,8 +2,8 @@
 arithmetic: float SOFTMAX, and float MEAN (over the last axis by Eigen, over others by TFLite's loops,
 sums in memory order). Imported only through jit.compiled.
 
-LiteRT's builds run Eigen on packets of 4 floats (SSE on x86, NEON on ARM) with multiply-adds not fused,
-over tensors aligned to 16 bytes or more, so that an element's arithmetic follows from its position:
+LiteRT's x86 build runs Eigen on SSE packets of 4 floats with multiply-adds not fused, over tensors
+aligned to 16 bytes or more, so that an element's arithmetic follows from its position:
 - exp: a packet's elements take Eigen's pexp (a Cephes range reduction, then a degree-6 polynomial in
   unfused multiply-adds, 0 below -104); the elements an assignment loop leaves outside its aligned
   packets take std::exp (float64 exp rounded to float32 here: within rounding of expf);
@@ -12,8 +12,9 @@ over tensors aligned to 16 bytes or more, so that an element's arithmetic follow
   lanes summed as (l0 + l2) + (l1 + l3), then the elements before the aligned start and those after the
   last packet one by one; a column with under 4 elements past its aligned start is summed in order.
 The NumPy paths sum pairwise and exponentiate with NumPy's exp (within float tolerance of these). With
-this arithmetic the compiled kernels are bit-exact with LiteRT (tests/ops/test_activations.py,
-tests/ops/test_reduce.py).
+this arithmetic the compiled kernels are bit-exact with LiteRT's x86 build
+(tests/ops/test_activations.py, tests/ops/test_reduce.py). LiteRT's ARM build runs NEON packets, whose multiply-adds are fused (and whose
+lanes newer Eigen sums pairwise): there these kernels keep x86's arithmetic, within an ulp or so.
 """
 
 from __future__ import annotations

@@ -67,7 +67,7 @@ def _float_beta(beta: float):
 
 
 def _float_softmax(shape: tuple[int, ...], beta: float, reference: bool, threads: int) -> Callable:
-    """compute(x, out) for a float32 input: compiled (eigen_compiled.softmax, bit-exact with LiteRT)
+    """compute(x, out) for a float32 input: compiled (eigen_compiled.softmax, bit-exact with LiteRT's x86 build)
     where compiled kernels run, else NumPy's calls."""
     kernel = compiled("eigen_compiled", "softmax")
     if kernel is None or math.prod(shape) == 0 or not math.isfinite(beta):
