@@ -860,45 +860,44 @@ def test_hybrid_batch_matmul(shapes, adj_x, adj_y, per_channel, asymmetric, craf
     ).check()
 
 
+def _centered_hybrid_model(rng, batch: int, depth: int, units: int):
+    """A hybrid FULLY_CONNECTED the centered kernel takes (asymmetric inputs, int8 weights without -128,
+    per-channel scales, a bias, RELU): (model, feeds)."""
+    x = rng.standard_normal((batch, depth)).astype(np.float32)
+    w = rng.integers(-127, 128, size=(units, depth)).astype(np.int8)
+    w_q = AffineQuantization(np.float32(2 ** rng.uniform(-8, -2, size=units)), [0] * units, 0)
+    bias = rng.standard_normal(units).astype(np.float32)
+    options = {"fused_activation_function": "RELU", "asymmetric_quantize_inputs": True}
+    return fc_model(x, None, w, T.INT8, w_q, bias, None, T.FLOAT32, None, options)
+
+
+def _centered_kernel(interpreter, compiled: bool):
+    """The node's kernel, asserted to be the compiled centered one exactly when `compiled`."""
+    from pytflite.ops import linear
+
+    kernel = interpreter.subgraphs[0].nodes[0][0].user_data.kernel
+    assert isinstance(kernel, linear._CompiledCentered) == compiled
+    return kernel
+
+
 def test_compiled_hybrid_kernel_hands_refused_rows_to_numpy():
     """The centered hybrid kernel with compiled quantization: a row the compiled quantizer refuses (a
     NaN, an infinity) takes the NumPy kernel, for that invoke only; outputs equal the NumPy kernels'."""
-    from pytflite.ops import linear
-
     rng = np.random.default_rng(21)
-    x = rng.standard_normal((4, 24)).astype(np.float32)
-    w = rng.integers(-127, 128, size=(10, 24)).astype(np.int8)
-    w_q = AffineQuantization(np.float32(2 ** rng.uniform(-8, -2, size=10)), [0] * 10, 0)
-    bias = rng.standard_normal(10).astype(np.float32)
-    options = {"fused_activation_function": "RELU", "asymmetric_quantize_inputs": True}
-    model, _ = fc_model(x, None, w, T.INT8, w_q, bias, None, T.FLOAT32, None, options)
+    model, _ = _centered_hybrid_model(rng, 4, 24, 10)
     feeds = [rng.standard_normal((4, 24)).astype(np.float32) for _ in range(4)]
     feeds[1][2, 5], feeds[2][0, 0] = np.nan, -np.inf
-
-    def inspect(interpreter, compiled):
-        kernel = interpreter.subgraphs[0].nodes[0][0].user_data.kernel
-        assert isinstance(kernel, linear._CompiledCentered) == compiled
-
-    assert_compiled_as_numpy(model, [[feed] for feed in feeds], inspect)
+    assert_compiled_as_numpy(model, [[feed] for feed in feeds], _centered_kernel)
 
 
 def test_compiled_hybrid_kernel_of_long_rows(kernels):
     """The centered hybrid kernel on rows of 1100: its exact sums pass float32's integers and are kept in
     float64, scaled back in float64 and rounded once, as LiteRT's (walked and written steps)."""
-    from pytflite.ops import linear
-
-    rng = np.random.default_rng(1100)
-    x = rng.standard_normal((3, 1100)).astype(np.float32)
-    w = rng.integers(-127, 128, size=(5, 1100)).astype(np.int8)
-    w_q = AffineQuantization(np.float32(2 ** rng.uniform(-8, -2, size=5)), [0] * 5, 0)
-    bias = rng.standard_normal(5).astype(np.float32)
-    options = {"fused_activation_function": "RELU", "asymmetric_quantize_inputs": True}
-    model, feeds = fc_model(x, None, w, T.INT8, w_q, bias, None, T.FLOAT32, None, options)
+    model, feeds = _centered_hybrid_model(np.random.default_rng(1100), 3, 1100, 5)
     compare_with_litert(model, feeds)
     interpreter = pytflite.Interpreter(model_content=model)
     interpreter.allocate_tensors()
-    kernel = interpreter.subgraphs[0].nodes[0][0].user_data.kernel
-    assert isinstance(kernel, linear._CompiledCentered) == (kernels == "compiled")
+    kernel = _centered_kernel(interpreter, kernels == "compiled")
     if kernels == "compiled":
         assert kernel.acc.dtype == np.float64
 
