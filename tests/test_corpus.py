@@ -142,6 +142,33 @@ def test_outputs_match_litert(name):
                 )
 
 
+@pytest.mark.parametrize("name", _plain_models())
+def test_float_outputs_do_not_depend_on_threads(name):
+    """The same bits for num_threads None, 1, 2 and 4, under BLAS pools of 1 and 2 threads, as LiteRT's
+    outputs do not change with its thread count (core/blas_threads.py)."""
+    import threadpoolctl
+
+    _skip_if_missing(name)
+    data = np.load(CORPUS / MODELS[name]["npz"])
+    runs = []
+    for pool in (1, 2):
+        with threadpoolctl.threadpool_limits(pool, user_api="blas"):
+            for num_threads in (None, 1, 2, 4):
+                interpreter = pytflite.Interpreter(
+                    model_path=str(CORPUS / MODELS[name]["file"]),
+                    op_resolver=corpus_resolver(),
+                    num_threads=num_threads,
+                )
+                interpreter.allocate_tensors()
+                for i, detail in enumerate(interpreter.get_input_details()):
+                    interpreter.set_tensor(detail["index"], data[f"input_{i}"])
+                interpreter.invoke()
+                runs.append([interpreter.get_tensor(d["index"]) for d in interpreter.get_output_details()])
+    for run in runs[1:]:
+        for ours, first in zip(run, runs[0]):
+            np.testing.assert_array_equal(ours, first, err_msg=name)
+
+
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_every_model_allocates(name):
     """Every model of the corpus loads and allocates: its ops and kernel variants all exist."""

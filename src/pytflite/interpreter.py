@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from .core.arena import MemoryReport
-from .core.blas_threads import BlasThreads
+from .core.blas_threads import ONE_BLAS_THREAD
 from .core.config import SubgraphConfig
 from .core.delegate import Delegate
 from .core.delegation import DelegatePartition
@@ -182,7 +182,6 @@ class Interpreter:
             exact_float_summation=exact,
         )
         self._numberings = [TensorNumbering(subgraph) for subgraph in self._subgraphs]
-        self._blas_threads = BlasThreads(num_threads) if num_threads is not None else contextlib.nullcontext()
         self._experimental_compress_quantization_zero_points = experimental_compress_quantization_zero_points
         self._view_anchor = object()
         self._delegates: list[Delegate] = []
@@ -252,7 +251,7 @@ class Interpreter:
     def invoke(self) -> None:
         self._ensure_safe()
         subgraph = self._subgraphs[0]
-        _invoke(subgraph, self._blas_threads)
+        _invoke(subgraph)
         tensors = subgraph.tensors
         for t in subgraph.outputs:
             if t != OPTIONAL_TENSOR and tensors[t].data_is_stale:
@@ -503,7 +502,7 @@ class SignatureRunner:
         _allocate(subgraph)
         for name, value in kwargs.items():  # the values themselves: a string input must be an array
             _set_tensor(subgraph, self._inputs[name], value)
-        _invoke(subgraph, self._interpreter._blas_threads)
+        _invoke(subgraph)
         result = {}
         for name, index in self._outputs.items():
             subgraph.delegation.ensure_tensor_data_is_readable(index)
@@ -546,11 +545,11 @@ def _allocate(subgraph: Subgraph) -> None:
         raise _out_of_memory("allocate_tensors", error) from None
 
 
-def _invoke(subgraph: Subgraph, blas_threads) -> None:
-    """invoke with the interpreter's BLAS thread count (a try block, not a generator context manager:
-    this runs once per inference, and small graphs feel a microsecond)."""
+def _invoke(subgraph: Subgraph) -> None:
+    """invoke with BLAS on one thread (core/blas_threads.py; a try block, not a generator context
+    manager: this runs once per inference, and small graphs feel a microsecond)."""
     try:
-        with blas_threads:
+        with ONE_BLAS_THREAD:
             subgraph.invoke()
         subgraph.listed_temporaries.invoked = True  # the tensor listing shows what LiteRT's Eval sized
     except MemoryError as error:

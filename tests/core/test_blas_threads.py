@@ -1,4 +1,6 @@
-"""num_threads is the BLAS pool's size during invoke, and the pool's own size comes back afterwards."""
+"""BLAS runs on one thread during every invoke, whatever num_threads, the pool's own size or the invoking
+thread, and the pool's own size comes back afterwards (core/blas_threads.py): a multithreaded BLAS gives
+results that change with its pool's size."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import threadpoolctl
 
 import pytflite
 from pytflite import TensorType as T
+from pytflite.core import blas_threads
 from pytflite.model.builder import ModelBuilder
 
 
@@ -17,9 +20,20 @@ def _blas_threads() -> list[int]:
     return [info["num_threads"] for info in threadpoolctl.threadpool_info() if info["user_api"] == "blas"]
 
 
-def _interpreter(num_threads, seen: list):
+@pytest.fixture
+def pools() -> None:
+    if not _blas_threads():
+        pytest.skip("NumPy's BLAS is not visible to threadpoolctl")
+
+
+def _spy_model(num_threads, seen: list, during=None):
+    """An interpreter of one custom op that records the BLAS pools' sizes during its invoke (and calls
+    `during`, if given, there)."""
+
     def invoke(context, node):
         seen.append(_blas_threads())
+        if during is not None:
+            during()
         np.copyto(context.tensors[node.outputs[0]].data, context.tensors[node.inputs[0]].data)
 
     def prepare(context, node):
@@ -40,51 +54,102 @@ def _interpreter(num_threads, seen: list):
 
 
 @pytest.mark.parametrize("pool", [1, 2])
-@pytest.mark.parametrize("num_threads", [1, 2])
-def test_invoke_runs_with_num_threads_and_restores_the_pool(pool, num_threads):
-    if not _blas_threads():
-        pytest.skip("NumPy's BLAS is not visible to threadpoolctl")
+@pytest.mark.parametrize("num_threads", [None, 1, 2, 4])
+def test_invoke_runs_blas_on_one_thread_and_restores_the_pool(pools, pool, num_threads):
     seen: list = []
-    interpreter = _interpreter(num_threads, seen)
+    interpreter = _spy_model(num_threads, seen)
     with threadpoolctl.threadpool_limits(pool, user_api="blas"):
         for _ in range(2):
             interpreter.invoke()
             assert _blas_threads() == [pool] * len(seen[-1])
-    assert seen == [[num_threads] * len(seen[0])] * 2
+    assert seen == [[1] * len(seen[0])] * 2
 
 
-def test_without_num_threads_the_pool_is_left_alone():
-    if not _blas_threads():
-        pytest.skip("NumPy's BLAS is not visible to threadpoolctl")
+def test_another_threads_invoke_is_pinned_too(pools):
+    """threadpoolctl lets one thread size an OpenBLAS on its own threads; an invoke from another thread
+    must still run on one BLAS thread (else its float results would differ from the same invoke's on the
+    main thread)."""
     seen: list = []
-    interpreter = _interpreter(None, seen)
+    interpreter = _spy_model(1, seen)
     with threadpoolctl.threadpool_limits(2, user_api="blas"):
-        interpreter.invoke()
-    assert seen == [[2] * len(seen[0])]
-
-
-def test_only_the_thread_threadpoolctl_lets_size_the_pool_sizes_it():
-    """An OpenBLAS on its own threads is sized by one thread only (threadpoolctl's rule: two threads
-    resizing it at once can break it). Once the main thread has sized it for an invoke, and reads and
-    sizes it directly from then on, another thread's invoke still leaves it alone."""
-    if not _blas_threads():
-        pytest.skip("NumPy's BLAS is not visible to threadpoolctl")
-    seen: list = []
-    interpreter = _interpreter(1, seen)
-    with threadpoolctl.threadpool_limits(2, user_api="blas"):
-        interpreter.invoke()
-        interpreter.invoke()
-        assert seen[-1] == [1] * len(seen[-1])
-        pools = [info for info in threadpoolctl.threadpool_info() if info["user_api"] == "blas"]
-        openblas_threads = all(
-            info["internal_api"] == "openblas" and info.get("threading_layer") != "openmp" for info in pools
-        )
+        interpreter.invoke()  # the main thread sizes the pool first
         worker = threading.Thread(target=interpreter.invoke)
         worker.start()
         worker.join()
-        if openblas_threads:  # threadpoolctl ignores the other thread's sizing
-            assert seen[-1] == [2] * len(seen[-1])
-        assert _blas_threads() == [2] * len(seen[-1])
-        interpreter.invoke()
         assert seen[-1] == [1] * len(seen[-1])
-    assert seen
+        assert _blas_threads() == [2] * len(seen[-1])
+
+
+def test_concurrent_invokes_restore_the_pool_when_the_last_ends(pools):
+    """An invoke that ends while another is running leaves the pool at one thread; the last one restores
+    it."""
+    seen: list = []
+    inner_seen: list = []
+    inner = _spy_model(None, inner_seen)
+    started, release = threading.Event(), threading.Event()
+
+    def hold():
+        started.set()
+        release.wait(10)
+
+    outer = _spy_model(None, seen, during=hold)
+    with threadpoolctl.threadpool_limits(2, user_api="blas"):
+        worker = threading.Thread(target=outer.invoke)
+        worker.start()
+        assert started.wait(10)
+        inner.invoke()  # begins and ends inside the worker's invoke
+        after_inner = _blas_threads()
+        release.set()
+        worker.join()
+        assert after_inner == [1] * len(after_inner)
+        assert _blas_threads() == [2] * len(after_inner)
+    assert inner_seen == [[1] * len(after_inner)]
+
+
+def test_an_invoke_inside_an_invoke_keeps_the_outer_pinned(pools):
+    """A custom op may invoke another interpreter: the pool stays pinned until the outer invoke ends."""
+    seen: list = []
+    inner = _spy_model(None, [])
+    outer = _spy_model(None, seen, during=lambda: (inner.invoke(), seen.append(_blas_threads())))
+    with threadpoolctl.threadpool_limits(2, user_api="blas"):
+        outer.invoke()
+        assert _blas_threads() == [2] * len(seen[0])
+    assert seen == [[1] * len(seen[0])] * 2
+
+
+def test_no_visible_blas_means_nothing_to_pin(monkeypatch):
+    """Pyodide: threadpoolctl sees no BLAS library; invokes run as usual."""
+    monkeypatch.setattr(pytflite.interpreter, "ONE_BLAS_THREAD", blas_threads._Pinning([]))
+    seen: list = []
+    interpreter = _spy_model(3, seen)
+    interpreter.invoke()
+    assert len(seen) == 1
+
+
+@pytest.mark.parametrize("batch", [1, 64])
+def test_float_products_do_not_change_with_threads(pools, batch):
+    """A product whose result OpenBLAS's threads change (a 1x1280x1000 SGEMV and a 64x513x64 SGEMM were
+    seen to): the same bits for num_threads None, 1, 2, 4 and BLAS pools of 1 and 2 threads."""
+    from tests.single_op import Operand, SingleOpModel
+
+    rng = np.random.default_rng(5)
+    depth, units = (1280, 1000) if batch == 1 else (513, 64)
+    model, feeds = SingleOpModel(
+        pytflite.BuiltinOperator.FULLY_CONNECTED,
+        [
+            Operand(rng.standard_normal((batch, depth), dtype=np.float32)),
+            Operand(rng.standard_normal((units, depth), dtype=np.float32), constant=True),
+        ],
+        [T.FLOAT32],
+    ).build()
+    results = []
+    for pool in (1, 2):
+        with threadpoolctl.threadpool_limits(pool, user_api="blas"):
+            for num_threads in (None, 1, 2, 4):
+                interpreter = pytflite.Interpreter(model_content=model, num_threads=num_threads)
+                interpreter.allocate_tensors()
+                interpreter.set_tensor(interpreter.get_input_details()[0]["index"], feeds[0])
+                interpreter.invoke()
+                results.append(interpreter.get_tensor(interpreter.get_output_details()[0]["index"]))
+    for result in results[1:]:
+        np.testing.assert_array_equal(result, results[0])

@@ -1,13 +1,22 @@
-"""BLAS thread count for an interpreter's invokes (what `num_threads` means for NumPy kernels).
+"""NumPy's BLAS runs on one thread during every invoke, so float results do not depend on threads.
 
-NumPy's matrix products run on the BLAS library's own thread pool. When an interpreter is given
-`num_threads`, each invoke sets that pool's size and restores it afterwards, through threadpoolctl (a
-dependency of pytflite, imported when the first interpreter with `num_threads` is made, so `import
-pytflite` stays light), or through OpenBLAS's own functions where threadpoolctl lets the invoking thread
-size it (_Pool). Where threadpoolctl sees no BLAS library (Pyodide's NumPy has no threaded BLAS,
-a NumPy built without BLAS), there is no pool to size and the setting changes nothing. The pool is
-process-wide, so interpreters invoked concurrently with different `num_threads` see each other's
-setting; one interpreter per thread with equal `num_threads` is fine.
+A multithreaded BLAS splits a product between its threads, and the split decides which of its kernels
+(a full register panel or an edge one, a dot product or partial sums added afterwards) computes each
+output: OpenBLAS's results change in the last bits with the pool's size (a 64x513x64 SGEMM, a 1x1280x1000
+SGEMV), and a whole network's outputs by up to 2.6e-4 of their magnitude. LiteRT's do not change with its
+thread count. So while any interpreter invokes, every BLAS pool NumPy uses has one thread, whatever
+`num_threads`, OPENBLAS_NUM_THREADS or the invoking thread; the pool's own size comes back when the last
+concurrent invoke ends. (On 2-core machines BLAS's second thread sped the corpus models up by 0-10%;
+`num_threads` remains what TFLite's context recommends to kernels and delegates.)
+
+A process-wide pool (OpenBLAS on its own threads, MKL, BLIS) is sized by the first of concurrent invokes
+and restored by the last (`_Pinning`, under a lock), through OpenBLAS's own functions where it has them:
+threadpoolctl lets only the first thread that sized an OpenBLAS size it again, which would leave the
+pool of another thread's invoke unchanged. A per-thread pool (OpenBLAS on OpenMP) is sized in the invoking
+thread at each invoke. threadpoolctl finds the libraries, at the first invoke; where it sees none
+(Pyodide's NumPy, a NumPy without BLAS) there is nothing to pin. What still depends on the BLAS build and
+the CPU is which kernel a product's shape gets: results stay within float tolerance of LiteRT, not
+bit-identical across machines or batch shapes.
 """
 
 from __future__ import annotations
@@ -16,81 +25,104 @@ import threading
 from collections.abc import Callable
 
 
-class BlasThreads:
-    """Context manager: inside it, the BLAS pool has `count` threads."""
-
-    def __init__(self, count: int):
-        self.count = count
-        self._pools = tuple(_Pool(library) for library in _blas_libraries())
-        self._changed: list[tuple] = []  # (how to size it, its count before) for each pool __enter__ set
-
-    def __enter__(self) -> None:
-        count, thread = self.count, threading.current_thread()
-        changed = []
-        for pool in self._pools:
-            previous = pool.get()
-            if previous != count:  # (a setting costs more than a reading, and is often unneeded)
-                size = pool.sizer(thread)
-                size(count)
-                changed.append((size, previous))
-        self._changed = changed
-
-    def __exit__(self, *exc_info) -> None:
-        for size, previous in self._changed:
-            size(previous)
-
-
 class _Pool:
-    """One BLAS library's pool, read and sized through its threadpoolctl controller, which lets only
-    one thread size an OpenBLAS on its own threads (two threads resizing it at once can break it). Where
-    threadpoolctl's record shows that the invoking thread is that one, the pool is read and sized by
-    OpenBLAS's own two functions instead: a fifth of the cost, which small models feel at every invoke
-    (the record is threadpoolctl's internal state: without it, every call goes through threadpoolctl)."""
+    """One BLAS library's pool: its size read and set through OpenBLAS's own two functions where the
+    library is an OpenBLAS on its own threads, else through its threadpoolctl controller."""
 
     def __init__(self, controller):
-        self.controller = controller
-        self._get, self._set = _openblas_functions(controller)
-        self._sizer = getattr(type(controller), "_SHARED_STATE", None)  # .controlling_thread
+        self.per_thread = getattr(controller, "threading_layer", None) == "openmp"
+        functions = _openblas_functions(controller)
+        self.get: Callable[[], int] = functions[0] if functions else controller.get_num_threads
+        self.set: Callable[[int], object] = functions[1] if functions else controller.set_num_threads
 
-    def get(self) -> int:
-        return self._get() if self._get is not None else self.controller.get_num_threads()
 
-    def sizer(self, thread: threading.Thread) -> Callable[[int], object]:
-        """The function that sizes the pool from `thread`."""
-        if self._set is not None and getattr(self._sizer, "controlling_thread", None) is thread:
-            return self._set
-        return self.controller.set_num_threads
+class _Pinning:
+    """Context manager: inside it, every BLAS pool has one thread. Re-entrant across threads: a
+    process-wide pool is set by the first entry and restored by the last exit. The pools are found at
+    the first entry (threadpoolctl: about 1 ms), or given. (Its two methods run at every invoke: they are
+    written for a microsecond.)"""
+
+    def __init__(self, pools: list[_Pool] | None = None):
+        self._shared: list[tuple[Callable, Callable]] | None = None  # (get, set) of each pool
+        self._own: list[tuple[Callable, Callable]] = []
+        self._lock = threading.Lock()
+        if pools is not None:
+            self._use(pools)
+        self._inside = 0
+        self._restore: list[tuple[Callable, int]] = []  # (setter, size before) of the shared pools
+        self._local = threading.local()  # .inside, .restore: the same for this thread's own pools
+
+    def _use(self, pools: list[_Pool]) -> None:
+        self._own = [(pool.get, pool.set) for pool in pools if pool.per_thread]
+        self._shared = [(pool.get, pool.set) for pool in pools if not pool.per_thread]
+
+    def _find_pools(self) -> list[tuple[Callable, Callable]]:
+        with self._lock:
+            if self._shared is None:
+                from threadpoolctl import ThreadpoolController
+
+                controllers = ThreadpoolController().lib_controllers
+                self._use([_Pool(c) for c in controllers if c.user_api == "blas"])
+            return self._shared
+
+    def __enter__(self) -> None:
+        shared = self._shared
+        if shared is None:
+            shared = self._find_pools()
+        if shared:
+            with self._lock:
+                if not self._inside:
+                    self._restore = _pin(self._shared)
+                self._inside += 1
+        if self._own:
+            local = self._local
+            inside = getattr(local, "inside", 0)
+            if not inside:
+                local.restore = _pin(self._own)
+            local.inside = inside + 1
+
+    def __exit__(self, *exc_info) -> None:
+        if self._own:
+            local = self._local
+            local.inside -= 1
+            if not local.inside:
+                for set_size, size in local.restore:
+                    set_size(size)
+        if self._shared:
+            with self._lock:
+                self._inside -= 1
+                if not self._inside:
+                    for set_size, size in self._restore:
+                        set_size(size)
+
+
+def _pin(pools: list[tuple[Callable, Callable]]) -> list[tuple[Callable, int]]:
+    """Sets each pool to one thread; what restores them (a setting costs more than a reading)."""
+    restore = []
+    for get_size, set_size in pools:
+        size = get_size()
+        if size != 1:
+            set_size(1)
+            restore.append((set_size, size))
+    return restore
 
 
 # OpenBLAS's names for its functions, as builds prefix and suffix them (threadpoolctl tries the same)
 _OPENBLAS_AFFIXES = [(prefix, suffix) for prefix in ("", "scipy_") for suffix in ("", "64_", "_64")]
 
 
-def _openblas_functions(controller) -> tuple:
+def _openblas_functions(controller) -> tuple | None:
     """OpenBLAS's own (get, set) thread-count functions for a controller of an OpenBLAS on its own
-    threads (with OpenMP threads, threadpoolctl sizes the calling thread's OpenMP pool instead); else
-    (None, None)."""
+    threads; else None."""
     library = getattr(controller, "dynlib", None)
     if controller.internal_api != "openblas" or getattr(controller, "threading_layer", None) == "openmp":
-        return None, None
+        return None
     for prefix, suffix in _OPENBLAS_AFFIXES:
         try:  # (indexing makes functions of our own, not the library's cached ones)
-            functions = tuple(
-                library[f"{prefix}openblas_{name}_num_threads{suffix}"] for name in ("get", "set")
-            )
+            return tuple(library[f"{prefix}openblas_{name}_num_threads{suffix}"] for name in ("get", "set"))
         except (AttributeError, TypeError):
             continue
-        return functions
-    return None, None
+    return None
 
 
-_LIBRARIES: list | None = None
-
-
-def _blas_libraries() -> list:
-    global _LIBRARIES
-    if _LIBRARIES is None:
-        from threadpoolctl import ThreadpoolController
-
-        _LIBRARIES = [c for c in ThreadpoolController().lib_controllers if c.user_api == "blas"]
-    return _LIBRARIES
+ONE_BLAS_THREAD = _Pinning()

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.blas_threads import ONE_BLAS_THREAD
 from ..core.node import OPTIONAL_TENSOR
 from ..interpreter import Interpreter, _set_tensor, _tensor_value, tensor_details
 from .loading import ToolError
@@ -76,7 +77,7 @@ class Session:
         if self.subgraph_index == 0:
             self.interpreter.invoke()
             return
-        with self.interpreter._blas_threads:
+        with ONE_BLAS_THREAD:
             self.subgraph.invoke()
 
     def outputs(self) -> list[tuple[str, np.ndarray]]:
