@@ -127,7 +127,8 @@ class Interpreter:
         DEPTHWISE_CONV_2D kernels sum in LiteRT's order, bit-exact but slower; False keeps the fast
         BLAS order (~1e-7 relative off); None (default) decides per subgraph: exact where the subgraph
         has a hybrid op (float32 activations meeting int8 weights), whose per-batch input quantization
-        turns those 1e-7 into whole quantization steps (on x86 hosts, whose order it is). See
+        turns those 1e-7 into whole quantization steps (on every host: LiteRT-x86's order, within
+        LiteRT's own spread on ARM, where BLAS's order would change with the BLAS build). See
         Context.exact_float_summation.
 
         `experimental_host_profile` (a pytflite extra): the machine whose LiteRT results to reproduce

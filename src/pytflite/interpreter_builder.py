@@ -57,7 +57,8 @@ def build_subgraphs(
     exact_float_summation: bool | None = None,
 ) -> list[Subgraph]:
     """The model's subgraphs, ready to allocate. `exact_float_summation` None: decided per subgraph
-    (exact where it has a hybrid op and the host is x86, whose summation order it is)."""
+    (exact where it has a hybrid op, on every host: LiteRT-x86's order, which on ARM is within LiteRT's
+    own x86-to-ARM spread, where BLAS's order would vary with the BLAS build)."""
     registrations = [_resolve(code, resolver) for code in model.operator_codes]
     resources = Resources()  # one per interpreter: VAR_HANDLE's init numbers its variables in it
     host = config.host if config.host is not None else HostProfile.detect()
@@ -66,7 +67,7 @@ def build_subgraphs(
     for index, description in enumerate(model.subgraphs):
         exact = exact_float_summation
         if exact is None:
-            exact = host.x86 and has_hybrid_op(description, model.operator_codes)
+            exact = has_hybrid_op(description, model.operator_codes)
         subgraph = Subgraph(
             index,
             description.name,

@@ -131,17 +131,27 @@ def _hybrid_model() -> bytes:
     return builder.build()
 
 
-def test_the_profile_reaches_the_kernels_and_decides_exact_mode():
-    """Exact float summation turns itself on before hybrid ops only on x86 profiles (it is LiteRT's x86
-    order); the profile given is what every subgraph's context holds."""
-    model = _hybrid_model()
-    for name, exact in (("intel_sapphire_rapids", True), ("aarch64", False)):
-        interpreter = pytflite.Interpreter(
-            model_content=model, experimental_host_profile=KNOWN_PROFILES[name]
-        )
-        context = interpreter.subgraphs[0].context
-        assert context.host is KNOWN_PROFILES[name]
-        assert context.exact_float_summation is exact
+def test_the_profile_reaches_the_kernels_and_exact_mode_precedes_hybrid_ops_on_every_host():
+    """Exact float summation turns itself on in subgraphs with hybrid ops whatever the profile (BLAS's
+    order would change with the BLAS build, a quantization step downstream), and only there; the
+    profile given is what every subgraph's context holds."""
+    from pytflite import BuiltinOperator as Op
+    from pytflite import TensorType as T
+
+    builder = pytflite.ModelBuilder()
+    x = builder.add_input("x", T.FLOAT32, [1, 4])
+    y = builder.add_tensor("y", T.FLOAT32, [1, 2])
+    w = builder.add_constant("w", np.ones((2, 4), np.float32))
+    options = pytflite.options.FullyConnectedOptions()
+    builder.add_operator(Op.FULLY_CONNECTED, [x, w, -1], [y], options=options)
+    builder.add_output(y)
+    float_model = builder.build()
+    for name, profile in KNOWN_PROFILES.items():
+        for model, exact in ((_hybrid_model(), True), (float_model, False)):
+            interpreter = pytflite.Interpreter(model_content=model, experimental_host_profile=profile)
+            context = interpreter.subgraphs[0].context
+            assert context.host is profile
+            assert context.exact_float_summation is exact, name
 
 
 def test_a_profile_must_be_a_host_profile():

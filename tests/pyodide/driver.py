@@ -10,7 +10,8 @@ The job (a JSON object):
   examples     the examples folder (atan_custom_op.py, models/)
   builtin_ref  names of corpus models to run again with OpResolverType.BUILTIN_REF
   host         the HostProfile fields of the machine whose LiteRT to reproduce (the native one: where
-               LiteRT's results depend on the CPU, both runs then compute the same thing)
+               LiteRT's results depend on the CPU, both runs then compute the same thing), or null:
+               the host's own detection (tests/arm/compare.py under qemu)
   output       where to write the results: OUTPUT.npz (arrays) and OUTPUT.json (texts)
 
 Arrays are keyed MODEL/LABEL, LABEL being the corpus .npz key the output corresponds to (output_0,
@@ -174,7 +175,11 @@ def host_fields(host: pytflite.HostProfile) -> dict:
 
 @contextlib.contextmanager
 def emulated_host(fields: dict):
-    """Every interpreter made inside, the command line's included, reproduces that host's LiteRT."""
+    """Every interpreter made inside, the command line's included, reproduces that host's LiteRT (None:
+    this host's)."""
+    if fields is None:
+        yield
+        return
     host = pytflite.HostProfile(
         **{
             **fields,

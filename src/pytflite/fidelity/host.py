@@ -304,6 +304,7 @@ KNOWN_PROFILES: dict[str, HostProfile] = {
             (32 * 1024, 512 * 1024, 32 * 1024 * 1024),
         ),
         HostProfile("aarch64", "aarch64"),
+        HostProfile("armv7", "arm"),
         HostProfile("wasm32", "wasm32"),
     )
 }

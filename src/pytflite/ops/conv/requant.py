@@ -14,12 +14,17 @@ from ...errors import ensure
 from ..common import clip
 from ..jit import compiled, read_only
 from ..quant import fixed_point as fp
+from ..quant.integer_gemm import neon_shifts
 from .rows import apply_row, channel_row, row_calls
 
 
 def _uniform(values: np.ndarray):
     """A per-channel parameter as one NumPy scalar when every channel has the same (faster to broadcast)."""
     return values[0] if values.size and np.all(values == values[0]) else values
+
+
+# what the multiply-high adds before its shift by 31, for the roundings that shift twice (vq(r)dmulh)
+_HIGH_HALF_ROUNDING = {"simd": 1 << 30, "neon": 0}
 
 
 @dataclass
@@ -30,6 +35,8 @@ class Requant:
       through an SSE translation): the high-half multiply and the right shift both round halves up, and
       two such roundings compose into one: floor((acc * m + 2**30 + 2**(30 + r)) / 2**(31 + r)), the
       output zero point joining the added constant;
+    - "neon": ruy's ARM kernels (vshl, vqdmulh, vrshl): "simd" but for the truncated high half, and with
+      a right shift r of at least 1 (integer_gemm.neon_shifts): floor((acc * m + 2**(30 + r)) / 2**(31 + r));
     - "single": ruy's portable C++ kernel (fidelity/ruy.py): floor((acc * m + 2**(30 - e)) / 2**(31 - e))
       for TFLite's exponent e (one rounding, half up, a left shift inside the 64-bit shift), the result
       truncated to int32;
@@ -43,7 +50,7 @@ class Requant:
     `wrap`: the accumulators may leave int32 (only when prepare could not bound them): wrap them.
 
     The accumulator is a float product (exact integers) plus per-channel integer terms (bias and
-    zero-point sums). "simd" is computed in float64 when that is exact: acc * m * 2**left and the
+    zero-point sums). "simd" (and "neon") is computed in float64 when that is exact: acc * m * 2**left and the
     constant are integers below 2**53 (so the product, the sum and the floor are exact) and acc << left
     stays in int32 (no wrap): floor(product * m' + c') with m' = m * 2**(left - 31 - r) and
     c' = (constant + terms * m * 2**left) * 2**(-31 - r), four passes instead of seven in int64.
@@ -80,12 +87,12 @@ class Requant:
         m = np.asarray(self.multiplier, np.int64).reshape(-1)
         s = np.asarray(self.shift, np.int64).reshape(-1)
         self.multiplier, self.shift = m, s
-        left, right = np.maximum(s, 0), np.maximum(-s, 0)
+        left, right = self._shifts()
         # the int64 overload and ruy's portable kernel fold a left shift into their total shift
         self._left = _uniform(left) if np.any(left) and self.rounding not in ("wide", "single") else None
-        if self.rounding == "simd":
+        if self.rounding in _HIGH_HALF_ROUNDING:
             total = 31 + right
-            add = (np.int64(1) << 30) + np.where(right > 0, np.int64(1) << (30 + right), 0)
+            add = _HIGH_HALF_ROUNDING[self.rounding] + np.where(right > 0, np.int64(1) << (30 + right), 0)
             # |acc * m| < 2**62 and add < 2**62: the zero point joins the sum when it keeps it in int64
             fold = abs(self.zero_point) * (2.0 ** float(total.max(initial=0))) < 2.0**60
             if fold:
@@ -109,6 +116,12 @@ class Requant:
                 _uniform(total),
             )
 
+    def _shifts(self) -> tuple[np.ndarray, np.ndarray]:
+        """The kernel's (left, right) shifts for TFLite's exponents."""
+        if self.rounding == "neon":
+            return neon_shifts(self.shift)
+        return np.maximum(self.shift, 0), np.maximum(-self.shift, 0)
+
     def share_constants(self, context, node, terms) -> None:
         """Let the model's interpreters share the float64 path's map and rows (core/derived.py) for
         these terms, the node's constant ones (or None). The map depends on the node's constants, its
@@ -127,7 +140,7 @@ class Requant:
 
     def _float_constants(self, terms: np.ndarray | None) -> FloatMap | None:
         """The float64 path's map for these per-channel terms, or None when it is not exact."""
-        if self.rounding != "simd" or self.wrap or self.product_bound is None:
+        if self.rounding not in _HIGH_HALF_ROUNDING or self.wrap or self.product_bound is None:
             return None
         fast = self._fast
         if fast is not None and fast[0] is terms:
@@ -142,12 +155,12 @@ class Requant:
         channels, bound, zero_point = self.multiplier.size, int(self.product_bound), int(self.zero_point)
         terms = np.broadcast_to(0 if terms is None else terms, (channels,)).astype(object)
         m = self.multiplier.astype(object)
-        left = np.maximum(self.shift, 0).astype(object)
-        right = np.maximum(-self.shift, 0).astype(object)
+        left, right = (shift.astype(object) for shift in self._shifts())
         total = 31 + right
         if np.any((bound + np.abs(terms)) << left >= 2**31):
             return None  # acc << left could wrap in int32
-        rounding = (1 << 30) + np.where(right > 0, 1 << (30 + right), 0) + (zero_point << total)
+        high = _HIGH_HALF_ROUNDING[self.rounding]
+        rounding = high + np.where(right > 0, 1 << (30 + right), 0) + (zero_point << total)
         numerator = rounding + (terms * m << left)
         span = bound * m << left  # |product * m * 2**left|
         lowest = min([self.low, *((numerator - span) >> total)])

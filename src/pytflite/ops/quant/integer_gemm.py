@@ -13,6 +13,8 @@ clamp:
   connected layers (ruy's x86 kernels and the NEON custom GEMV through its SSE translation): the
   accumulator (shifted left, wrapping in int32, for multipliers above one) times the fixed-point
   multiplier, high half rounded half up, then a rounding right shift, half up.
+- `neon_requantizer`: ruy's ARM kernels (vshl, vqdmulh, vrshl) for int8/uint8: at least one bit of the
+  shift is a rounding right shift, so the high half's truncation rounds once, half up.
 - `single_rounding_requantizer`: ruy's portable C++ kernel (one rounding, half up), which LiteRT runs
   where ruy has no SIMD kernel for the host (fidelity/ruy.py).
 - `double_rounding_requantizer`: TFLite's scalar MultiplyByQuantizedMultiplier for int32 accumulators
@@ -73,6 +75,30 @@ def simd_requantizer(multiplier, shift) -> Requantizer:
     return requantize
 
 
+def neon_shifts(shift) -> tuple[np.ndarray, np.ndarray]:
+    """ruy's ARM kernels' (left, right) shifts for TFLite's exponent: the right shift is min(exponent, -1)
+    (never 0, so vrshl rounds what vqdmulh truncated), the left shift what remains."""
+    shift = np.asarray(shift, np.int64)
+    return np.maximum(shift + 1, 0), np.maximum(-shift, 1)
+
+
+def neon_requantizer(multiplier, shift) -> Requantizer:
+    """vshl (wrapping in int32) + vqdmulh + vrshl: floor((acc << left) * m / 2**31), then a right shift
+    rounding half up, which compose into floor(((acc << left) * m + 2**(30 + right)) / 2**(31 + right))."""
+    multiplier = np.asarray(multiplier, np.int64)
+    left, right = neon_shifts(shift)
+    total = 31 + right
+    rounding = np.int64(1) << (total - 1)
+    any_left = bool(np.any(left))
+
+    def requantize(acc: np.ndarray) -> np.ndarray:
+        if any_left:
+            acc = wrap(acc << left)
+        return (acc * multiplier + rounding) >> total
+
+    return requantize
+
+
 def single_rounding_requantizer(multiplier, shift) -> Requantizer:
     """ruy's portable C++ kernel (fidelity/ruy.py): one rounding, half up, the left shift folded into
     the 64-bit shift (no int32 wrap before it), the int64 result truncated to int32."""
@@ -95,9 +121,11 @@ def double_rounding_requantizer(multiplier, shift) -> Requantizer:
 
 
 def gemm_requantizer(rounding: str, multiplier, shift) -> Requantizer:
-    """The requantizer of a rounding fidelity.ruy.gemm_rounding chose: "simd", "single" or "scalar"."""
+    """The requantizer of a rounding fidelity.ruy.gemm_rounding chose: "simd", "neon", "single" or
+    "scalar"."""
     makers = {
         "simd": simd_requantizer,
+        "neon": neon_requantizer,
         "single": single_rounding_requantizer,
         "scalar": double_rounding_requantizer,
     }

@@ -1,0 +1,133 @@
+"""LiteRT's answers on ARM, reproduced: the aarch64 profile against LiteRT 2.3.0's aarch64 build, the
+armv7 profile against tflite-runtime 2.14.0's armv7l one (the last TFLite for 32-bit Raspberry Pi OS),
+both recorded under qemu (tests/fixtures/record_litert_arm.py) on every public corpus model and the
+one-op probes, under BUILTIN_WITHOUT_DEFAULT_DELEGATES and BUILTIN_REF (tests/arm/compare.py compares:
+integers exact, floats within 1e-5 of the output's magnitude).
+
+Natively on any machine, with the profile given; and under qemu in Debian bookworm's arm64 and armhf
+userlands (Debian's Python 3.11 and NumPy 1.24, pytflite detecting the emulated host), where the Atan
+example and `pytflite analyze` run too and everything must equal the native run. The emulated userlands
+are built by tests/arm/environment.py from Debian's archive and PyPI on the first run (about 60 MB,
+kept in tests/arm/.cache, ignored by git); without apt-get, dpkg or the network the emulated tests skip,
+saying so, and fail with CI=true.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from pytflite.fidelity.ruy import gemm_rounding
+from tests.arm import compare, environment
+from tests.oracle import CORPUS
+from tests.pyodide import check
+
+CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+ARCHES = ("aarch64", "armv7")
+RECORDINGS = {arch: compare.Recording.load(arch) for arch in ARCHES}
+HAVE_CORPUS = (CORPUS / "manifest.json").exists()
+
+
+def _cases() -> list:
+    cases = []
+    for arch, recording in RECORDINGS.items():
+        for name, about in recording.texts["models"].items():
+            marks = () if HAVE_CORPUS or about["corpus"] != "public" else pytest.mark.skip("no public corpus")
+            cases.append(pytest.param(arch, name, id=f"{arch}-{name}", marks=marks))
+    return cases
+
+
+@functools.cache
+def _native_rows(arch: str) -> dict[str, compare.Row]:
+    recording = RECORDINGS[arch]
+    with tempfile.TemporaryDirectory() as folder:
+        ours, texts = compare.run_native(
+            compare.make_job(arch, recording, Path(folder), compare.profile(arch))
+        )
+    return {row.name: row for row in compare.compare(ours, texts, recording, arch)}
+
+
+@pytest.mark.parametrize(("arch", "name"), _cases())
+def test_profile_reproduces_the_recording(arch, name):
+    row = _native_rows(arch)[name]
+    assert not row.problems, f"{name} under the {arch} profile: " + "; ".join(row.problems)
+
+
+def test_every_model_was_recorded_and_compared():
+    for arch, recording in RECORDINGS.items():
+        assert (
+            recording.texts["oracle"]
+            == {"aarch64": "ai-edge-litert 2.3.0", "armv7": "tflite-runtime 2.14.0"}[arch]
+        )
+        rows = _native_rows(arch)
+        compared = sum(row.outputs for row in rows.values())
+        recorded = sum(1 for key in recording.arrays if not key.startswith(("models/", "inputs/")))
+        skipped = sum(1 for key in recording.arrays if key in compare.KNOWN_DIFFERENCES[arch])
+        if HAVE_CORPUS:
+            assert compared == recorded - skipped, f"{arch}: {compared} outputs compared of {recorded}"
+
+
+def test_known_differences_are_recorded_outputs():
+    """Each output left out is one the oracle recorded (a typo would leave out nothing)."""
+    for arch, known in compare.KNOWN_DIFFERENCES.items():
+        for key in known:
+            assert key in RECORDINGS[arch].arrays, f"{arch}: {key} is not a recorded output"
+
+
+@pytest.mark.parametrize(
+    ("arch", "int16", "one_column", "expected"),
+    [
+        ("aarch64", False, False, "neon"),  # ruy's NEON kernel
+        ("aarch64", True, False, "single"),  # ruy has no NEON int16 kernel: its portable one
+        ("aarch64", False, True, "simd"),  # TFLite's custom GEMV
+        ("armv7", False, False, "scalar"),  # tflite-runtime 2.14's armv7 build: gemmlowp, no ruy
+        ("armv7", True, False, "single"),
+        ("armv7", False, True, "simd"),
+    ],
+)
+def test_arm_gemm_routes(arch, int16, one_column, expected):
+    host = compare.profile(arch)
+    assert gemm_rounding(host, int16=int16, uint8=False, one_column=one_column, rows=64, depth=32) == expected
+
+
+# --- under qemu -------------------------------------------------------------------------------------
+
+
+@functools.cache
+def _emulated(arch: str) -> tuple[dict[str, compare.Row], list[check.Row], dict]:
+    """(rows against the recording, rows against the native run, the run's texts) of pytflite under
+    qemu."""
+    try:
+        environment.prepare(arch)
+    except environment.Unavailable as error:
+        if CI:
+            pytest.fail(f"CI=true: the emulated {arch} check could not start: {error}")
+        pytest.skip(f"the emulated {arch} check could not build its userland: {error}")
+    recording = RECORDINGS[arch]
+    with tempfile.TemporaryDirectory() as folder:
+        emulated, plain = compare.emulated_runs(arch, recording, Path(folder))
+    rows = {row.name: row for row in compare.compare(*emulated, recording, arch)}
+    return rows, check.compare(check.Results(*plain), check.Results(*emulated)), emulated[1]
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+def test_under_qemu_pytflite_detects_arm_and_matches_the_recording(arch):
+    rows, _, texts = _emulated(arch)
+    assert texts["host"].startswith(f"detected: {compare.profile(arch).arch} "), texts["host"]
+    assert rows, f"nothing ran under qemu-{arch}"
+    problems = [f"{row.name}: {'; '.join(row.problems)}" for row in rows.values() if row.problems]
+    assert not problems, f"under qemu-{arch}: " + " | ".join(problems)
+
+
+@pytest.mark.parametrize("arch", ARCHES)
+def test_under_qemu_everything_equals_the_native_run(arch):
+    """Every output, the Atan example's and `pytflite analyze`'s text, as natively under the profile."""
+    _, rows, _ = _emulated(arch)
+    names = {row.name for row in rows}
+    assert check.EXAMPLE in names
+    problems = [f"{row.name}: {'; '.join(row.problems)}" for row in rows if row.problems]
+    assert not problems, f"under qemu-{arch}: " + " | ".join(problems)
