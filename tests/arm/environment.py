@@ -523,10 +523,11 @@ def command(
     *args: str | os.PathLike,
     extra_path: tuple[str | os.PathLike, ...] = (),
     cache: Path = CACHE,
+    cpu: str | None = None,
 ) -> tuple[list[str], dict[str, str]]:
     """(argv, environment) running `script args` with the root's python3.11 under qemu. PYTHONPATH:
     `extra_path` (the oracle's site when recording), then src/ and the pure-Python site; Debian's
-    dist-packages (its NumPy) comes after them."""
+    dist-packages (its NumPy) comes after them. `cpu`: qemu's -cpu, if not the arch's."""
     setup = prepare(arch, cache)
     path = [*map(str, extra_path), str(REPO / "src"), str(setup.site)]
     environment = {
@@ -541,7 +542,7 @@ def command(
     argv = [
         str(setup.qemu),
         "-cpu",
-        setup.arch.cpu,
+        cpu or setup.arch.cpu,
         "-L",
         str(setup.root),
         str(setup.python),
@@ -551,9 +552,9 @@ def command(
     return argv, environment
 
 
-def run(arch: str | Arch, script, *args, extra_path=(), timeout: float | None = None, **kwargs):
+def run(arch: str | Arch, script, *args, extra_path=(), cpu=None, timeout: float | None = None, **kwargs):
     """subprocess.run of command(...); `kwargs` go to subprocess.run (capture_output, check, cwd...)."""
-    argv, environment = command(arch, script, *args, extra_path=extra_path)
+    argv, environment = command(arch, script, *args, extra_path=extra_path, cpu=cpu)
     return subprocess.run(argv, env=environment, timeout=timeout, **kwargs)
 
 

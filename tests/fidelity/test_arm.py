@@ -14,6 +14,7 @@ saying so, and fail with CI=true.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import tempfile
@@ -94,6 +95,13 @@ def test_arm_gemm_routes(arch, int16, one_column, expected):
     assert gemm_rounding(host, int16=int16, uint8=False, one_column=one_column, rows=64, depth=32) == expected
 
 
+def test_dot_product_cores_requantize_as_the_others():
+    """ruy's dot-product kernels (Cortex-A76 and later) split the exponent as its NEON ones do."""
+    host = dataclasses.replace(compare.profile("aarch64"), features=frozenset({"asimd", "asimddp"}))
+    assert host.ruy_path == "neon_dotprod"
+    assert gemm_rounding(host, int16=False, uint8=True, one_column=False, rows=64, depth=32) == "neon"
+
+
 # --- under qemu -------------------------------------------------------------------------------------
 
 
@@ -131,3 +139,20 @@ def test_under_qemu_everything_equals_the_native_run(arch):
     assert check.EXAMPLE in names
     problems = [f"{row.name}: {'; '.join(row.problems)}" for row in rows if row.problems]
     assert not problems, f"under qemu-{arch}: " + " | ".join(problems)
+
+
+@pytest.mark.parametrize(
+    ("arch", "cpu", "features", "path"),
+    [
+        ("aarch64", "cortex-a72", "asimd", "neon"),
+        ("aarch64", "cortex-a76", "asimd asimddp", "neon_dotprod"),  # a Raspberry Pi 5's core
+        ("armv7", "max", "asimd", "neon"),
+    ],
+)
+def test_under_qemu_detection_reads_the_cores_capabilities(arch, cpu, features, path):
+    _emulated(arch)  # skips or fails as the other emulated tests do when the userland cannot be built
+    code = "import pytflite; print(pytflite.HostProfile.detect().describe())"
+    result = environment.run(arch, "-c", code, cpu=cpu, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    described = result.stdout.strip()
+    assert f"ruy path {path};" in described and f"features {features} (from os)" in described, described

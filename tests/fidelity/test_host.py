@@ -157,3 +157,32 @@ def test_the_profile_reaches_the_kernels_and_exact_mode_precedes_hybrid_ops_on_e
 def test_a_profile_must_be_a_host_profile():
     with pytest.raises(ValueError, match="experimental_host_profile must be a HostProfile"):
         pytflite.Interpreter(model_content=_hybrid_model(), experimental_host_profile="intel")
+
+
+def test_arm_features_as_linux_reports_them():
+    """getauxval's capability bits and /proc/cpuinfo's Features line, on 64- and 32-bit ARM."""
+    from pytflite.fidelity.host import arm_features_from_cpuinfo, arm_features_from_hwcaps
+
+    hwcaps = {16: (1 << 1) | (1 << 20), 26: 1 << 13}  # AT_HWCAP: asimd, asimddp; AT_HWCAP2: i8mm
+    assert arm_features_from_hwcaps("aarch64", hwcaps.get) == {"asimd", "asimddp", "i8mm"}
+    assert arm_features_from_hwcaps("arm", {16: 1 << 12, 26: 0}.get) == {"asimd"}  # HWCAP_NEON
+    a76 = (
+        "processor\t: 0\nFeatures\t: fp asimd evtstrm aes pmull crc32 atomics asimdrdm lrcpc dcpop asimddp\n"
+    )
+    assert arm_features_from_cpuinfo(a76) == {"asimd", "asimddp"}
+    assert arm_features_from_cpuinfo("Features\t: half thumb fastmult vfp edsp neon vfpv3 tls") == {"asimd"}
+    assert arm_features_from_cpuinfo("processor\t: 0\n") == frozenset()
+
+
+@pytest.mark.parametrize(
+    ("arch", "features", "ruy_paths", "path"),
+    [
+        ("aarch64", {"asimd"}, None, "neon"),
+        ("aarch64", {"asimd", "asimddp"}, None, "neon_dotprod"),
+        ("aarch64", {"asimd", "asimddp"}, 0x10, "neon"),  # RUY_PATHS as ruy reads it
+        ("arm", {"asimd", "asimddp"}, None, "neon"),  # 32-bit ruy compiles NEON only
+        ("aarch64", set(), None, "neon"),  # a profile given without features: NEON assumed
+    ],
+)
+def test_ruy_path_on_arm(arch, features, ruy_paths, path):
+    assert HostProfile("p", arch, features=frozenset(features), ruy_paths=ruy_paths).ruy_path == path

@@ -4,7 +4,8 @@ LiteRT's results depend on the machine in a few known places (docs/fidelity.md l
 - Eigen, behind the float CONV_2D, splits long sums into depth blocks sized from the L1 data cache it
   reads with CPUID (its blocking heuristic also reads L2 and L3);
 - ruy, behind the int8/int16 matrix products, picks a kernel per instruction set (AVX-512, AVX2+FMA,
-  AVX or portable C++), and the kernels round their requantization differently;
+  AVX, NEON with or without dot products, or portable C++), and the kernels round their requantization
+  differently;
 - LiteRT's x86 build runs TFLite's NEON code through an SSE translation and has SSE-only kernels whose
   integer quirks do not exist on ARM, where real NEON runs.
 
@@ -31,9 +32,24 @@ EIGEN_DEFAULT_CACHES = (32 * 1024, 256 * 1024, 2 * 1024 * 1024)
 
 # the instruction-set features LiteRT's choices depend on, under the names Linux's /proc/cpuinfo uses
 X86_FEATURES = ("sse4_1", "avx", "fma", "avx2", "avx512f", "avx512dq", "avx512cd", "avx512bw", "avx512vl")
+# on ARM: NEON (Linux's "asimd"; 32-bit Linux says "neon"), its dot product and int8 matrix multiply
+ARM_FEATURES = ("asimd", "asimddp", "i8mm")
 _RUY_AVX512 = frozenset(("avx512f", "avx512dq", "avx512cd", "avx512bw", "avx512vl"))
 # ruy's Path bits (RUY_PATHS), most significant first; the x86 and ARM builds reuse 0x10 and up
-_RUY_PATH_BITS = {"avx512": 0x40, "avx2_fma": 0x20, "avx": 0x10, "neon": 0x10, "standard_cpp": 0x1}
+_RUY_PATH_BITS = {
+    "avx512": 0x40,
+    "avx2_fma": 0x20,
+    "avx": 0x10,
+    "neon_dotprod": 0x20,
+    "neon": 0x10,
+    "standard_cpp": 0x1,
+}
+# Linux's hardware capability bits (getauxval's AT_HWCAP, AT_HWCAP2) of ARM_FEATURES, per arch
+_AT_HWCAP, _AT_HWCAP2 = 16, 26
+_HWCAP_BITS = {
+    "aarch64": {"asimd": (_AT_HWCAP, 1 << 1), "asimddp": (_AT_HWCAP, 1 << 20), "i8mm": (_AT_HWCAP2, 1 << 13)},
+    "arm": {"asimd": (_AT_HWCAP, 1 << 12), "asimddp": (_AT_HWCAP, 1 << 24), "i8mm": (_AT_HWCAP, 1 << 27)},
+}
 
 
 @dataclass(frozen=True)
@@ -43,7 +59,8 @@ class HostProfile:
     `arch`: "x86_64", "x86", "aarch64", "arm", "wasm32" or another platform.machine() name.
     `vendor`: CPUID's vendor string ("GenuineIntel", "AuthenticAMD"), "" when unknown.
     `features`: the usable instruction-set extensions of X86_FEATURES (the CPU has them and the
-    operating system saves their registers).
+    operating system saves their registers), or on ARM of ARM_FEATURES (NEON is assumed on ARM when
+    none is given: every ARMv8 core and every ARM build of TFLite has it).
     `eigen_caches`: (L1, L2, L3) data cache bytes as Eigen reads them, its defaults in place of the
     sizes CPUID does not report; None off x86.
     `source`: where the facts came from: "cpuid", "os" (the operating system's report: close to what
@@ -68,7 +85,8 @@ class HostProfile:
     @property
     def ruy_path(self) -> str:
         """The ruy kernel LiteRT's int8/int16 matrix products run on this host: "avx512", "avx2_fma",
-        "avx" or "standard_cpp" on x86 (ruy's own selection), "neon" on ARM, "standard_cpp" elsewhere."""
+        "avx" or "standard_cpp" on x86 (ruy's own selection), "neon_dotprod" on aarch64 with dot
+        products, "neon" on other ARM (32-bit ruy has no dot-product path), "standard_cpp" elsewhere."""
         if self.x86:
             supported = {
                 "avx512": self.features >= _RUY_AVX512,
@@ -76,7 +94,7 @@ class HostProfile:
                 "avx": "avx" in self.features,
             }
         elif self.arch in ("aarch64", "arm"):
-            supported = {"neon": True}
+            supported = {"neon": True, "neon_dotprod": self.arch == "aarch64" and "asimddp" in self.features}
         else:
             supported = {}
         for path, bit in _RUY_PATH_BITS.items():  # the most significant path enabled, as ruy picks
@@ -92,7 +110,7 @@ class HostProfile:
 
     def describe(self) -> str:
         caches = "-" if self.eigen_caches is None else "/".join(f"{c // 1024} KiB" for c in self.eigen_caches)
-        features = " ".join(f for f in X86_FEATURES if f in self.features) or "-"
+        features = " ".join(f for f in (*X86_FEATURES, *ARM_FEATURES) if f in self.features) or "-"
         return (
             f"{self.name}: {self.arch} {self.vendor or ''} ruy path {self.ruy_path}; Eigen caches {caches}; "
             f"features {features} (from {self.source})"
@@ -238,6 +256,44 @@ def _os_features() -> frozenset[str]:
     return frozenset()
 
 
+def arm_features_from_hwcaps(arch: str, read) -> frozenset[str]:
+    """ARM_FEATURES from Linux's hardware capabilities, as the cpuinfo library (ruy's source) reads
+    them; `read(kind)` returns getauxval(kind)."""
+    return frozenset(name for name, (kind, bit) in _HWCAP_BITS[arch].items() if read(kind) & bit)
+
+
+def arm_features_from_cpuinfo(text: str) -> frozenset[str]:
+    """ARM_FEATURES from /proc/cpuinfo's first Features line (32-bit Linux names NEON "neon")."""
+    for line in text.splitlines():
+        if line.startswith("Features"):
+            flags = set(line.split(":", 1)[1].split())
+            if "neon" in flags:
+                flags.add("asimd")
+            return frozenset(name for name in ARM_FEATURES if name in flags)
+    return frozenset()
+
+
+def _arm_features(arch: str) -> tuple[frozenset[str], str]:
+    """(features, source) of this ARM Linux host: getauxval's capabilities, else /proc/cpuinfo's; where
+    neither can be read (another OS), NEON alone, assumed."""
+    try:
+        import ctypes
+
+        getauxval = ctypes.CDLL(None).getauxval
+        getauxval.restype, getauxval.argtypes = ctypes.c_ulong, [ctypes.c_ulong]
+        return arm_features_from_hwcaps(arch, getauxval), "os"
+    except (OSError, AttributeError, ImportError):
+        pass
+    try:
+        with open("/proc/cpuinfo") as f:
+            features = arm_features_from_cpuinfo(f.read())
+        if features:
+            return features, "os"
+    except OSError:
+        pass
+    return frozenset({"asimd"}), "assumed"
+
+
 def _ruy_paths_from_environment() -> int | None:
     """RUY_PATHS as ruy reads it: a hexadecimal mask; absent, empty, zero or unreadable means none."""
     try:
@@ -251,6 +307,9 @@ def _ruy_paths_from_environment() -> int | None:
 def _detected() -> HostProfile:
     arch = _arch()
     ruy_paths = _ruy_paths_from_environment()
+    if arch in _HWCAP_BITS:
+        features, source = _arm_features(arch)
+        return HostProfile("detected", arch, features=features, source=source, ruy_paths=ruy_paths)
     if arch not in ("x86_64", "x86"):
         return HostProfile("detected", arch, source="os", ruy_paths=ruy_paths)
     if _cpuid.available():
@@ -303,8 +362,8 @@ KNOWN_PROFILES: dict[str, HostProfile] = {
             frozenset(f for f in X86_FEATURES if not f.startswith("avx512")),
             (32 * 1024, 512 * 1024, 32 * 1024 * 1024),
         ),
-        HostProfile("aarch64", "aarch64"),
-        HostProfile("armv7", "arm"),
+        HostProfile("aarch64", "aarch64", features=frozenset({"asimd"})),  # a Cortex-A72
+        HostProfile("armv7", "arm", features=frozenset({"asimd"})),
         HostProfile("wasm32", "wasm32"),
     )
 }

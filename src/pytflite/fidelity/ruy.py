@@ -37,7 +37,7 @@ def gemm_rounding(
     if (uint8 and host.x86 and "avx" not in host.features) or (host.arch == "arm" and not int16):
         return "scalar"  # gemmlowp
     path = host.ruy_path
-    if path == "neon" and not int16:
+    if path in ("neon", "neon_dotprod") and not int16:
         return "neon"
     if path in _X86_SIMD_PATHS or (path == "avx" and not int16):
         return "simd"
