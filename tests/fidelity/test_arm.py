@@ -7,7 +7,7 @@ integers exact, floats within 1e-5 of the output's magnitude).
 Natively on any machine, with the profile given; and under qemu in Debian bookworm's arm64 and armhf
 userlands (Debian's Python 3.11 and NumPy 1.24, pytflite detecting the emulated host), where the Atan
 example and `pytflite analyze` run too and everything must equal the native run. The emulated userlands
-are built by tests/arm/environment.py from Debian's archive and PyPI on the first run (about 60 MB,
+are built by tests/arm/environment.py from Debian's archive and PyPI on the first run (91 s here, 313 MB
 kept in tests/arm/.cache, ignored by git); without apt-get, dpkg or the network the emulated tests skip,
 saying so, and fail with CI=true.
 """
