@@ -111,10 +111,13 @@ def make_job(arch: str, recording: Recording, folder: Path, host: pytflite.HostP
     the profile to reproduce, None for the host's own detection."""
     probes = write_corpus(folder / PROBES, recording.probes())
     corpora = [CORPUS] if (CORPUS / "manifest.json").exists() else []  # the public corpus where present
+    models = recording.texts["models"]
     return {
         "corpora": [*map(str, corpora), str(probes)],
         "examples": str(REPO / "examples"),
-        "builtin_ref": list(recording.texts["models"]),
+        "builtin_ref": list(models),
+        # the corpus's models: a probe's arena holds np.intp temporaries, smaller on 32-bit NumPy
+        "analyze": [name for name, about in models.items() if about["corpus"] == "public"],
         "host": None if host is None else driver.host_fields(host),
         "output": str(folder / f"pytflite_{arch}"),
     }

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+import pytflite
 from pytflite.fidelity.ruy import gemm_rounding
 from tests.arm import compare, environment
 from tests.oracle import CORPUS
@@ -156,3 +157,17 @@ def test_under_qemu_detection_reads_the_cores_capabilities(arch, cpu, features, 
     assert result.returncode == 0, result.stderr
     described = result.stdout.strip()
     assert f"ruy path {path};" in described and f"features {features} (from os)" in described, described
+
+
+def test_the_3x3_depthwise_kernel_is_aarch64_only_and_taken_as_tflite_decides():
+    from pytflite.fidelity.depthwise import fast_3x3_kernel
+
+    shape = {"input_shape": (1, 11, 13, 16), "kernel_hw": (3, 3), "strides": (1, 1), "dilation": (1, 1),
+             "pads_before": (0, 0), "depth_multiplier": 1, "output_hw": (9, 11), "shift": -8}  # fmt: skip
+    aarch64 = compare.profile("aarch64")
+    assert fast_3x3_kernel(aarch64, **shape)
+    for host in (compare.profile("armv7"), pytflite.KNOWN_PROFILES["amd_zen4"]):
+        assert not fast_3x3_kernel(host, **shape)
+    for change in ({"input_shape": (1, 11, 13, 12)}, {"shift": 1}, {"strides": (1, 2)}, {"kernel_hw": (5, 5)},
+                   {"depth_multiplier": 2}, {"dilation": (2, 2)}, {"pads_before": (1, 0)}):  # fmt: skip
+        assert not fast_3x3_kernel(aarch64, **{**shape, **change}), change

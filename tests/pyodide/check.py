@@ -123,8 +123,10 @@ def compare_model(name: str, native: Results, pyodide: Results, golden: dict) ->
                 row.problems.append(
                     f"BUILTIN_REF {label}: {hashes.get(label, 'absent')} != golden {golden[name].get(label, 'absent')}"
                 )
-    analyze = native.texts["analyze"][name], pyodide.texts["analyze"][name]
-    if analyze[0] != analyze[1]:
+    analyze = native.texts["analyze"].get(name), pyodide.texts["analyze"].get(name)
+    if None in analyze and analyze[0] != analyze[1]:
+        row.problems.append("pytflite analyze ran on one side only")
+    elif analyze[0] != analyze[1]:
         row.problems.append(f"analyze output differs, {_first_difference(*analyze)}")
     return row
 

@@ -12,6 +12,7 @@ The job (a JSON object):
   host         the HostProfile fields of the machine whose LiteRT to reproduce (the native one: where
                LiteRT's results depend on the CPU, both runs then compute the same thing), or null:
                the host's own detection (tests/arm/compare.py under qemu)
+  analyze      (optional) the names of the models to run `pytflite analyze` on; absent: every one
   output       where to write the results: OUTPUT.npz (arrays) and OUTPUT.json (texts)
 
 Arrays are keyed MODEL/LABEL, LABEL being the corpus .npz key the output corresponds to (output_0,
@@ -219,7 +220,8 @@ def collect(job: dict) -> tuple[Outputs, dict]:
                         texts["errors"][prefix + name] = traceback.format_exc()
                         continue
                     arrays.update({f"{prefix}{name}/{label}": value for label, value in outputs.items()})
-                texts["analyze"][name] = run_analyze(corpus / entry["file"])
+                if name in job.get("analyze", (name,)):
+                    texts["analyze"][name] = run_analyze(corpus / entry["file"])
         example_outputs, texts["atan_example"] = run_atan_example(Path(job["examples"]))
     arrays.update(example_outputs)
     return arrays, texts

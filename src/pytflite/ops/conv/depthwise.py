@@ -23,6 +23,7 @@ import numpy as np
 from ...core.quantization import AffineQuantization
 from ...core.types import BuiltinOperator, TensorType, storage_dtype
 from ...errors import KernelError, ensure, ensure_eq, ensure_type
+from ...fidelity.depthwise import fast_3x3_kernel
 from ...fidelity.eigen_order import sum_in_order
 from ..common import (
     activation_clamp,
@@ -309,7 +310,8 @@ def _plan_depthwise_sums(context, node, state, source, window, out_channels, dty
 def _depthwise_integer(context, node, state, options, source, weights, bias, output, window, optimized):
     """DEPTHWISE_CONV_2D with uint8, int8 or int16 activations. LiteRT's optimized int8 kernel
     requantizes 8 channels at a time in NEON code and the last C % 8 in scalar code; its uint8 one rounds
-    as the scalar code does; int16 (int64 bias) always runs the reference kernel."""
+    as the scalar code does, but in the 3x3 kernel of LiteRT's aarch64 build (fidelity/depthwise.py);
+    int16 (int64 bias) always runs the reference kernel."""
     op = "DEPTHWISE_CONV_2D"
     channels, out_channels = source.shape[3], weights.shape[3]
     bias_types = (TensorType.INT64,) if source.type == TensorType.INT16 else (TensorType.INT32,)
@@ -325,6 +327,18 @@ def _depthwise_integer(context, node, state, options, source, weights, bias, out
         rounding, scalar_from = "wide", None
     elif source.type == TensorType.INT8 and optimized:
         rounding, scalar_from = "simd", out_channels - out_channels % 8
+    elif optimized and fast_3x3_kernel(
+        context.host,
+        input_shape=tuple(source.shape),
+        kernel_hw=window.kernel,
+        strides=window.strides,
+        dilation=window.dilation,
+        pads_before=(window.pads[0][0], window.pads[1][0]),
+        depth_multiplier=out_channels // channels,
+        output_hw=window.out,
+        shift=int(shift[0]),
+    ):
+        rounding, scalar_from = "simd", None
     else:
         rounding, scalar_from = "scalar", None
     offset = _filter_offset(weights)
