@@ -4,6 +4,8 @@ builds of TFLite (tests/fixtures/record_litert_arm.py) and checking the ARM prof
 Each kernel's SIMD blocks, tails and scalar code round differently, so the shapes leave tails (19 or 21
 channels, odd sizes) and the scales are neither powers of two nor simple ratios. Inputs span the whole
 integer range; scales keep most outputs inside the output range, so the rounding (not the clamp) shows.
+The hybrid models (float activations, int8 weights) hold the values where LiteRT's x86 and NEON hybrid
+kernels have quirks: weights of -128, inputs quantized to -128 and 127, ties.
 Where TFLite's ARM kernels take another path by shape (DEPTHWISE_CONV_2D's 3x3 kernels for stride 1 and
 2, a depth multiplier; TRANSPOSE_CONV; the pooling and resizing variants), each path has its model.
 """
@@ -259,10 +261,75 @@ def _convolutions(rng, made: Made) -> None:
             )
 
 
+def _hybrid_input(rng, shape, asymmetric: bool) -> np.ndarray:
+    """Floats whose per-row quantization puts values on -128 (asymmetric) and 127, and ties: each row's
+    first value 127 (an inverse scale of exactly 1), the last -128 when asymmetric, halves between."""
+    x = (rng.standard_normal(shape) * 40).astype(np.float32)
+    flat = x.reshape(-1, shape[-1])
+    flat[:, 0] = 127
+    if asymmetric:
+        flat[:, -1] = -128
+    flat[:, 1:8] = rng.choice(np.float32([-127.5, -126.5, -0.5, 0.5, 2.5, 126.5, -128]), (flat.shape[0], 7))
+    return x
+
+
+def _hybrid_weights(rng, shape) -> np.ndarray:
+    """int8 weights a third of which are -128 (the x86 build loses their sign against negative inputs;
+    NEON's pairwise int16 sums wrap on two -128 x -128 products)."""
+    weights = rng.integers(-127, 128, shape).astype(np.int8)
+    weights[rng.random(shape) < 0.33] = -128
+    return weights
+
+
+def _hybrid(rng, made: Made) -> None:
+    """Float activations meeting constant int8 weights: FULLY_CONNECTED (the NEON matrix-vector kernel
+    the LSTM, RNN and SVDF kernels share), BATCH_MATMUL, CONV_2D and DEPTHWISE_CONV_2D."""
+    for asymmetric in (False, True):
+        kind = "asymmetric" if asymmetric else "symmetric"
+        for per_channel in (False, True):
+            for batch in (1, 5):
+                units, depth = 21, 67
+                weights = _hybrid_weights(rng, (units, depth))
+                scales = (
+                    _per_channel(rng, units, 0.01, 0)
+                    if per_channel
+                    else AffineQuantization(np.float32([0.01]), np.int64([0]), 0)
+                )
+                bias = (rng.standard_normal(units) * 0.1).astype(np.float32)
+                x = Operand(_hybrid_input(rng, (batch, depth), asymmetric))
+                options = {"asymmetric_quantize_inputs": asymmetric}
+                name = f"hybrid_fc_{kind}{'_per_channel' if per_channel else ''}_batch{batch}"
+                made[name] = SingleOpModel(
+                    Op.FULLY_CONNECTED, [x, _constant(weights, T.INT8, scales), _constant(bias)], [T.FLOAT32],
+                    options, version=12 if per_channel else 9,
+                )  # fmt: skip
+        rhs = _constant(
+            _hybrid_weights(rng, (37, 19)), T.INT8, AffineQuantization(np.float32([0.02]), np.int64([0]), 0)
+        )
+        lhs = Operand(_hybrid_input(rng, (2, 4, 37), asymmetric))
+        made[f"hybrid_batch_matmul_{kind}"] = SingleOpModel(
+            Op.BATCH_MATMUL, [lhs, rhs], [T.FLOAT32], {"asymmetric_quantize_inputs": asymmetric}, version=4
+        )
+        x = Operand(_hybrid_input(rng, (1, 7, 8, 16), asymmetric))
+        weights = _constant(_hybrid_weights(rng, (19, 3, 3, 16)), T.INT8, _per_channel(rng, 19, 0.01, 0))
+        options = {"padding": "SAME", "stride_w": 1, "stride_h": 1}
+        bias = _constant((rng.standard_normal(19) * 0.1).astype(np.float32))
+        made[f"hybrid_conv_{kind}"] = SingleOpModel(
+            Op.CONV_2D, [x, weights, bias], [T.FLOAT32], options, version=5
+        )
+    x = Operand(_hybrid_input(rng, (1, 7, 8, 16), False))
+    weights = _constant(_hybrid_weights(rng, (1, 3, 3, 16)), T.INT8, _per_channel(rng, 16, 0.01, 3))
+    options = {"padding": "SAME", "stride_w": 1, "stride_h": 1, "depth_multiplier": 1}
+    bias = _constant((rng.standard_normal(16) * 0.1).astype(np.float32))
+    made["hybrid_depthwise"] = SingleOpModel(
+        Op.DEPTHWISE_CONV_2D, [x, weights, bias], [T.FLOAT32], options, version=6
+    )
+
+
 def models() -> dict[str, tuple[bytes, list[np.ndarray]]]:
     """name -> (model, its inputs in input order)."""
     rng = np.random.default_rng(29)
     made: Made = {}
-    for add in (_binary, _reductions, _activations, _spatial, _quantize, _convolutions):
+    for add in (_binary, _reductions, _activations, _spatial, _quantize, _convolutions, _hybrid):
         add(rng, made)
     return {name: single.build() for name, single in made.items()}
