@@ -186,3 +186,20 @@ def test_arm_features_as_linux_reports_them():
 )
 def test_ruy_path_on_arm(arch, features, ruy_paths, path):
     assert HostProfile("p", arch, features=frozenset(features), ruy_paths=ruy_paths).ruy_path == path
+
+
+def test_each_profile_has_its_hosts_arithmetic():
+    """Kernels call the profile's HostArithmetic instead of branching on the host: x86's conversions and
+    SSE hybrid quirks on the x86 kinds, the portable ones on ARM and wasm32."""
+    import numpy as np
+
+    from pytflite.fidelity.arithmetic import PORTABLE, X86
+
+    for name, profile in KNOWN_PROFILES.items():
+        assert profile.arithmetic is (X86 if profile.x86 else PORTABLE), name
+    values = np.array([3e9, -3e9, np.nan, -2.7])
+    assert X86.float_to_int32(values).tolist() == [-(2**31), -(2**31), -(2**31), -2]
+    assert PORTABLE.float_to_int32(values).tolist() == [2**31 - 1, -(2**31), 0, -2]
+    weights = np.full((1, 32), 127, np.int8)
+    assert PORTABLE.hybrid_row_sums(weights).tolist() == [127 * 32]
+    assert X86.sign_lost_columns(37) == 32 and PORTABLE.sign_lost_columns(37) == 0

@@ -24,6 +24,7 @@ import sys
 from dataclasses import dataclass, field
 
 from . import cpuid as _cpuid
+from .arithmetic import PORTABLE, X86, HostArithmetic
 
 _INT32 = 1 << 32
 
@@ -81,6 +82,11 @@ class HostProfile:
     def x86(self) -> bool:
         """LiteRT's x86 build: NEON code through an SSE translation, SSE kernels, Eigen's SSE packets."""
         return self.arch in ("x86_64", "x86")
+
+    @property
+    def arithmetic(self) -> HostArithmetic:
+        """The host's arithmetic where TFLite's C++ differs by CPU (fidelity/arithmetic.py)."""
+        return X86 if self.x86 else PORTABLE
 
     @property
     def ruy_path(self) -> str:

@@ -7,9 +7,8 @@ quantized weights can reach:
   leaves a weight of -128 unchanged: w = -128 times a negative input x counts as +128 * |x| negated,
   i.e. the sum is off by 256 * x for each such pair;
 - row sums (for asymmetric inputs) add 16-value blocks in eight int16 lanes, which wrap.
-Both are x86-only: kernels ask for them when HostProfile.x86 (read in prepare). ARM runs TFLite's NEON
-kernels instead, whose own quirks are not reproduced: there the exact products and sums are used
-(docs/fidelity.md).
+Both are x86-only: kernels get them through their host's HostArithmetic (fidelity/arithmetic.py). ARM
+runs TFLite's NEON kernels instead, whose products and sums are exact (docs/fidelity.md).
 """
 
 from __future__ import annotations
@@ -44,14 +43,6 @@ def sign_transfer_split(weights: np.ndarray, columns: int) -> tuple[np.ndarray, 
     if not mask.any():
         return None
     return np.where(mask, 0, weights), np.where(mask, weights, 0)
-
-
-def weight_row_sums(weights: np.ndarray, x86: bool) -> np.ndarray:
-    """The weight rows' sums (int64) a hybrid kernel subtracts, times the zero point, for asymmetric
-    inputs: ReductionSumVector's SSE sums on x86 hosts (sse_row_sums), exact elsewhere."""
-    if x86:
-        return sse_row_sums(weights)
-    return np.asarray(weights).astype(np.int64).sum(axis=1)
 
 
 def sse_row_sums(weights: np.ndarray) -> np.ndarray:

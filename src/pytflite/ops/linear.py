@@ -51,8 +51,9 @@ from ..core.sparsity import densify
 from ..core.step_program import Direct, Written
 from ..core.types import BuiltinOperator, TensorType, type_name
 from ..errors import KernelError, ensure, ensure_eq, ensure_type, ensure_types_eq
+from ..fidelity.arithmetic import HostArithmetic
 from ..fidelity.ruy import gemm_rounding
-from ..fidelity.sse import sign_transfer_correction, sign_transfer_mask, weight_row_sums
+from ..fidelity.sse import sign_transfer_correction, sign_transfer_mask
 from ..model.options import ActivationFunctionType, FullyConnectedOptionsWeightsFormat
 from .common import (
     activation_clamp,
@@ -183,8 +184,8 @@ def _fully_connected_prepare(optimized: bool):
         if depth == 0 or batch * units == 0:
             kernel = _zeros_kernel
         elif hybrid:
-            x86 = context.host.x86
-            kernel = _hybrid_fc_kernel(source, weights, bias, options, batch, depth, optimized, x86)
+            arithmetic = context.host.arithmetic
+            kernel = _hybrid_fc_kernel(source, weights, bias, options, batch, depth, optimized, arithmetic)
         elif source.type == T.FLOAT32:
             clamp = activation_clamp(options.fused_activation_function)
             if weights.sparsity is not None:
@@ -366,7 +367,6 @@ def _densify_int8_weights(weights, batch, depth, units) -> np.ndarray:
 
 def _quantized_fc_kernel(source, weights, bias, output, options, optimized, batch, depth, host) -> Kernel:
     what = "FULLY_CONNECTED"
-    x86 = host.x86
     ensure(isinstance(source.quantization, AffineQuantization), f"{what} input has no affine quantization")
     ensure(
         isinstance(weights.quantization, AffineQuantization) and weights.quantization.scale.size > 0,
@@ -421,14 +421,14 @@ def _quantized_fc_kernel(source, weights, bias, output, options, optimized, batc
             requantize = int64_requantizer(multiplier, shift)
             int64_accumulator = True
         elif not optimized or nonzero or bias_type == T.INT64:
-            requantize = float_scale_requantizer(effective, x86)
+            requantize = float_scale_requantizer(effective, host.arithmetic)
             int64_accumulator = bias_type != T.INT32
         else:
             requantize = _gemm_requantizer(host, source.type, batch, units, depth, multiplier, shift)
     elif optimized:
         requantize = _gemm_requantizer(host, source.type, batch, units, depth, multiplier, shift)
     else:
-        requantize = float_scale_requantizer(effective, x86)
+        requantize = float_scale_requantizer(effective, host.arithmetic)
 
     if weights.sparsity is not None:
         ensure(
@@ -531,7 +531,9 @@ def _gemm_requantizer(host, source_type, batch, units, depth, multiplier, shift)
     return gemm_requantizer(rounding, multiplier, shift)
 
 
-def _hybrid_fc_kernel(source, weights, bias, options, batch, depth, optimized, x86: bool) -> Kernel:
+def _hybrid_fc_kernel(
+    source, weights, bias, options, batch, depth, optimized, arithmetic: HostArithmetic
+) -> Kernel:
     what = "FULLY_CONNECTED"
     units = weights.shape[0]
     ensure(
@@ -580,11 +582,11 @@ def _hybrid_fc_kernel(source, weights, bias, options, batch, depth, optimized, x
     finish = _float_activation(options.fused_activation_function)
     asymmetric = options.asymmetric_quantize_inputs and not four_bit
     # the columns TFLite's SSE kernel (x86 only) multiplies in 16-value blocks (every stored block when
-    # sparse); its 4-bit kernel has no such quirk
-    blocked = 0 if four_bit or not x86 else depth if sparse else depth & ~15
+    # sparse: the depth rounded up to whole blocks); its 4-bit kernel has no such quirk
+    blocked = 0 if four_bit else arithmetic.sign_lost_columns(depth + 15 if sparse else depth)
 
     def row_sums_of(raw) -> np.ndarray:
-        sums = raw.astype(np.int64).sum(axis=1) if sparse else weight_row_sums(raw, x86)
+        sums = raw.astype(np.int64).sum(axis=1) if sparse else arithmetic.hybrid_row_sums(raw)
         return sums.astype(float_type)
 
     def prepared(raw):
@@ -858,7 +860,7 @@ def batch_matmul_prepare(context, node):
     context.resize_tensor(output, output_shape)
     kernel = None
     if hybrid:
-        kernel = _hybrid_matmul_kernel(lhs, rhs, options, output_shape, context.host.x86)
+        kernel = _hybrid_matmul_kernel(lhs, rhs, options, output_shape, context.host.arithmetic)
     elif lhs.type != T.FLOAT32:
         kernel = _quantized_matmul_kernel(lhs, rhs, output, options)
     node.user_data = BatchMatMulData(kernel)
@@ -947,7 +949,7 @@ def _quantized_matmul_kernel(lhs, rhs, output, options) -> Kernel:
     return kernel
 
 
-def _hybrid_matmul_kernel(lhs, rhs, options, output_shape, x86: bool) -> Kernel:
+def _hybrid_matmul_kernel(lhs, rhs, options, output_shape, arithmetic: HostArithmetic) -> Kernel:
     """Hybrid BATCH_MATMUL as TFLite's reference kernel computes it (see the module docstring)."""
     what = "BATCH_MATMUL"
     ensure(isinstance(rhs.quantization, AffineQuantization), f"{what} rhs has no affine quantization")
@@ -973,7 +975,9 @@ def _hybrid_matmul_kernel(lhs, rhs, options, output_shape, x86: bool) -> Kernel:
     def prepared(b):
         """The weights as [..., depth, cols] floats, and TFLite's column sums (x86: SSE int16 lanes)."""
         weights = np.ascontiguousarray(b if options.adj_y else b.swapaxes(-1, -2)).reshape(folded_rhs)
-        return weights.astype(float_type).swapaxes(-1, -2), weight_row_sums(weights.reshape(-1, depth), x86)
+        return weights.astype(float_type).swapaxes(-1, -2), arithmetic.hybrid_row_sums(
+            weights.reshape(-1, depth)
+        )
 
     fixed = prepared(rhs.data) if rhs.is_constant_or_persistent else None
     # TFLite sums the weight columns on the first invoke after prepare only (stale if rhs changes)

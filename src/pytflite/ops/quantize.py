@@ -54,6 +54,7 @@ from ..core.packed import PACKED_TYPES, pack_into, unpack_packed
 from ..core.quantization import AffineQuantization
 from ..core.types import BuiltinOperator, TensorType, storage_dtype, type_name
 from ..errors import KernelError, ensure, ensure_eq, ensure_type
+from ..fidelity.arithmetic import HostArithmetic
 from .common import (
     INTP_TYPE,
     CallSequence,
@@ -70,7 +71,6 @@ from .common import (
 from .jit import compiled
 from .quant.fixed_point import (
     INT32_MIN,
-    float_to_int32,
     multiply_by_quantized_multiplier,
     multiply_by_quantized_multiplier_simd,
     quantize_multiplier,
@@ -272,10 +272,10 @@ _RANGES = {
 }
 
 
-def _float_quantizer(output, optimized: bool, x86: bool) -> tuple[Callable, bool]:
+def _float_quantizer(output, optimized: bool, arithmetic: HostArithmetic) -> tuple[Callable, bool]:
     """compute(x, out, work): out = clamp(zero_point + round(x / scale)) per tensor or per channel, and
-    whether it uses `work` (float32, x's size); `x86`: the host's float-to-int32 conversion
-    (HostProfile.x86)."""
+    whether it uses `work` (float32, x's size); `arithmetic`: the host's (its float-to-int32
+    conversion)."""
     quantization = output.quantization
     lowest, highest = _RANGES[output.type]
     rank = len(output.shape)
@@ -293,7 +293,7 @@ def _float_quantizer(output, optimized: bool, x86: bool) -> tuple[Callable, bool
         scale, zero_point = np.float32(output.params.scale), output.params.zero_point
 
     def finish(rounded: np.ndarray) -> np.ndarray:
-        return np.clip(wrap(float_to_int32(rounded, x86=x86) + zero_point), lowest, highest)
+        return np.clip(wrap(arithmetic.float_to_int32(rounded) + zero_point), lowest, highest)
 
     if output.type in PACKED_TYPES:
         return lambda x, out, work: pack_into(
@@ -399,7 +399,7 @@ def quantize_prepare(optimized: bool):
                     f"Input type FLOAT32 with Output type {type_name(output.type)} is not currently supported."
                 )
             blocked = optimized and output.type in _BLOCKED_TARGETS and output.quantization.scale.size == 1
-            compute, works = _float_quantizer(output, blocked, context.host.x86)
+            compute, works = _float_quantizer(output, blocked, context.host.arithmetic)
             work_type = TensorType.FLOAT32
         work = node.user_data.scratch  # by init
         if works:

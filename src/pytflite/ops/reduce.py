@@ -35,11 +35,11 @@ import numpy as np
 from ..core.step_program import Direct
 from ..core.types import AllocationType, BuiltinOperator, TensorType, type_name
 from ..errors import KernelError, ensure, ensure_eq, ensure_type, ensure_types_eq
+from ..fidelity.arithmetic import X86, HostArithmetic
 from .common import CallSequence, check_arity, clip, ensure_same_quantization, input_tensor, output_tensor
 from .jit import compiled
 from .quant.fixed_point import (
     INT32_MAX,
-    float_to_int32,
     multiply_by_quantized_multiplier,
     multiply_by_quantized_multiplier_int64,
     quantize_multiplier,
@@ -88,7 +88,7 @@ class ReduceSpec:
     source_quantization: tuple[float, int] | None = None
     output_quantization: tuple[float, int] | None = None
     optimized: bool = True
-    x86: bool = True  # HostProfile.x86 (read in prepare): how floats out of int32's range convert
+    arithmetic: HostArithmetic = X86  # the host's (read in prepare): how floats out of int32's range convert
 
     @property
     def count(self) -> int:
@@ -452,7 +452,7 @@ def _quantized_sum(spec: ReduceSpec) -> Callable:
         total = _int32_sum(x, axes).astype(np.float32)  # int to float, rounding as C does
         value = total * scale + bias
         with np.errstate(invalid="ignore"):
-            result = float_to_int32(round_half_away(value), x86=spec.x86) + output_zero_point
+            result = spec.arithmetic.float_to_int32(round_half_away(value)) + output_zero_point
         np.copyto(out, np.clip(result, low, high), casting="unsafe")
 
     return quantized_sum
@@ -523,7 +523,7 @@ class ReduceData:
     run: Callable[[np.ndarray, np.ndarray], None] | None  # None: the axis tensor is computed at run time
     kept: tuple[int, ...] = ()  # the output's shape with the reduced dimensions kept
     quantized: bool = False  # the reduction requantizes (its reducer gets the quantization parameters)
-    x86: bool = True  # HostProfile.x86, read in prepare
+    arithmetic: HostArithmetic = X86  # the host's, read in prepare
 
 
 def _quantization_rule(op_name: str, source, output) -> bool:
@@ -564,7 +564,7 @@ def reducer(op_name: str, make: Reducer, types: tuple[TensorType, ...], optimize
             (source.params.scale, source.params.zero_point) if quantized else None,
             (output.params.scale, output.params.zero_point) if quantized else None,
             optimized,
-            data.x86,
+            data.arithmetic,
         )
 
     def prepare(context, node):
@@ -577,7 +577,9 @@ def reducer(op_name: str, make: Reducer, types: tuple[TensorType, ...], optimize
         ensure_type(source, types, "input", op_name)
         ensure_eq(output.type, source.type, f"{op_name} output type")
         ensure_type(axis, TensorType.INT32, "axis", op_name)
-        data = ReduceData(None, quantized=_quantization_rule(op_name, source, output), x86=context.host.x86)
+        data = ReduceData(
+            None, quantized=_quantization_rule(op_name, source, output), arithmetic=context.host.arithmetic
+        )
         if axis.allocation_type not in (AllocationType.MMAP_RO, AllocationType.PERSISTENT_RO):
             node.user_data = data
             context.set_tensor_to_dynamic(output)

@@ -43,9 +43,9 @@ import numpy as np
 
 from ..core.types import BuiltinOperator, TensorType, storage_dtype, type_name
 from ..errors import KernelError, ensure, ensure_eq, ensure_type, ensure_types_eq
+from ..fidelity.arithmetic import HostArithmetic
 from .common import CallSequence, check_arity, input_tensor, output_tensor, unary_step
 from .quant.fixed_point import (
-    float_to_int32,
     multiply_by_quantized_multiplier,
     quantize_multiplier,
     rounding_divide_by_pot,
@@ -160,7 +160,7 @@ def _clamped(values: np.ndarray, dtype) -> np.ndarray:
     return np.clip(values, info.min, info.max).astype(dtype)
 
 
-def _abs_quantized(source, output, x86: bool) -> Compute:
+def _abs_quantized(source, output, arithmetic: HostArithmetic) -> Compute:
     in_scale, in_zero, out_scale, out_zero = _elementwise_params(source, output, "ABS")
     values = every_value(source.dtype)
     magnitude = np.abs(values - in_zero)
@@ -179,7 +179,7 @@ def _lut(source, in_scale, in_zero, out_scale, out_zero, transform) -> Compute:
     return table_kernel(table, source.dtype)
 
 
-def _exp_quantized(source, output, x86: bool) -> Compute:
+def _exp_quantized(source, output, arithmetic: HostArithmetic) -> Compute:
     # EXP reads the legacy per-tensor parameters and needs no quantization (a missing one is scale 0)
     in_scale, in_zero = source.params.scale, source.params.zero_point
     out_scale, out_zero = output.params.scale, output.params.zero_point
@@ -189,7 +189,7 @@ def _exp_quantized(source, output, x86: bool) -> Compute:
     return _lut(source, in_scale, in_zero, out_scale, out_zero, expf)
 
 
-def _log_quantized(source, output, x86: bool) -> Compute:
+def _log_quantized(source, output, arithmetic: HostArithmetic) -> Compute:
     in_scale, in_zero, out_scale, out_zero = _elementwise_params(source, output, "LOG")
     lowest = int(np.iinfo(source.dtype).min)
     output_min = _F32(lowest - out_zero) * _F32(out_scale)
@@ -217,14 +217,14 @@ def _valid_range(valid: np.ndarray, values: np.ndarray) -> tuple[int, int]:
     return (int(accepted.min()), int(accepted.max())) if accepted.size else (1, 0)
 
 
-def _sqrt_quantized(source, output, x86: bool) -> Compute:
+def _sqrt_quantized(source, output, arithmetic: HostArithmetic) -> Compute:
     in_scale, in_zero, out_scale, out_zero = _elementwise_params(source, output, "SQRT")
     values = every_value(source.dtype)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         dequantized = _F32(in_scale) * (values - in_zero).astype(np.float32)
         valid = ~(dequantized < _F32(0))
         quotient = np.sqrt(np.where(valid, dequantized, _F32(0))) / _F32(out_scale)
-    table = _clamped(wrap(float_to_int32(quotient, x86=x86) + out_zero, 32), source.dtype)
+    table = _clamped(wrap(arithmetic.float_to_int32(quotient) + out_zero, 32), source.dtype)
     low, high = _valid_range(valid, values)
     return _checked(
         table_kernel(table, source.dtype), low, high, "Sqrt is only defined for non-negative values"
@@ -259,7 +259,7 @@ def _inv_sqrt_multipliers(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return x, -shift
 
 
-def _rsqrt_quantized(source, output, x86: bool) -> Compute:
+def _rsqrt_quantized(source, output, arithmetic: HostArithmetic) -> Compute:
     in_scale, in_zero, out_scale, out_zero = _elementwise_params(source, output, "RSQRT")
     message = "Rsqrt is only defined for positive values"
     info = np.iinfo(source.dtype)
@@ -286,8 +286,8 @@ def _rsqrt_quantized(source, output, x86: bool) -> Compute:
     return _checked(table_kernel(_clamped(result, np.int8), np.int8), in_zero, 127, message)
 
 
-# builder(source, output, x86) -> the compute of a quantized input; x86: HostProfile.x86, which decides
-# how float values convert to int32 (SQRT's table)
+# builder(source, output, arithmetic) -> the compute of a quantized input; arithmetic: the host's, which
+# decides how float values convert to int32 (SQRT's table)
 _QUANTIZED_BUILDERS = {
     BuiltinOperator.ABS: _abs_quantized,
     BuiltinOperator.EXP: _exp_quantized,
@@ -319,7 +319,7 @@ def unary_prepare(op: BuiltinOperator, computes: dict[TensorType, Compute], type
         ensure_type(source, types, "input", op_name)
         ensure_types_eq(source, output, f"{op_name} input/output types")
         if _takes_quantized(op, source):
-            compute = _QUANTIZED_BUILDERS[op](source, output, context.host.x86)
+            compute = _QUANTIZED_BUILDERS[op](source, output, context.host.arithmetic)
         else:
             # LOG, SQRT and RSQRT of int16 without quantization read a table TFLite never built
             ensure(

@@ -100,8 +100,9 @@ def _unary_kernel(
     quantized_ref: Callable | None = None,
     float_step: Callable | None = None,
 ) -> None:
-    """Register a one-input op: `compute(x, out)` for float32, `quantized(input, output, x86)` making the
-    compute function of the other `types` in prepare (`x86`: the host's float-to-int conversions);
+    """Register a one-input op: `compute(x, out)` for float32, `quantized(input, output, arithmetic)` making
+    the compute function of the other `types` in prepare (`arithmetic`: the host's, for its
+    float-to-int conversions);
     `quantized_ref` the one of BUILTIN_REF's kernel, where it differs; `float_step(x, out)` the float32
     check-free step with its own scratch (see _unary_bind)."""
 
@@ -111,7 +112,7 @@ def _unary_kernel(
             if source.type == TensorType.FLOAT32:
                 node.user_data = ActivationData(compute)
             else:
-                node.user_data = ActivationData(quantized_for_types(source, output, context.host.x86))
+                node.user_data = ActivationData(quantized_for_types(source, output, context.host.arithmetic))
 
         return prepare
 

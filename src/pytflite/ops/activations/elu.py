@@ -18,7 +18,7 @@ def _elu(x, out):
     np.maximum(out, x, out=out)
 
 
-def _elu_quantized(source, output, _x86: bool):
+def _elu_quantized(source, output, _arithmetic):
     in_scale, in_zero = _quantization(source, "input", "ELU")
     out_scale, out_zero = _quantization(output, "output", "ELU")
 

@@ -83,6 +83,6 @@ _unary_kernel(
     BuiltinOperator.HARD_SWISH,
     (1, 1),
     _hard_swish,
-    lambda i, o, _x86: table_kernel(_hard_swish_table(i, o), _DTYPES[i.type]),
+    lambda i, o, _arithmetic: table_kernel(_hard_swish_table(i, o), _DTYPES[i.type]),
     _FLOAT + _BYTES,
 )

@@ -9,10 +9,10 @@ import numpy as np
 
 from ...core.types import BuiltinOperator, TensorType
 from ...errors import ensure, ensure_eq
+from ...fidelity.arithmetic import HostArithmetic
 from ..common import clip
 from ..quant.fixed_point import (
     INT32_MIN,
-    float_to_int32,
     multiply_by_quantized_multiplier,
     quantize_multiplier,
     rounding_divide_by_pot,
@@ -49,13 +49,13 @@ def _log_softmax_prepare(reference: bool) -> Callable:
             node.user_data = ActivationData(_log_softmax)
         else:
             node.user_data = ActivationData(
-                _log_softmax_quantized(source, output, reference, context.host.x86)
+                _log_softmax_quantized(source, output, reference, context.host.arithmetic)
             )
 
     return prepare
 
 
-def _log_softmax_float_table(source, output, x86: bool) -> Callable:
+def _log_softmax_float_table(source, output, arithmetic: HostArithmetic) -> Callable:
     in_scale, _ = _quantization(source, "input", "LOG_SOFTMAX")
     out_scale, out_zero = _quantization(output, "output", "LOG_SOFTMAX")
     table = _float_exp_table(in_scale, np.float32(1))
@@ -71,7 +71,7 @@ def _log_softmax_float_table(source, output, x86: bool) -> Callable:
         log_probabilities = ratio * rows.astype(np.float32)
         log_probabilities -= offsets[:, None]
         rounded = np.rint(log_probabilities, out=log_probabilities) + np.float32(out_zero)
-        quantized = float_to_int32(rounded, x86=x86)
+        quantized = arithmetic.float_to_int32(rounded)
         np.copyto(out, clip(quantized, info.min, info.max).reshape(out.shape), casting="unsafe")
 
     return compute
@@ -112,13 +112,13 @@ def _log_softmax_reference(source, output) -> Callable:
     return compute
 
 
-def _log_softmax_quantized(source, output, reference: bool, x86: bool) -> Callable:
+def _log_softmax_quantized(source, output, reference: bool, arithmetic: HostArithmetic) -> Callable:
     out_scale, out_zero = _quantization(output, "output", "LOG_SOFTMAX")
     ensure(float(out_scale) == 16.0 / 256, f"LOG_SOFTMAX output scale {out_scale} != 16/256")
     ensure_eq(out_zero, 255 if source.type == _U8 else 127, "LOG_SOFTMAX output zero point")
     if reference:
         return _log_softmax_reference(source, output)
-    return _log_softmax_float_table(source, output, x86)
+    return _log_softmax_float_table(source, output, arithmetic)
 
 
 register_builtin(

@@ -8,8 +8,9 @@ from collections.abc import Callable
 import numpy as np
 
 from ...core.types import BuiltinOperator
+from ...fidelity.arithmetic import HostArithmetic
 from ..common import clip
-from ..quant.fixed_point import float_to_int32, multiply_by_quantized_multiplier, round_half_away, wrap
+from ..quant.fixed_point import multiply_by_quantized_multiplier, round_half_away, wrap
 from ..quant.lut import every_value, table_kernel
 from .common import _ALL, _BYTES, _DTYPES, _FLOAT, _I16, _INF, _MINUS_ONE, _ONE, _SIX, _ZERO, _unary_kernel
 from .quantized import _ensure_zero_points, _multiplier, _quantization, _wrap_to
@@ -43,7 +44,7 @@ _RELU_BOUNDS = {
 
 
 def _relu_quantized(op: BuiltinOperator) -> Callable:
-    def quantized(source, output, x86: bool):
+    def quantized(source, output, arithmetic: HostArithmetic):
         in_scale, in_zero = _quantization(source, "input", op.name)
         out_scale, out_zero = _quantization(output, "output", op.name)
         multiplier, shift = _multiplier(in_scale / out_scale, op.name)
@@ -55,7 +56,7 @@ def _relu_quantized(op: BuiltinOperator) -> Callable:
 
         def bound(value: float) -> int:
             quotient = round_half_away(float(np.float32(value) / out_scale))
-            return int(wrap(np.int64(out_zero) + float_to_int32(quotient, x86=x86), 32))
+            return int(wrap(np.int64(out_zero) + arithmetic.float_to_int32(quotient), 32))
 
         lowest = max(info.min, bound(low))
         highest = info.max if high == math.inf else min(info.max, bound(high))

@@ -12,10 +12,10 @@ import numpy as np
 from ...core.step_program import Direct, Written
 from ...core.types import BuiltinOperator, TensorType, type_name
 from ...errors import ensure, ensure_eq, ensure_type
+from ...fidelity.arithmetic import HostArithmetic
 from ..common import check_arity, clip, input_tensor, output_tensor
 from ..jit import compiled
 from ..quant.fixed_point import (
-    float_to_int32,
     multiply_by_quantized_multiplier,
     round_non_negative,
     rounding_divide_by_pot,
@@ -55,7 +55,7 @@ def _softmax_prepare(reference: bool) -> Callable:
             )
         else:
             node.user_data = ActivationData(
-                _softmax_quantized(source, output, beta, reference, context.host.x86)
+                _softmax_quantized(source, output, beta, reference, context.host.arithmetic)
             )
 
     return prepare
@@ -160,7 +160,7 @@ def _softmax_calls(x, out, beta, peak, total) -> tuple:
     )
 
 
-def _softmax_float_table(source, output, beta: np.float32, x86: bool) -> Callable:
+def _softmax_float_table(source, output, beta: np.float32, arithmetic: HostArithmetic) -> Callable:
     in_scale, _ = _quantization(source, "input", "SOFTMAX")
     out_scale, out_zero = _quantization(output, "output", "SOFTMAX")
     table = _float_exp_table(in_scale, beta)
@@ -176,7 +176,7 @@ def _softmax_float_table(source, output, beta: np.float32, x86: bool) -> Callabl
 
     # probabilities reach 1 / out_scale: past int32, the conversion needs C's overflow behaviour
     if 1 / float(out_scale) >= 2**31 - 1:
-        convert = functools.partial(float_to_int32, x86=x86)
+        convert = arithmetic.float_to_int32
     half = np.float32(0.5)
 
     def compute(x, out):
@@ -310,7 +310,7 @@ _SOFTMAX_OUTPUTS = {
 }
 
 
-def _softmax_quantized(source, output, beta: float, reference: bool, x86: bool) -> Callable:
+def _softmax_quantized(source, output, beta: float, reference: bool, arithmetic: HostArithmetic) -> Callable:
     out_scale, out_zero = _quantization(output, "output", "SOFTMAX")
     if source.type == _I8 and output.type == _I8:
         ensure_eq(out_zero, -128, "SOFTMAX int8 output zero point")
@@ -328,7 +328,7 @@ def _softmax_quantized(source, output, beta: float, reference: bool, x86: bool) 
         return _softmax_int16(source, output, beta)
     if reference:
         return _softmax_reference(source, output, beta)
-    return _softmax_float_table(source, output, np.float32(beta), x86)
+    return _softmax_float_table(source, output, np.float32(beta), arithmetic)
 
 
 register_builtin(

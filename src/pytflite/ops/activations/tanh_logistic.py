@@ -11,8 +11,9 @@ import numpy as np
 from ...core.step_program import Direct
 from ...core.types import BuiltinOperator
 from ...errors import ensure, ensure_eq
+from ...fidelity.arithmetic import HostArithmetic
 from ..common import clip
-from ..quant.fixed_point import INT32_MAX, INT32_MIN, round_half_away, wrap
+from ..quant.fixed_point import round_half_away, wrap
 from ..quant.lut import (
     SIGMOID_TABLE_UINT16,
     every_value,
@@ -94,7 +95,7 @@ def _int16_sigmoid_interpolation(values: np.ndarray, multiplier: int, left_shift
 def _tanh_logistic_quantized(op: BuiltinOperator, reference: bool) -> Callable:
     tanh = op == BuiltinOperator.TANH
 
-    def quantized(source, output, x86: bool):
+    def quantized(source, output, arithmetic: HostArithmetic):
         in_scale, in_zero = _quantization(source, "input", op.name)
         out_scale, out_zero = _quantization(output, "output", op.name)
         dtype = _DTYPES[source.type]
@@ -118,8 +119,7 @@ def _tanh_logistic_quantized(op: BuiltinOperator, reference: bool) -> Callable:
             while real <= 32767.0 / 2.0 and left_shift <= 30:
                 left_shift += 1
                 real *= 2.0
-            # int32_t(real) past int32: x86 gives INT32_MIN, ARM saturates
-            multiplier = int(real) if real < 2.0**31 else INT32_MIN if x86 else INT32_MAX
+            multiplier = int(arithmetic.float_to_int32(real))  # int32_t(real): past int32, the host's
         exact, out_log2 = _checked_log2(out_scale)
         ensure(exact, f"{op.name} output scale {out_scale} is not a power of two")
         ensure_eq(out_log2, -15, f"{op.name} int16 output scale log2")

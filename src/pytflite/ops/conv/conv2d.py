@@ -12,9 +12,10 @@ import numpy as np
 from ...core.quantization import AffineQuantization
 from ...core.types import BuiltinOperator, TensorType, storage_dtype
 from ...errors import KernelError, ensure, ensure_eq, ensure_type
+from ...fidelity.arithmetic import HostArithmetic
 from ...fidelity.eigen_order import eigen_product_is_sequential
 from ...fidelity.ruy import gemm_rounding
-from ...fidelity.sse import sign_transfer_split, weight_row_sums
+from ...fidelity.sse import sign_transfer_split
 from ..common import (
     activation_clamp,
     check_arity,
@@ -101,7 +102,7 @@ class HybridConv:
     reference: bool  # per channel, BUILTIN_REF / grouped: (acc * filter scale) * input scale
     low: float
     high: float
-    x86: bool  # the host runs LiteRT's x86 build: its SSE kernels' quirks apply (HostProfile.x86)
+    arithmetic: HostArithmetic  # the host's: its SSE kernels' quirks on x86
     # per tensor, O % 4 != 0, x86 (TFLite's SSE dot product, not ruy): the im2col columns it multiplies
     # in 16-value blocks, where a weight of -128 meets a negative input with the wrong sign; 0: exact
     blocked: int = 0
@@ -136,7 +137,7 @@ class HybridConv:
         after prepare; on x86, SseReductionSumVector's, wrapping in int16 lanes), or None when they agree."""
         flat = raw.reshape(raw.shape[0], -1)
         if self.used_sums is None:
-            self.used_sums = weight_row_sums(flat, self.x86)
+            self.used_sums = self.arithmetic.hybrid_row_sums(flat)
         difference = flat.astype(np.int64).sum(axis=1) - self.used_sums
         return difference.astype(np.float64) if difference.any() else None
 
@@ -391,13 +392,13 @@ def _conv2d_hybrid(context, node, state, options, source, weights, bias, output,
     scales = np.broadcast_to(scales, (out_channels,)).astype(np.float32) if per_channel else scales[:1]
     low, high = float_activation_range(options.fused_activation_function)
     reference = per_channel and (not optimized or groups != 1)
-    hybrid = state.hybrid = HybridConv(per_channel, scales, reference, low, high, context.host.x86)
+    hybrid = state.hybrid = HybridConv(per_channel, scales, reference, low, high, context.host.arithmetic)
     hybrid.quantizer = _input_quantizer(source, per_channel)
     depth = int(np.prod(weights.shape[1:]))
     # Per tensor, both resolvers run optimized_ops::HybridConv: ruy (exact) when O % 4 == 0, else the SSE
     # kernel on x86 (NEON's, exact, on ARM); per channel, the optimized kernel subtracts zero point times
     # the row sums.
-    hybrid.blocked = depth & ~15 if hybrid.x86 and not per_channel and out_channels % 4 else 0
+    hybrid.blocked = hybrid.arithmetic.sign_lost_columns(depth) if not per_channel and out_channels % 4 else 0
     hybrid.row_sums = per_channel and not reference
     constant = _constant_data(weights)
     # |q - offset| <= 255 (asymmetric) or 127 (symmetric); the flipped weights' product is bounded by

@@ -24,7 +24,7 @@ binary.py holds BinaryOp (the op as a prepare describes it), the runner built fr
 op data holding the runner invoke calls; common.py the shared prepare checks, output shape and activation
 bounds; widened.py the faster per-channel broadcast. The quantized arithmetic: quantized.py (prepare and
 the lookup runner), quant_params.py (TFLite's ArithmeticParams), formulas.py (the output per code path),
-simd_paths.py (which code path computes each element) and requantize.py (the integer rounding).
+fidelity/simd_paths.py (which code path computes each element) and requantize.py (the integer rounding).
 """
 
 from . import (  # noqa: F401  (importing them registers their kernels)

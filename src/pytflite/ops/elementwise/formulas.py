@@ -1,5 +1,5 @@
 """Each quantized op's output value as a function of its two input values, one function per code path
-(simd_paths.py): what quantized.py tabulates or computes."""
+(fidelity/simd_paths.py): what quantized.py tabulates or computes."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...fidelity.neon import saturate, vshl
+from ...fidelity.simd_paths import BLOCK, BROADCAST_BLOCK, SCALAR
 from ..quant.fixed_point import rounding_divide_by_pot, saturating_rounding_doubling_high_mul, wrap
-from ..quant.neon import saturate, vshl
 from .common import T
 from .quant_params import _TYPE_RANGE, _QuantParams, _Rescale
 from .requantize import (
@@ -20,7 +21,6 @@ from .requantize import (
     _requantize,
     _wrap32,
 )
-from .simd_paths import _BLOCK, _BROADCAST_BLOCK, _SCALAR
 
 
 @dataclass(frozen=True)
@@ -60,9 +60,9 @@ def _add_sub_formulas(p: _QuantParams, sign: int, tensor_type, simd: bool) -> di
 
         return combine
 
-    formulas = {_SCALAR: _Separable(scaled_first, scaled_second, requantized(False))}
+    formulas = {SCALAR: _Separable(scaled_first, scaled_second, requantized(False))}
     if tensor_type == T.INT16 and sign < 0 and out.shift > 0:  # see _mbqm_smaller_than_one_vectorized
-        formulas[_BLOCK] = _Separable(scaled_first, scaled_second, requantized(False, vectorized=True))
+        formulas[BLOCK] = _Separable(scaled_first, scaled_second, requantized(False, vectorized=True))
     if not simd:
         return formulas
 
@@ -78,7 +78,7 @@ def _add_sub_formulas(p: _QuantParams, sign: int, tensor_type, simd: bool) -> di
         )
 
     if tensor_type == T.INT16:
-        formulas[_BLOCK] = _Separable(shifted_first(one), shifted_first(two), requantized(True))
+        formulas[BLOCK] = _Separable(shifted_first(one), shifted_first(two), requantized(True))
         return formulas
     type_low, type_high = _TYPE_RANGE[tensor_type]
 
@@ -91,8 +91,8 @@ def _add_sub_formulas(p: _QuantParams, sign: int, tensor_type, simd: bool) -> di
         return _clamp(result, p.low, p.high, simd=True)
 
     last = _Separable(shifted_last(one), shifted_last(two), narrowed)
-    formulas[_BROADCAST_BLOCK] = last
-    formulas[_BLOCK] = (
+    formulas[BROADCAST_BLOCK] = last
+    formulas[BLOCK] = (
         _Separable(shifted_first(one), shifted_first(two), narrowed) if tensor_type == T.INT8 else last
     )
     return formulas
@@ -108,7 +108,7 @@ def _pot_formulas(first_shift: int, second_shift: int, sign: int, low: int, high
         return _clamped(total, low, high, simd=False)
 
     return {
-        _SCALAR: _Separable(
+        SCALAR: _Separable(
             lambda x: rounding_divide_by_pot(x, -first_shift),
             lambda x: sign * rounding_divide_by_pot(x, -second_shift),
             combine,
@@ -124,7 +124,7 @@ def _mul_formulas(p: _QuantParams, tensor_type, simd: bool) -> dict[str, Callabl
         product += out.offset
         return _clamped(product, p.low, p.high, simd=False)
 
-    formulas = {_SCALAR: scalar}
+    formulas = {SCALAR: scalar}
     if not simd:
         return formulas
     type_low, type_high = _TYPE_RANGE[tensor_type]
@@ -141,9 +141,9 @@ def _mul_formulas(p: _QuantParams, tensor_type, simd: bool) -> dict[str, Callabl
 
         return compute
 
-    formulas[_BLOCK] = vector(lambda x: saturate(x, -32768, 32767))
+    formulas[BLOCK] = vector(lambda x: saturate(x, -32768, 32767))
     # uint8's scalar-broadcast loop narrows with vmovn (wrapping) where the others saturate
-    formulas[_BROADCAST_BLOCK] = vector(
+    formulas[BROADCAST_BLOCK] = vector(
         (lambda x: wrap(x, 16)) if tensor_type == T.UINT8 else (lambda x: saturate(x, -32768, 32767))
     )
     return formulas
@@ -158,7 +158,7 @@ def _int16_to_8bit_mul_formulas(output_offset: int, low: int, high: int) -> dict
         clamped = np.maximum(np.minimum(rescaled, high - output_offset), low - output_offset)
         return output_offset + clamped
 
-    return {_SCALAR: scalar}
+    return {SCALAR: scalar}
 
 
 def _srdhm16(a, b):
@@ -190,7 +190,7 @@ def _div_formulas(p: _QuantParams) -> dict[str, Callable]:
         result = _mbqm_smaller_than_one(quotient, out.multiplier, total_shift) + out.offset
         return _clamp(result, p.low, p.high, simd=False)
 
-    return {_SCALAR: scalar}
+    return {SCALAR: scalar}
 
 
 def _count_leading_zeros32(x: np.ndarray) -> np.ndarray:
@@ -237,4 +237,4 @@ def _squared_difference_formulas(p: _QuantParams) -> dict[str, Callable]:
         result = _mbqm_smaller_than_one(difference * difference, out.multiplier, out.shift) + out.offset
         return _clamp(result, p.low, p.high, simd=False)
 
-    return {_SCALAR: scalar}
+    return {SCALAR: scalar}

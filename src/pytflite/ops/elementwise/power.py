@@ -9,8 +9,8 @@ import numpy as np
 
 from ...core.types import BuiltinOperator, type_name
 from ...errors import KernelError, ensure
+from ...fidelity.arithmetic import HostArithmetic
 from ..common import clip
-from ..quant.fixed_point import float_to_int32
 from .binary import BinaryOp, register_binary
 from .common import T, _binary_tensors, _output_shape
 
@@ -21,8 +21,8 @@ def _pow_prepare(context, node):
     context.resize_tensor(output, _output_shape(first, second, "POW"))
     is_int = first.type == T.INT32
     checked = _negative_exponent_check(second) if is_int else None
-    x86 = context.host.x86
-    elementwise = (lambda a, b, out: _int_pow(a, b, out, x86)) if is_int else np.power
+    arithmetic = context.host.arithmetic
+    elementwise = (lambda a, b, out: _int_pow(a, b, out, arithmetic)) if is_int else np.power
     # Shapes differ and the exponent is one value: TFLite multiplies by repeated squaring when it is
     # within 1e-5 of an integer >= 1 (clamping floats to +-FLT_MAX), else calls std::pow per element.
     scalar_exponent = first.shape != second.shape and math.prod(second.shape) == 1
@@ -96,11 +96,11 @@ def _negative_exponent_check(exponent) -> Callable[[np.ndarray], None]:
     return check
 
 
-def _int_pow(a, b, out, x86: bool):
-    """std::pow on ints: computed in double, converted back; out-of-range results become INT_MIN on x86
-    hosts and saturate elsewhere (ARM's conversion; see float_to_int32)."""
+def _int_pow(a, b, out, arithmetic: HostArithmetic):
+    """std::pow on ints: computed in double, converted back as the host converts (out-of-range results:
+    INT_MIN on x86, saturated on ARM; fidelity/arithmetic.py)."""
     result = np.power(a, b, out=np.empty(out.shape, np.float64), dtype=np.float64)
-    np.copyto(out, float_to_int32(result, x86=x86), casting="unsafe")
+    np.copyto(out, arithmetic.float_to_int32(result), casting="unsafe")
 
 
 register_binary(BuiltinOperator.POW, (1, 1), (T.FLOAT32, T.INT32), _pow_prepare)

@@ -12,6 +12,7 @@ import numpy as np
 from ...core.derived import derived_constant
 from ...core.types import type_name
 from ...errors import ensure
+from ...fidelity.simd_paths import BLOCK, broadcast_walk, path_groups
 from ..common import INTP_TYPE, broadcast_shape, scratch_tensor, set_temporaries
 from .binary import BinaryData, Runner
 from .common import _QUANTIZED, T, _output_shape, _zero_check
@@ -33,7 +34,6 @@ from .quant_params import (
     _product_params,
     _squared_difference_params,
 )
-from .simd_paths import _BLOCK, _broadcast_walk, _path_groups
 
 # --- quantized arithmetic: ADD, SUB, MUL, DIV, SQUARED_DIFFERENCE on int8 / uint8 / int16 ----------------
 #
@@ -44,7 +44,7 @@ from .simd_paths import _BLOCK, _broadcast_walk, _path_groups
 # before the multiply (one rounding instead of two) or as a flooring vshl after it, and the 8-bit
 # kernels narrow through int16 lanes that saturate or wrap. (vqrdmulh itself equals the scalar
 # SaturatingRoundingDoublingHighMul: both round the high half up.)
-# Which elements a SIMD block computes follows TFLite's broadcast walk (_broadcast_walk): the whole flat
+# Which elements a SIMD block computes follows TFLite's broadcast walk (broadcast_walk): the whole flat
 # array when the shapes match; each innermost row of the "fivefold" broadcast pattern; and the generic
 # broadcast falls back to the scalar reference loop. The reference kernels (BUILTIN_REF) are scalar
 # throughout. SUB, DIV, SQUARED_DIFFERENCE and int16 MUL are scalar in both.
@@ -168,7 +168,7 @@ def _quantized_prepare(context, node, op_name: str, first, second, output, optim
     BinaryData of the lookup runner."""
     kind = first.type
     shape = broadcast_shape(first.shape, second.shape)
-    walk = _broadcast_walk(first.shape, second.shape)
+    walk = broadcast_walk(first.shape, second.shape)
     size = math.prod(shape)
     block = broadcast_block = 0  # SIMD widths; 0: the kernel is scalar
     check = None
@@ -187,7 +187,7 @@ def _quantized_prepare(context, node, op_name: str, first, second, output, optim
             params = _add_sub_params(node, first, second, output, op_name)
             simd = optimized and op_name == "ADD"
             formulas = _add_sub_formulas(params, sign, kind, simd)
-            if _BLOCK in formulas and not simd:  # int16 SUB's loop as the compiler vectorized it
+            if BLOCK in formulas and not simd:  # int16 SUB's loop as the compiler vectorized it
                 block = 4 if walk[0] == "elementwise" else 0
             elif simd and kind == T.INT16:
                 block = 16 if walk[0] == "elementwise" else 0  # int16 broadcasts in the reference loop
@@ -233,7 +233,7 @@ def _quantized_prepare(context, node, op_name: str, first, second, output, optim
         formulas = _squared_difference_formulas(params)
     if walk[0] != "elementwise" and not (walk[0] == "fivefold" and (block or broadcast_block)):
         _output_shape(first, second, op_name)  # TFLite's broadcast loop: its rank limit
-    groups = _path_groups(walk, size, block, broadcast_block)
+    groups = path_groups(walk, size, block, broadcast_block)
     context.resize_tensor(output, shape)
     node.user_data = BinaryData(
         _quantized_runner(context, node, formulas, groups, check), node.user_data.scratch

@@ -93,23 +93,6 @@ def wrap(values, bits: int = 32, out: np.ndarray | None = None) -> np.ndarray:
     return result
 
 
-def float_to_int32(values, saturate: bool = False, *, x86: bool) -> np.ndarray:
-    """static_cast<int32_t>(float): truncation toward zero. On x86 (cvttss2si) NaN and values out of
-    int32's range give INT32_MIN ("integer indefinite"); with `saturate`, out-of-range values clamp to
-    int32's limits instead, as where LiteRT's compiler folds a following clamp into the conversion.
-    Elsewhere (`x86` False; ARM's fcvtzs) out-of-range values saturate and NaN gives 0. Kernels pass
-    their HostProfile.x86, read in prepare. Returned as int64."""
-    values = np.asarray(values)
-    with np.errstate(invalid="ignore"):
-        inside = (values >= -(2.0**31)) & (values < 2.0**31)
-        whole = np.trunc(np.where(inside, values, 0)).astype(np.int64)
-    if not x86:
-        return np.where(inside, whole, np.where(values > 0, INT32_MAX, np.where(values < 0, INT32_MIN, 0)))
-    if saturate:
-        return np.where(inside, whole, np.where(values > 0, INT32_MAX, INT32_MIN))
-    return np.where(inside, whole, INT32_MIN)
-
-
 def multiply_by_quantized_multiplier(x: np.ndarray, multiplier, shift) -> np.ndarray:
     """TFLite's default MultiplyByQuantizedMultiplier for int32 accumulators (double rounding).
 

@@ -33,7 +33,8 @@ from collections.abc import Callable
 import numpy as np
 
 from ...errors import ensure
-from .fixed_point import float_to_int32, multiply_by_quantized_multiplier, round_half_away, wrap
+from ...fidelity.arithmetic import HostArithmetic
+from .fixed_point import multiply_by_quantized_multiplier, round_half_away, wrap
 
 Requantizer = Callable[[np.ndarray], np.ndarray]
 
@@ -145,12 +146,12 @@ def int64_requantizer(multiplier, shift) -> Requantizer:
     return requantize
 
 
-def float_scale_requantizer(scale, x86: bool) -> Requantizer:
-    """static_cast<int32_t>(round(double(acc) * scale)): `scale` is the double effective scale, `x86`
-    the host's conversion (HostProfile.x86; see float_to_int32)."""
+def float_scale_requantizer(scale, arithmetic: HostArithmetic) -> Requantizer:
+    """static_cast<int32_t>(round(double(acc) * scale)): `scale` is the double effective scale,
+    `arithmetic` the host's (its conversion)."""
     scale = np.asarray(scale, np.float64)
 
     def requantize(acc: np.ndarray) -> np.ndarray:
-        return float_to_int32(round_half_away(acc.astype(np.float64) * scale), x86=x86)
+        return arithmetic.float_to_int32(round_half_away(acc.astype(np.float64) * scale))
 
     return requantize

@@ -23,7 +23,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .fixed_point import float_to_int32, round_half_away, wrap
+from ...fidelity.arithmetic import float_to_int32
+from .fixed_point import round_half_away, wrap
 
 FloatFunction = Callable[[np.ndarray], np.ndarray]
 

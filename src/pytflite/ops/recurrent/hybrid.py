@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...fidelity.sse import sign_transfer_correction, sign_transfer_mask, weight_row_sums
+from ...fidelity.arithmetic import HostArithmetic
+from ...fidelity.sse import sign_transfer_correction, sign_transfer_mask
 from ..jit import compiled, read_only
 from ..quant.hybrid_inputs import (
     quantize_rows_asymmetric,
@@ -54,9 +55,11 @@ class _HybridMatrix:
         )
 
 
-def _hybrid_matrix(blocks: list, x86: bool, sums_cache: dict | None = None, key: str = "") -> _HybridMatrix:
-    """Stack several int8 weight matrices (each with its scale) along their output rows, for an x86 host
-    (HostProfile.x86, read in prepare) or another. TFLite sums the weight rows on the first invoke after
+def _hybrid_matrix(
+    blocks: list, arithmetic: HostArithmetic, sums_cache: dict | None = None, key: str = ""
+) -> _HybridMatrix:
+    """Stack several int8 weight matrices (each with its scale) along their output rows, for the host of
+    `arithmetic` (read in prepare). TFLite sums the weight rows on the first invoke after
     prepare only: with `sums_cache` (op data that prepare renews) the row sums of `key` are computed once
     and reused, stale if runtime weights change afterwards."""
     weights = np.concatenate([np.asarray(w).view(np.int8) for w, _ in blocks], axis=0)
@@ -66,10 +69,10 @@ def _hybrid_matrix(blocks: list, x86: bool, sums_cache: dict | None = None, key:
     if sums_cache is not None and key in sums_cache:
         row_sums = sums_cache[key]
     else:
-        row_sums = weight_row_sums(weights, x86).astype(dtype)
+        row_sums = arithmetic.hybrid_row_sums(weights).astype(dtype)
         if sums_cache is not None:
             sums_cache[key] = row_sums
-    mask = sign_transfer_mask(weights, columns & ~15 if x86 else 0)
+    mask = sign_transfer_mask(weights, arithmetic.sign_lost_columns(columns))
     return _HybridMatrix(np.ascontiguousarray(weights.T.astype(dtype)), row_sums, mask, scales)
 
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from ...core.types import type_name
 from ...errors import KernelError, ensure, ensure_eq
+from ...fidelity.arithmetic import HostArithmetic
 from ..jit import compiled
 from .common import _WEIGHT_INT, F32, T
 from .hybrid import _hybrid_matrix, _HybridMatrix
@@ -86,7 +87,7 @@ class _LstmDirection:
     projection: bool
     cell_diag: bool  # recurrent_to_cell is a diagonal (1-D) weight vector
     hybrid: bool
-    x86: bool  # the host runs LiteRT's x86 build (HostProfile.x86): its SSE hybrid kernels' quirks apply
+    arithmetic: HostArithmetic  # the host's: on x86, its SSE hybrid kernels' quirks
     integer: bool = False  # int8 input, the 8x8->16 integer kernel
     order: tuple[str, ...] = ()  # the gates of the stacked buffers, left to right
     # _LstmFloatWeights / _LstmHybridWeights / lstm_integer's _IntegerLstm; None: packed at each invoke
@@ -219,7 +220,7 @@ def _pack_lstm_hybrid(direction: _LstmDirection, t: dict, bias, layer_norm) -> _
 
     def matrix(prefix):
         blocks = [(t[f"{prefix}{g}"].data, t[f"{prefix}{g}"].params.scale) for g in order]
-        return _hybrid_matrix(blocks, direction.x86, direction.row_sums, prefix)
+        return _hybrid_matrix(blocks, direction.arithmetic, direction.row_sums, prefix)
 
     packed = _LstmHybridWeights(
         matrix("input_to_"),
@@ -238,7 +239,7 @@ def _pack_lstm_hybrid(direction: _LstmDirection, t: dict, bias, layer_norm) -> _
     if direction.projection:
         weights = t["projection_weights"]
         packed.projection = _hybrid_matrix(
-            [(weights.data, weights.params.scale)], direction.x86, direction.row_sums, "projection"
+            [(weights.data, weights.params.scale)], direction.arithmetic, direction.row_sums, "projection"
         )
         if t["projection_bias"] is not None:
             packed.projection_bias = t["projection_bias"].data.astype(F32)
@@ -408,7 +409,7 @@ def _lstm_direction(
         projection=t["projection_weights"] is not None,
         cell_diag=t["recurrent_to_cell"] is not None and len(t["recurrent_to_cell"].shape) == 1,
         hybrid=hybrid,
-        x86=context.host.x86,
+        arithmetic=context.host.arithmetic,
     )
     _check_lstm_direction(context, node, direction, t, use_layer_norm, is_integer, op)
     for name, tensor in t.items():

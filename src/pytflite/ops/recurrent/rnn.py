@@ -11,6 +11,7 @@ import numpy as np
 
 from ...core.types import BuiltinOperator, type_name
 from ...errors import KernelError, ensure, ensure_eq
+from ...fidelity.arithmetic import HostArithmetic
 from ...model.options import ActivationFunctionType
 from ..common import output_tensor
 from ..jit import compiled, read_only
@@ -36,17 +37,17 @@ class _RnnCell:
 
 
 def _rnn_cell(
-    input_weights, recurrent_weights, bias, aux_weights=None, *, row_sums: dict, x86: bool
+    input_weights, recurrent_weights, bias, aux_weights=None, *, row_sums: dict, arithmetic: HostArithmetic
 ) -> _RnnCell:
-    """`row_sums`: the op data's cache of hybrid weight row sums (TFLite computes them once); `x86`: the
-    op data's HostProfile.x86."""
+    """`row_sums`: the op data's cache of hybrid weight row sums (TFLite computes them once); `arithmetic`:
+    the op data's host arithmetic."""
     hybrid = input_weights.type in _WEIGHT_INT
 
     def packed(tensor, name: str):
         if tensor is None:
             return None
         if hybrid:
-            return _hybrid_matrix([(tensor.data, tensor.params.scale)], x86, row_sums, name)
+            return _hybrid_matrix([(tensor.data, tensor.params.scale)], arithmetic, row_sums, name)
         return np.ascontiguousarray(tensor.data.T.astype(F32))
 
     recurrent = packed(recurrent_weights, "recurrent")
@@ -138,7 +139,7 @@ class RnnData:
     """RNN's and UNIDIRECTIONAL_SEQUENCE_RNN's op data."""
 
     cell: _RnnCell | None  # the packed weights when constant; None: packed at each invoke
-    x86: bool  # HostProfile.x86, read in prepare
+    arithmetic: HostArithmetic  # the host's, read in prepare
     time_major: bool
     sequence: bool  # UNIDIRECTIONAL_SEQUENCE_RNN (RNN runs a sequence of one step)
     row_sums: dict  # hybrid weight row sums, computed once (as TFLite), by weight name
@@ -147,7 +148,7 @@ class RnnData:
 @dataclass(frozen=True)
 class BidirectionalRnnData:
     cells: tuple[_RnnCell, _RnnCell] | None  # forward, backward when constant; None: packed at each invoke
-    x86: bool
+    arithmetic: HostArithmetic
     time_major: bool
     merged: bool
     aux_weights: bool
@@ -210,9 +211,13 @@ def _rnn_prepare(context, node, sequence: bool):
     ensure_eq(state.shape[1], units, "hidden_state->dims->data[1]")
     context.resize_tensor(output_tensor(context, node), (*lead, units))
     constant = all(tensor.is_constant_or_persistent for tensor in (input_weights, recurrent_weights, bias))
-    x86, row_sums = context.host.x86, {}
-    cell = _rnn_cell(input_weights, recurrent_weights, bias, row_sums=row_sums, x86=x86) if constant else None
-    node.user_data = RnnData(cell, x86, time_major, sequence, row_sums)
+    arithmetic, row_sums = context.host.arithmetic, {}
+    cell = (
+        _rnn_cell(input_weights, recurrent_weights, bias, row_sums=row_sums, arithmetic=arithmetic)
+        if constant
+        else None
+    )
+    node.user_data = RnnData(cell, arithmetic, time_major, sequence, row_sums)
 
 
 def rnn_prepare(context, node):
@@ -230,7 +235,9 @@ def rnn_invoke(context, node):
     state = _variable_state(context, node, 4)
     cell = data.cell
     if cell is None:
-        cell = _rnn_cell(input_weights, recurrent_weights, bias, row_sums=data.row_sums, x86=data.x86)
+        cell = _rnn_cell(
+            input_weights, recurrent_weights, bias, row_sums=data.row_sums, arithmetic=data.arithmetic
+        )
     options = node.builtin_data
     out = tensors[node.outputs[0]].data
     if data.sequence:
@@ -388,18 +395,20 @@ def bidirectional_rnn_prepare(context, node):
         context.resize_tensor(output_tensor(context, node, 1), (*lead, bw_units))
     weights = (fw_w, fw_r, fw_b, bw_w, bw_r, bw_b, fw_aux_w, bw_aux_w)
     constant = all(tensor is None or tensor.is_constant_or_persistent for tensor in weights)
-    x86, row_sums = context.host.x86, ({}, {})
-    cells = _bidi_rnn_cells(weights, row_sums, x86) if constant else None
+    arithmetic, row_sums = context.host.arithmetic, ({}, {})
+    cells = _bidi_rnn_cells(weights, row_sums, arithmetic) if constant else None
     node.user_data = BidirectionalRnnData(
-        cells, x86, time_major, merged, has_aux_weights, aux is not None, hybrid, row_sums
+        cells, arithmetic, time_major, merged, has_aux_weights, aux is not None, hybrid, row_sums
     )
 
 
-def _bidi_rnn_cells(weights, row_sums: tuple[dict, dict], x86: bool) -> tuple[_RnnCell, _RnnCell]:
+def _bidi_rnn_cells(
+    weights, row_sums: tuple[dict, dict], arithmetic: HostArithmetic
+) -> tuple[_RnnCell, _RnnCell]:
     fw_w, fw_r, fw_b, bw_w, bw_r, bw_b, fw_aux_w, bw_aux_w = weights
     return (
-        _rnn_cell(fw_w, fw_r, fw_b, fw_aux_w, row_sums=row_sums[0], x86=x86),
-        _rnn_cell(bw_w, bw_r, bw_b, bw_aux_w, row_sums=row_sums[1], x86=x86),
+        _rnn_cell(fw_w, fw_r, fw_b, fw_aux_w, row_sums=row_sums[0], arithmetic=arithmetic),
+        _rnn_cell(bw_w, bw_r, bw_b, bw_aux_w, row_sums=row_sums[1], arithmetic=arithmetic),
     )
 
 
@@ -409,7 +418,9 @@ def bidirectional_rnn_invoke(context, node):
     inputs = [None if i < 0 else tensors[i] for i in node.inputs]
     cells = data.cells
     if cells is None:
-        cells = _bidi_rnn_cells([inputs[i] for i in (1, 2, 3, 5, 6, 7, 10, 11)], data.row_sums, data.x86)
+        cells = _bidi_rnn_cells(
+            [inputs[i] for i in (1, 2, 3, 5, 6, 7, 10, 11)], data.row_sums, data.arithmetic
+        )
     fw, bw = cells
     fw_h = _variable_state(context, node, 4).data
     bw_h = _variable_state(context, node, 8).data

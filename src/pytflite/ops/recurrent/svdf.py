@@ -9,6 +9,7 @@ import numpy as np
 
 from ...core.types import BuiltinOperator, type_name
 from ...errors import KernelError, ensure, ensure_eq
+from ...fidelity.arithmetic import HostArithmetic
 from ...model.options import ActivationFunctionType
 from ..common import output_tensor
 from ..quant.fixed_point import multiply_by_quantized_multiplier, quantize_multiplier, wrap
@@ -25,7 +26,7 @@ class SvdfData:
     filters: int
     memory: int
     kind: str  # "float", "hybrid" or "integer"
-    x86: bool  # HostProfile.x86, read in prepare
+    arithmetic: HostArithmetic  # the host's, read in prepare
     feature: _HybridMatrix | None = None  # hybrid: constant weights (None: packed at each invoke)
     time: np.ndarray | None = None  # hybrid: constant time weights [filters, memory] in float32
     scales: tuple = ()  # integer: the two (multiplier, shift) pairs
@@ -75,7 +76,7 @@ def svdf_prepare(context, node):
         raise KernelError(f"Type {type_name(feature.type)} not currently supported.")
     if feature.sparsity is not None or time.sparsity is not None:
         raise KernelError("SVDF with sparse weights is not supported")
-    data = SvdfData(rank, units, filters, memory, kind, context.host.x86)
+    data = SvdfData(rank, units, filters, memory, kind, context.host.arithmetic)
     if kind == "integer":
         data = _svdf_integer_prepare(data, options, source, feature, time, bias, state, output)
     elif kind == "float":
@@ -92,7 +93,7 @@ def svdf_prepare(context, node):
         matrix = None
         if feature.is_constant_or_persistent:
             blocks = [(feature.data, feature.params.scale)]
-            matrix = _hybrid_matrix(blocks, data.x86, data.once, "feature")
+            matrix = _hybrid_matrix(blocks, data.arithmetic, data.once, "feature")
         time_weights = _svdf_hybrid_time(time) if time.is_constant_or_persistent else None
         data = dataclasses.replace(data, feature=matrix, time=time_weights)
     node.user_data = data
@@ -163,7 +164,7 @@ def svdf_invoke(context, node):
         matrix = data.feature
         if matrix is None:  # runtime weights
             blocks = [(feature.data, feature.params.scale)]
-            matrix = _hybrid_matrix(blocks, data.x86, data.once, "feature")
+            matrix = _hybrid_matrix(blocks, data.arithmetic, data.once, "feature")
         weights_time = data.time
         if weights_time is None:  # runtime time weights: TFLite dequantizes them once, at the first invoke
             weights_time = data.once.get("time")

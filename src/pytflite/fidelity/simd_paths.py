@@ -1,14 +1,15 @@
-"""Which code path of TFLite's quantized kernels computes each output element: its broadcast walk, the SIMD
-blocks along each row and the scalar code that finishes the row (see quantized.py)."""
+"""Which code path of TFLite's quantized elementwise kernels computes each output element: its broadcast
+walk, the SIMD blocks along each row and the scalar code that finishes the row. The blocks round as NEON
+(or LiteRT's SSE translation of it) does, the scalar code otherwise (ops/elementwise/quantized.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-_SCALAR, _BLOCK, _BROADCAST_BLOCK = "scalar", "block", "broadcast block"
+SCALAR, BLOCK, BROADCAST_BLOCK = "scalar", "block", "broadcast block"
 
 
-def _broadcast_walk(shape1, shape2) -> tuple[str, tuple[int, ...] | None]:
+def broadcast_walk(shape1, shape2) -> tuple[str, tuple[int, ...] | None]:
     """TFLite's ProcessBroadcastShapes: ("elementwise", None) when the shapes match (up to leading 1s),
     ("fivefold", (y0, y1, y2, y3, y4)) when the output is the nested loops y0 > y1 > y2 > y3 > y4 with
     contiguous rows of y4 elements (y4 == 1: rows of y3 against one broadcast value), else ("generic",
@@ -32,23 +33,23 @@ def _broadcast_walk(shape1, shape2) -> tuple[str, tuple[int, ...] | None]:
     return ("generic", None) if i >= 0 else ("fivefold", tuple(y))
 
 
-def _path_groups(walk, size: int, block: int, broadcast_block: int) -> list[tuple[str, np.ndarray | None]]:
+def path_groups(walk, size: int, block: int, broadcast_block: int) -> list[tuple[str, np.ndarray | None]]:
     """Which code path computes each output element: [(path, None)] when one path computes them all, else
     the main path and (path, flat positions) for the others (the scalar tails of the SIMD rows).
     `block` / `broadcast_block`: the SIMD widths of the elementwise and the scalar-broadcast loops (0:
     none)."""
     kind, y = walk
     if kind == "elementwise":
-        row, step, simd = size, block, _BLOCK
+        row, step, simd = size, block, BLOCK
     elif kind == "fivefold" and y[4] > 1:
-        row, step, simd = y[4], block, _BLOCK
+        row, step, simd = y[4], block, BLOCK
     elif kind == "fivefold":
-        row, step, simd = y[3], broadcast_block, _BROADCAST_BLOCK
+        row, step, simd = y[3], broadcast_block, BROADCAST_BLOCK
     else:
-        return [(_SCALAR, None)]
+        return [(SCALAR, None)]
     whole = row - row % step if step else 0
     if whole == 0 or size == 0:
-        return [(_SCALAR, None)]
+        return [(SCALAR, None)]
     if whole == row:
         return [(simd, None)]
-    return [(simd, None), (_SCALAR, np.flatnonzero(np.arange(size) % row >= whole))]
+    return [(simd, None), (SCALAR, np.flatnonzero(np.arange(size) % row >= whole))]

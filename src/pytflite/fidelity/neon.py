@@ -9,15 +9,13 @@ so a kernel reproducing them needs the lane semantics:
 - vshlq_s32 by a signed count: a left shift that wraps, or a truncating (flooring) arithmetic right shift
   for a negative count; counts of 32 or more either way give 0 (the translation's serial loop);
 - gemmlowp's vector RoundingDivideByPOT: rounds half away from zero, exactly like the scalar one, so
-  fixed_point.rounding_divide_by_pot serves both;
-- vmovn (narrowing, wraps: fixed_point.wrap) and vqmovn/vqmovun (narrowing, saturates).
+  ops/quant/fixed_point.rounding_divide_by_pot serves both;
+- vmovn (narrowing, wraps: ops/quant/fixed_point.wrap) and vqmovn/vqmovun (narrowing, saturates).
 """
 
 from __future__ import annotations
 
 import numpy as np
-
-from .fixed_point import wrap
 
 
 def vshl(x, count: int) -> np.ndarray:
@@ -26,7 +24,7 @@ def vshl(x, count: int) -> np.ndarray:
     if count >= 32 or count <= -32:
         return np.zeros_like(x)
     if count >= 0:
-        return wrap(x << count, 32)
+        return ((x << count) + 2**31) % 2**32 - 2**31  # wraps in int32
     return x >> -count
 
 
