@@ -106,15 +106,6 @@ class Row:
     problems: list[str] = field(default_factory=list)
 
 
-# [builtin_ref/]MODEL/LABEL -> the ARM arithmetic behind it, located but not reproduced (both arches)
-_PAIRED_INT16 = (
-    "ruy's NEON int8 kernel (and gemmlowp's on armv7) sums the products of depth k and k + 8 of each "
-    "16-deep block in int16, which wraps when both are -128 x -128: hybrid per-channel CONV_2D with "
-    "weights of -128 (converters never write them) meets asymmetric inputs of -128"
-)
-NOT_REPRODUCED: dict[str, str] = {"hybrid_conv_asymmetric/output_0": _PAIRED_INT16}
-
-
 def make_job(arch: str, recording: Recording, folder: Path, host: pytflite.HostProfile | None) -> dict:
     """driver.py's job over the public corpus and the recorded probes (written into `folder`); `host`:
     the profile to reproduce, None for the host's own detection."""
@@ -133,7 +124,7 @@ def make_job(arch: str, recording: Recording, folder: Path, host: pytflite.HostP
 
 
 def compare_model(name: str, ours: dict, texts: dict, recording: Recording, known: dict[str, str]) -> Row:
-    """`known`: the outputs not compared (KNOWN_DIFFERENCES, NOT_REPRODUCED)."""
+    """`known`: the outputs not compared (KNOWN_DIFFERENCES)."""
     row = Row(name)
     for prefix in ("", "builtin_ref/"):
         refused = recording.texts["errors"].get(prefix + name)
@@ -175,7 +166,7 @@ def compare_model(name: str, ours: dict, texts: dict, recording: Recording, know
 
 def compare(ours: dict, texts: dict, recording: Recording, arch: str) -> list[Row]:
     """One row per recorded model that pytflite ran (the public corpus may be absent)."""
-    known = {**KNOWN_DIFFERENCES[arch], **NOT_REPRODUCED}
+    known = KNOWN_DIFFERENCES[arch]
     ran = set(texts["models"])
     return [
         compare_model(name, ours, texts, recording, known)

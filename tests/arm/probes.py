@@ -326,10 +326,71 @@ def _hybrid(rng, made: Made) -> None:
     )
 
 
+def _paired_extremes(rng, made: Made) -> None:
+    """Quantized FULLY_CONNECTED and CONV_2D whose weights and inputs hold the type's lowest value at both
+    depths k and k + 8 of 16-deep blocks (-128, or 0 for uint8, which ruy multiplies as -128): the
+    products NEON's int8 kernels sum in int16 pairs. Batch 1 goes through TFLite's custom GEMV."""
+    for tensor_type in (T.INT8, T.UINT8):
+        name = _NAMES[tensor_type]
+        low = -128 if tensor_type == T.INT8 else 0
+        for batch in (1, 6):
+            units, depth = 12, 40
+            weights = _values(rng, tensor_type, (units, depth))
+            x = _values(rng, tensor_type, (batch, depth))
+            for k in (0, 3, 17, 21, 33):  # pairs (k, k + 8) in the first and second blocks, and the tail
+                weights[rng.random(units) < 0.6, k] = low
+                weights[:, k + 8 if k + 8 < depth else k] = np.where(
+                    weights[:, k] == low, low, weights[:, k + 8 if k + 8 < depth else k]
+                )
+                x[:, k] = low
+                if k + 8 < depth:
+                    x[:, k + 8] = low
+            w_zero = 0 if tensor_type == T.INT8 else 131
+            w_q = AffineQuantization(np.float32([0.0041]), np.int64([w_zero]), 0)
+            x_q = (0.037, _zero_point(rng, tensor_type))
+            bias_q = AffineQuantization(np.float32([0.037 * 0.0041]), np.int64([0]), 0)
+            bias = _constant(rng.integers(-3000, 3001, units).astype(np.int32), T.INT32, bias_q)
+            out = (0.61, _zero_point(rng, tensor_type))
+            operands = [
+                Operand(x, type=tensor_type, quantization=x_q),
+                _constant(weights, tensor_type, w_q),
+                bias,
+            ]
+            made[f"fc_{name}_paired_lowest_batch{batch}"] = _one_op(
+                Op.FULLY_CONNECTED, operands, tensor_type, out, {}, 1 if tensor_type == T.UINT8 else 4
+            )
+        weights = _values(rng, tensor_type, (9, 3, 3, 16))
+        weights[:, :, :, [2, 10]] = low
+        x = _values(rng, tensor_type, (1, 6, 7, 16))
+        x[..., [2, 10]] = low
+        w_zero = 0 if tensor_type == T.INT8 else 131
+        w_q = AffineQuantization(np.float32([0.0043]), np.int64([w_zero]), 0)
+        x_q = (0.039, _zero_point(rng, tensor_type))
+        bias_q = AffineQuantization(np.float32([0.039 * 0.0043]), np.int64([0]), 0)
+        bias = _constant(rng.integers(-3000, 3001, 9).astype(np.int32), T.INT32, bias_q)
+        out = (0.83, _zero_point(rng, tensor_type))
+        operands = [
+            Operand(x, type=tensor_type, quantization=x_q),
+            _constant(weights, tensor_type, w_q),
+            bias,
+        ]
+        options = {"padding": "SAME", "stride_w": 1, "stride_h": 1}
+        made[f"conv_{name}_paired_lowest"] = _one_op(Op.CONV_2D, operands, tensor_type, out, options, 3)
+
+
 def models() -> dict[str, tuple[bytes, list[np.ndarray]]]:
     """name -> (model, its inputs in input order)."""
     rng = np.random.default_rng(29)
     made: Made = {}
-    for add in (_binary, _reductions, _activations, _spatial, _quantize, _convolutions, _hybrid):
+    for add in (
+        _binary,
+        _reductions,
+        _activations,
+        _spatial,
+        _quantize,
+        _convolutions,
+        _hybrid,
+        _paired_extremes,
+    ):
         add(rng, made)
     return {name: single.build() for name, single in made.items()}

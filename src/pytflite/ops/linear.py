@@ -52,6 +52,7 @@ from ..core.step_program import Direct, Written
 from ..core.types import BuiltinOperator, TensorType, type_name
 from ..errors import KernelError, ensure, ensure_eq, ensure_type, ensure_types_eq
 from ..fidelity.arithmetic import HostArithmetic
+from ..fidelity.neon_pairs import weight_pairs
 from ..fidelity.ruy import gemm_rounding
 from ..fidelity.sse import sign_transfer_correction, sign_transfer_mask
 from ..model.options import ActivationFunctionType, FullyConnectedOptionsWeightsFormat
@@ -413,6 +414,7 @@ def _quantized_fc_kernel(source, weights, bias, output, options, optimized, batc
 
     # Which TFLite kernel runs, and so how the accumulator is requantized and how wide it is.
     int64_accumulator = False
+    rounding = None  # cpu_backend_gemm's, where it runs the 8-bit product
     if source.type == T.INT16:
         bias_type = _int16_bias_type(options, bias)
         nonzero = bool(input_zero_point or weights.params.zero_point or output_zero_point)
@@ -424,9 +426,12 @@ def _quantized_fc_kernel(source, weights, bias, output, options, optimized, batc
             requantize = float_scale_requantizer(effective, host.arithmetic)
             int64_accumulator = bias_type != T.INT32
         else:
-            requantize = _gemm_requantizer(host, source.type, batch, units, depth, multiplier, shift)
+            requantize = gemm_requantizer(
+                _gemm_rounding(host, source.type, batch, units, depth), multiplier, shift
+            )
     elif optimized:
-        requantize = _gemm_requantizer(host, source.type, batch, units, depth, multiplier, shift)
+        rounding = _gemm_rounding(host, source.type, batch, units, depth)
+        requantize = gemm_requantizer(rounding, multiplier, shift)
     else:
         requantize = float_scale_requantizer(effective, host.arithmetic)
 
@@ -462,6 +467,11 @@ def _quantized_fc_kernel(source, weights, bias, output, options, optimized, batc
         return matrix.T
 
     fixed = prepared_weights(values) if constant else None
+    # ARM's ruy / gemmlowp kernels add product pairs in int16 (not the custom GEMV: "simd")
+    pairs = None
+    if rounding not in (None, "simd") and constant and weights.sparsity is None:
+        uint8 = source.type == T.UINT8
+        pairs = weight_pairs(host, values, uint8, weights_zero_point, input_zero_point)
     packed = weights.type in _PACKED_WEIGHTS
     weights_shape = tuple(weights.shape)
     weights_type = weights.type
@@ -479,6 +489,8 @@ def _quantized_fc_kernel(source, weights, bias, output, options, optimized, batc
         if input_zero_point:
             lhs -= input_zero_point
         acc = np.matmul(lhs, matrix).astype(np.int64)  # exact: see exact_float_type
+        if pairs is not None:
+            acc -= pairs.correction(x)
         if bias_values is not None:
             acc += bias_values
         if overflows:
@@ -518,9 +530,9 @@ def _int16_bias_type(options, bias) -> TensorType | None:
 # --- hybrid -----------------------------------------------------------------------------------------
 
 
-def _gemm_requantizer(host, source_type, batch, units, depth, multiplier, shift):
+def _gemm_rounding(host, source_type, batch, units, depth) -> str:
     """The requantization of cpu_backend_gemm's kernel for this product on this host (fidelity/ruy.py)."""
-    rounding = gemm_rounding(
+    return gemm_rounding(
         host,
         int16=source_type == T.INT16,
         uint8=source_type == T.UINT8,
@@ -528,7 +540,6 @@ def _gemm_requantizer(host, source_type, batch, units, depth, multiplier, shift)
         rows=units,
         depth=depth,
     )
-    return gemm_requantizer(rounding, multiplier, shift)
 
 
 def _hybrid_fc_kernel(

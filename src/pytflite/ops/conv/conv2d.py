@@ -14,6 +14,7 @@ from ...core.types import BuiltinOperator, TensorType, storage_dtype
 from ...errors import KernelError, ensure, ensure_eq, ensure_type
 from ...fidelity.arithmetic import HostArithmetic
 from ...fidelity.eigen_order import eigen_product_is_sequential
+from ...fidelity.neon_pairs import WeightPairs, weight_pairs
 from ...fidelity.ruy import gemm_rounding
 from ...fidelity.sse import sign_transfer_split
 from ..common import (
@@ -81,6 +82,8 @@ class IntegerConv:
     scaled: bool = False  # the product is the requantized value before its floor (Requant.finish)
     program: Program | None = None  # constant filter: the product as calls (program.py)
     requantizes: bool = False  # and the requantization too (constant terms, float64 arithmetic)
+    # ARM's ruy / gemmlowp kernels add product pairs in int16: the filter's pairs that wrap (rare)
+    pairs: WeightPairs | None = None
 
     def weights(self, filt: np.ndarray, layout: Callable[[np.ndarray], np.ndarray]):
         """The filter as the product's float matrix, and its sum per output channel."""
@@ -122,6 +125,8 @@ class HybridConv:
     scale_back: Callable | None = None
     order: int = 0
     channel_scales: np.ndarray | None = None
+    # per channel, optimized (ruy): the filter's pairs that ARM's int16 pair sums wrap (rare)
+    pairs: WeightPairs | None = None
 
     def split(self, raw: np.ndarray, layout, dtype):
         """The filter [O, ...] as the product's matrix, and the matrix of its flipped weights (or None)."""
@@ -306,13 +311,17 @@ def _conv2d_integer(context, node, state, options, source, weights, bias, output
         bound = magnitude * int(sums_abs.max(initial=0))
     else:
         bound = magnitude * int(np.prod(weights.shape[1:])) * (255 if uint8 else 128)
-    dtype = _float_dtype(bound)
+    pairs = None
+    if constant is not None and optimized and groups == 1 and rounding in ("neon", "scalar"):
+        pairs = weight_pairs(context.host, constant.reshape(out_channels, -1), uint8, offset, zero_point)
+    # (the pairs' correction leaves the float32 range of exact integers)
+    dtype = np.float64 if pairs is not None else _float_dtype(bound)
     constant_bias = _constant_data(bias)
     wrap = rounding != "wide" and _may_leave_int32(source, bound // magnitude, constant_bias)
     out_dtype = storage_dtype(output.type)
     requant = Requant(multiplier, shift, output.params.zero_point, low, high, out_dtype, rounding, wrap=wrap)
     requant.product_bound = bound  # the staged input is raw: |x| <= magnitude
-    integer = IntegerConv(requant, zero_point, offset, dtype)
+    integer = IntegerConv(requant, zero_point, offset, dtype, pairs=pairs)
     matrix = fold = None
     if constant is not None:
         matrix, integer.sums = integer.weights(constant, state.layout)
@@ -324,7 +333,8 @@ def _conv2d_integer(context, node, state, options, source, weights, bias, output
             pixels = source.shape[0] * window.out[0] * window.out[1]
             # (where compiled kernels run, requantizing costs one pass: a float32 product is faster)
             folds = compiled("conv.requant_compiled", "requantize") is None
-            if folds and fast is not None and depth <= min(_SCALED_DEPTH, out_channels, 8 * pixels):
+            small = depth <= min(_SCALED_DEPTH, out_channels, 8 * pixels)
+            if folds and fast is not None and small and pairs is None:
                 # the requantization's float64 affine map rides in the product: the weights scaled by
                 # m', the constant c' in a row of the weights (exact for the same reason)
                 dtype = integer.dtype = np.float64
@@ -356,7 +366,7 @@ def _conv2d_integer(context, node, state, options, source, weights, bias, output
         temporaries.append(state.wide)
     if not integer.scaled:
         requant.prepare(pixels, integer.bias)
-    if pixels and matrix is not None:
+    if pixels and matrix is not None and pairs is None:
         integer.requantizes = integer.scaled or requant.float_path(integer.bias)
         integer.program = Program(_integer_calls)
     set_temporaries(context, node, _owned(state), temporaries)
@@ -408,7 +418,10 @@ def _conv2d_hybrid(context, node, state, options, source, weights, bias, output,
         bound = magnitude * int(np.abs(constant.astype(np.int64)).reshape(out_channels, -1).sum(axis=1).max())
     else:
         bound = magnitude * 128 * depth
-    dtype = _float_dtype(bound)
+    if hybrid.row_sums and constant is not None:  # ruy's product of the raw quantized input
+        hybrid.pairs = weight_pairs(context.host, constant.reshape(out_channels, -1), False, 0, 0)
+    # (the pairs' correction leaves the float32 range of exact integers)
+    dtype = np.float64 if hybrid.pairs is not None else _float_dtype(bound)
     matrix = None
     if constant is not None:
         matrix, hybrid.flipped = hybrid.split(constant, state.layout, dtype)
@@ -477,6 +490,12 @@ def _conv2d_hybrid_invoke(context, node, state: ConvState) -> None:
         hybrid.product.run(state, quantized, _stage(tensors, state), _col(tensors, state), acc)
     else:
         _conv_product(tensors, state, quantized, w, acc.reshape(-1, channels))
+    if hybrid.pairs is not None:  # the windows the product read, back to TFLite's raw values
+        pixels = acc.shape[0]
+        col = _col(tensors, state)
+        windows = quantized.reshape(pixels, -1) if col is None else col.T if state.mode == "im2col_t" else col
+        raw = windows.reshape(pixels, -1) + np.repeat(zero_points, pixels // batches)[:, None]
+        acc -= hybrid.pairs.correction(raw)
     rows = out.reshape(batches, -1)  # a batch's outputs, [OH*OW*C]
     sums = acc.reshape(rows.shape)
     if flipped is not None:  # the SSE kernel's -128 * |x| (rare: computed apart, exact)
@@ -548,6 +567,10 @@ def _conv2d_integer_invoke(context, node, state: ConvState) -> None:
         w, sums = integer.weights(tensors[node.inputs[1]].data, state.layout)
         terms = integer.bias_terms(tensors[node.inputs[2]].data, sums)
         _conv_product(tensors, state, x, w, acc)
+        if integer.pairs is not None:  # the windows the product read: im2col's [pixels, K] (or [K, pixels])
+            col = _col(tensors, state)
+            windows = col.T if state.mode == "im2col_t" else col.reshape(acc.shape[0], -1)
+            acc -= integer.pairs.correction(windows)
     integer.requant.requantize(acc.reshape(out.shape), terms, wide.reshape(out.shape), out)
 
 
