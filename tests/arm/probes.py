@@ -337,14 +337,11 @@ def _paired_extremes(rng, made: Made) -> None:
             units, depth = 12, 40
             weights = _values(rng, tensor_type, (units, depth))
             x = _values(rng, tensor_type, (batch, depth))
-            for k in (0, 3, 17, 21, 33):  # pairs (k, k + 8) in the first and second blocks, and the tail
-                weights[rng.random(units) < 0.6, k] = low
-                weights[:, k + 8 if k + 8 < depth else k] = np.where(
-                    weights[:, k] == low, low, weights[:, k + 8 if k + 8 < depth else k]
-                )
-                x[:, k] = low
-                if k + 8 < depth:
-                    x[:, k + 8] = low
+            for k in (0, 3, 17, 21):  # pairs (k, k + 8) in the first and second 16-deep blocks
+                chosen = rng.random(units) < 0.6
+                weights[chosen, k] = weights[chosen, k + 8] = low
+                x[:, k] = x[:, k + 8] = low
+            weights[:, 33] = x[:, 33] = low  # in the last block, paired with the depth's padding
             w_zero = 0 if tensor_type == T.INT8 else 131
             w_q = AffineQuantization(np.float32([0.0041]), np.int64([w_zero]), 0)
             x_q = (0.037, _zero_point(rng, tensor_type))
