@@ -8,6 +8,8 @@ The hybrid models (float activations, int8 weights) hold the values where LiteRT
 kernels have quirks: weights of -128, inputs quantized to -128 and 127, ties.
 Where TFLite's ARM kernels take another path by shape (DEPTHWISE_CONV_2D's 3x3 kernels for stride 1 and
 2, a depth multiplier; TRANSPOSE_CONV; the pooling and resizing variants), each path has its model.
+The recurrent kernels (integer LSTM and SVDF, hybrid LSTM, RNN and SVDF) come from
+tests/ops/test_recurrent.py's builders.
 """
 
 from __future__ import annotations
@@ -375,6 +377,67 @@ def _paired_extremes(rng, made: Made) -> None:
         made[f"conv_{name}_paired_lowest"] = _one_op(Op.CONV_2D, operands, tensor_type, out, options, 3)
 
 
+def _recurrent() -> dict[str, tuple[bytes, list[np.ndarray]]]:
+    """The quantized recurrent kernels, built as tests/ops/test_recurrent.py builds them: the integer
+    LSTM (TFLite's 8x8->16 kernel) in its variants, the integer SVDF, and the hybrid LSTM, RNN and SVDF
+    with weights of -128 (TFLite's NEON matrix-vector kernel)."""
+    from tests.ops import test_recurrent as recurrent
+
+    made = {}
+    for op, label in ((Op.UNIDIRECTIONAL_SEQUENCE_LSTM, "sequence_lstm"), (Op.LSTM, "lstm")):
+        for config in ("plain", "cifg-peephole", "layer-norm", "projection-bias", "all"):
+            rng = np.random.default_rng(len(made) + 101)
+            model, runs = recurrent._integer_lstm(rng, op, **recurrent.INTEGER_LSTM_CONFIGS[config])
+            made[f"integer_{label}_{config}"] = (model, runs[0])
+    for rank, memory in ((1, 3), (2, 5)):
+        rng = np.random.default_rng(rank * 10 + memory)
+        batch, depth, units = 2, 37, 3
+        inputs = [
+            recurrent._input(rng.integers(-128, 128, (batch, depth)).astype(np.int8), (0.031, 3)),
+            recurrent._const(rng.integers(-127, 128, (rank * units, depth)).astype(np.int8), (0.0047, 0)),
+            recurrent._const(rng.integers(-3000, 3000, (rank * units, memory)).astype(np.int16), (4e-5, 0)),
+            recurrent._const(rng.integers(-5000, 5000, units).astype(np.int32), (1e-6, 0)),
+            recurrent._state((batch, rank * units * memory), np.int16, (0.007, 0)),
+        ]
+        options = {"rank": rank, "fused_activation_function": "RELU"}
+        model, feeds = recurrent._model(Op.SVDF, inputs, [(T.INT8, (0.021, -4))], options, 3)
+        made[f"integer_svdf_rank{rank}"] = (model, feeds)
+    for asymmetric in (False, True):
+        kind = "asymmetric" if asymmetric else "symmetric"
+        rng = np.random.default_rng(7 + asymmetric)
+        shape = (3, 2, 37)
+        inputs = recurrent._lstm_inputs(rng, shape, 6, 18, 2, projection=True, peephole=True, hybrid=True)
+        for i in (*range(1, 12), 16):
+            inputs[i] = recurrent._extreme_int8_weights(rng, *inputs[i]["value"].shape)
+        options = {
+            "fused_activation_function": "TANH",
+            "time_major": True,
+            "asymmetric_quantize_inputs": asymmetric,
+        }
+        made[f"hybrid_sequence_lstm_{kind}"] = recurrent._model(
+            Op.UNIDIRECTIONAL_SEQUENCE_LSTM, inputs, [(T.FLOAT32, None)], options, 2
+        )
+        inputs = [
+            recurrent._input(recurrent._uniform(rng, 2, 300) + np.float32(0.3)),
+            recurrent._extreme_int8_weights(rng, 17, 300, share=0.9),
+            recurrent._extreme_int8_weights(rng, 17, 17),
+            recurrent._const(recurrent._uniform(rng, 17)),
+            recurrent._state((2, 17)),
+        ]
+        options = {"fused_activation_function": "NONE", "asymmetric_quantize_inputs": asymmetric}
+        made[f"hybrid_rnn_{kind}"] = recurrent._model(Op.RNN, inputs, [(T.FLOAT32, None)], options, 2)
+        inputs = [
+            recurrent._input(recurrent._uniform(rng, 2, 40)),
+            recurrent._extreme_int8_weights(rng, 6, 40),
+            recurrent._extreme_int8_weights(rng, 6, 4),
+            recurrent._const(recurrent._uniform(rng, 3)),
+            recurrent._state((2, 24)),
+        ]
+        options = {"rank": 2, "fused_activation_function": "NONE", "asymmetric_quantize_inputs": asymmetric}
+        made[f"hybrid_svdf_{kind}"] = recurrent._model(Op.SVDF, inputs, [(T.FLOAT32, None)], options, 2)
+    return made
+
+
 def models() -> dict[str, tuple[bytes, list[np.ndarray]]]:
     """name -> (model, its inputs in input order)."""
     rng = np.random.default_rng(29)
@@ -390,4 +453,4 @@ def models() -> dict[str, tuple[bytes, list[np.ndarray]]]:
         _paired_extremes,
     ):
         add(rng, made)
-    return {name: single.build() for name, single in made.items()}
+    return {**{name: single.build() for name, single in made.items()}, **_recurrent()}
