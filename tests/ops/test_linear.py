@@ -837,7 +837,7 @@ def test_hybrid_batch_matmul(shapes, adj_x, adj_y, per_channel, asymmetric, craf
     rng = np.random.default_rng(seed)
     lhs_shape, rhs_shape = shapes
     if asymmetric and len(rhs_shape) == 5 and rhs_shape[0] > 1:
-        rhs_shape[0] = 1  # TFLite reads unset row sums there (see linear.py)
+        rhs_shape[0] = 1  # TFLite reads unset row sums there (see ops/linear/batch_matmul.py)
     if adj_x:
         lhs_shape[-1], lhs_shape[-2] = lhs_shape[-2], lhs_shape[-1]
     if adj_y:
@@ -873,10 +873,10 @@ def _centered_hybrid_model(rng, batch: int, depth: int, units: int):
 
 def _centered_kernel(interpreter, compiled: bool):
     """The node's kernel, asserted to be the compiled centered one exactly when `compiled`."""
-    from pytflite.ops import linear
+    from pytflite.ops.linear.hybrid import CompiledCentered
 
     kernel = interpreter.subgraphs[0].nodes[0][0].user_data.kernel
-    assert isinstance(kernel, linear._CompiledCentered) == compiled
+    assert isinstance(kernel, CompiledCentered) == compiled
     return kernel
 
 

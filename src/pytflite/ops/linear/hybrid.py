@@ -1,0 +1,294 @@
+"""Hybrid FULLY_CONNECTED (float32 activations, 8-, 4- or 2-bit weights): each input row quantized on the fly,
+exact integer products, scaled back to floats; the compiled kernel for centered rows."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from ...core.packed import unpack_packed
+from ...core.quantization import AffineQuantization
+from ...core.sparsity import densify
+from ...core.step_program import Written
+from ...errors import ensure, ensure_eq
+from ...fidelity.arithmetic import HostArithmetic
+from ...fidelity.sse import sign_transfer_correction, sign_transfer_mask
+from ..common import (
+    activation_clamp,
+)
+from ..jit import compiled
+from ..quant.hybrid_inputs import (
+    AsymmetricRowQuantizer,
+    quantize_rows_4bit_kernel,
+    quantize_rows_symmetric,
+)
+from ..quant.integer_gemm import (
+    exact_float_type,
+)
+from .common import PACKED_WEIGHTS, Act, Kernel, T, matrix_product, per_channel_scales
+from .sparse import canonical, supported_sparsity
+
+
+def hybrid_fc_kernel(
+    source, weights, bias, options, batch, depth, optimized, arithmetic: HostArithmetic
+) -> Kernel:
+    what = "FULLY_CONNECTED"
+    units = weights.shape[0]
+    ensure(
+        isinstance(weights.quantization, AffineQuantization), f"{what} weights have no affine quantization"
+    )
+    # TFLite's optimized build runs constant int4 weights of these shapes through its 4-bit kernel, which
+    # quantizes the input its own way (see quantize_rows_4bit_kernel) and stores weights as v + 7 in
+    # four bits: -8 does not fit, and TFLite returns garbage for it.
+    four_bit = (
+        optimized
+        and weights.type == T.INT4
+        and weights.is_constant_or_persistent
+        and batch > 0
+        and depth % 2 == 0
+        and units >= 4
+        and depth >= 32
+    )
+    if four_bit:
+        ensure(
+            not np.any(_hybrid_weight_values(weights) == -8),
+            f"{what} INT4 weights holding -8 are not supported by TFLite's 4-bit kernel",
+        )
+    channel_scales = per_channel_scales(weights)
+    if channel_scales is not None:
+        axis = weights.quantization.quantized_dimension
+        ensure_eq(axis, 0, f"{what} hybrid weights quantized_dimension")
+        ensure_eq(channel_scales.size, weights.shape[axis], f"{what} per-channel weight scales")
+        weight_scale = channel_scales.astype(np.float32)
+    else:
+        weight_scale = np.array(weights.params.scale, np.float32)  # 0-d: see scale_back
+    sparse = weights.sparsity is not None
+    if sparse:
+        ensure(weights.type == T.INT8, "Sparse hybrid FULLY_CONNECTED weights must be INT8")
+        ensure(weights.is_constant_or_persistent, "FULLY_CONNECTED sparse weights must be a constant tensor")
+        sparsity = weights.sparsity
+        ensure(
+            supported_sparsity(sparsity) and canonical(sparsity, 16),
+            "Unsupported sparse fully-connected weight format.",
+        )
+        values = densify(weights.data.reshape(-1), weights.shape, sparsity)
+    elif weights.is_constant_or_persistent:
+        values = _hybrid_weight_values(weights)
+    else:
+        values = None
+    float_type = exact_float_type(depth * 128 * 128)
+    finish = _float_activation(options.fused_activation_function)
+    asymmetric = options.asymmetric_quantize_inputs and not four_bit
+    # the columns TFLite's SSE kernel (x86 only) multiplies in 16-value blocks (every stored block when
+    # sparse: the depth rounded up to whole blocks); its 4-bit kernel has no such quirk
+    blocked = 0 if four_bit else arithmetic.sign_lost_columns(depth + 15 if sparse else depth)
+
+    def row_sums_of(raw) -> np.ndarray:
+        sums = raw.astype(np.int64).sum(axis=1) if sparse else arithmetic.hybrid_row_sums(raw)
+        return sums.astype(float_type)
+
+    def prepared(raw):
+        # (several rows multiply a C-contiguous matrix about twice as fast; one row a transposed view)
+        matrix = raw.astype(float_type).T
+        return np.ascontiguousarray(matrix) if batch > 1 else matrix, sign_transfer_mask(raw, blocked)
+
+    fixed = None if values is None else prepared(values)
+    # TFLite sums the weight rows on the first invoke after prepare only (stale if the weights change)
+    sums = [None if values is None else row_sums_of(values)]
+    # Constant weights whose SSE row sums are the exact ones and without -128s in the SIMD blocks: the
+    # accumulators acc - zp * sums are exactly (q - zp) @ w, what quantize(x, centered=True) multiplies
+    # (exact in float_type too: |q - zp| <= 255)
+    centered = (
+        asymmetric
+        and fixed is not None
+        and fixed[1] is None
+        and exact_float_type(depth * 255 * 128) == float_type
+        and np.array_equal(sums[0], values.astype(np.int64).sum(axis=1))
+    )
+    quantize = (
+        quantize_rows_4bit_kernel
+        if four_bit
+        else AsymmetricRowQuantizer(batch, depth, centered)
+        if asymmetric
+        else quantize_rows_symmetric
+    )
+    acc = np.empty((batch, units), float_type)
+    product = matrix_product(depth)
+    scale = np.empty((batch, units), np.float32)
+    tiled_bias = _tiled_constant_bias(bias, batch)
+
+    def scale_back(scales, bias_values, out):
+        """out = acc * (input scale * weight scale) + bias, then the fused activation."""
+        np.multiply(scales[:, None], weight_scale, scale)
+        np.multiply(acc, scale, out, casting="unsafe")
+        if tiled_bias is not None:
+            out += tiled_bias
+        elif bias_values is not None:
+            out += bias_values
+        if finish is not None:
+            finish(out)
+
+    if centered:
+        matrix = fixed[0]
+
+        def centered_kernel(x, w, bias_values, out):
+            quantized, scales, _ = quantize(x)
+            product(quantized, matrix, acc)  # exact integers
+            scale_back(scales, bias_values, out)
+
+        compiled_kernel = _compiled_centered_kernel(
+            quantize, product, matrix, acc, weight_scale, options.fused_activation_function, centered_kernel
+        )
+        return centered_kernel if compiled_kernel is None else compiled_kernel
+
+    def kernel(x, w, bias_values, out):
+        if fixed is not None:
+            matrix, mask = fixed
+        else:
+            raw = _hybrid_weight_values_of(w, weights)
+            matrix, mask = prepared(raw)
+            if sums[0] is None:
+                sums[0] = row_sums_of(raw)
+        quantized, scales, *zero_points = quantize(x)
+        product(quantized, matrix, acc)  # exact integers
+        if mask is not None:
+            np.add(acc, sign_transfer_correction(quantized, mask).astype(float_type), out=acc)
+        if zero_points:
+            np.subtract(acc, zero_points[0][:, None].astype(float_type) * sums[0][None, :], out=acc)
+        scale_back(scales, bias_values, out)
+
+    return kernel
+
+
+def _compiled_centered_kernel(quantize, product, matrix, acc, weight_scale, activation, fallback):
+    """The centered hybrid kernel with compiled row quantization (CompiledCentered); None where
+    compiled kernels do not run or the activation is not a clamp."""
+    compiled_quantize = quantize.compiled_kernel
+    with_factors = compiled("quant.hybrid_inputs_compiled", "quantize_rows_with_factors")
+    if compiled_quantize is None or with_factors is None:
+        return None
+    if activation not in (Act.NONE, Act.RELU, Act.RELU6, Act.RELU_N1_TO_1):
+        return None
+    _, scales, zero_points = compiled_quantize
+    return CompiledCentered(
+        with_factors, scales, zero_points, product, matrix, acc, weight_scale, activation, fallback
+    )
+
+
+class CompiledCentered:
+    """The centered hybrid kernel as kernel(x, w, bias_values, out): compiled row quantization that also
+    writes the factors, input scale * weight scale in float32 (quant/hybrid_inputs_compiled.
+    quantize_rows_with_factors), the exact product, then acc * factors (float64 sums multiplied in
+    float64 and rounded once), the bias and a clamping activation: the NumPy kernel's roundings. Arrays
+    it cannot take, and rows the quantizer refuses, go to `fallback`. Its bound step is one written
+    statement (step)."""
+
+    def __init__(
+        self, quantize, scales, zero_points, product, matrix, acc, weight_scale, activation, fallback
+    ):
+        self.quantize, self.scales, self.zero_points = quantize, scales, zero_points
+        self.product, self.matrix, self.acc = product, matrix, acc
+        self.fallback = fallback
+        batch, units = acc.shape
+        self.quantized = np.empty((batch, matrix.shape[0]), np.float32)
+        self.factors = np.empty((batch, units), np.float32)
+        channel_scales = np.broadcast_to(weight_scale, (units,)).astype(np.float32)
+        channel_scales.flags.writeable = False
+        self.channel_scales = channel_scales
+        self.finish = activation_clamp(activation)
+
+    def __call__(self, x, w, bias_values, out, tiled_bias=None):
+        """`tiled_bias`: the bias repeated over the rows, added instead of bias_values (step's)."""
+        if not (
+            x.flags.c_contiguous
+            and out.flags.c_contiguous
+            and self.quantize(
+                x, self.quantized, self.scales, self.zero_points, True, self.channel_scales, self.factors
+            )
+        ):
+            return self.fallback(x, w, bias_values, out)
+        self.product(self.quantized, self.matrix, self.acc)  # exact integers
+        np.multiply(self.acc, self.factors, out)
+        if bias_values is not None:
+            np.add(out, bias_values if tiled_bias is None else tiled_bias, out)
+        if self.finish is not None:
+            self.finish(out)
+
+    def step(self, x, w, bias_values, out) -> Callable:
+        """The check-free step on these arrays: one written statement (quantize, then the product and the
+        scaling back, or the fallback for rows the quantizer refuses) where they are contiguous; a
+        constant bias is repeated over the rows once (adding it then needs no broadcasting)."""
+        if not (x.flags.c_contiguous and out.flags.c_contiguous):
+            return lambda context, node: self.fallback(x, w, bias_values, out)
+        tiled = None
+        if bias_values is not None and not bias_values.flags.writeable:  # (a constant)
+            tiled = np.tile(bias_values, (self.acc.shape[0], 1))
+        bias = bias_values if tiled is None else tiled
+        parts = ["{multiply}({acc}, {factors}, {out})"]
+        parts += [] if bias is None else ["{add}({out}, {bias}, {out})"]
+        parts += [] if self.finish is None else ["{finish}({out})"]
+        text = (
+            "({product}({quantized}, {matrix}, {acc}), "
+            + ", ".join(parts)
+            + ") if {quantize}({x}, {quantized}, {scales}, {zero_points}, True, {channel_scales}, {factors})"
+            " else {fallback}({x}, {w}, {bias_values}, {out})"
+        )
+        return Written(
+            lambda context, node: self(x, w, bias_values, out, tiled),
+            text,
+            product=self.product,
+            quantized=self.quantized,
+            matrix=self.matrix,
+            acc=self.acc,
+            multiply=np.multiply,
+            factors=self.factors,
+            out=out,
+            add=np.add,
+            bias=bias,
+            finish=self.finish,
+            quantize=self.quantize,
+            x=x,
+            scales=self.scales,
+            zero_points=self.zero_points,
+            channel_scales=self.channel_scales,
+            fallback=self.fallback,
+            w=w,
+            bias_values=bias_values,
+        )
+
+
+# Up to this many outputs, a constant bias is kept repeated over the rows: adding it then needs no
+# broadcasting, which costs ~1 us a call on small outputs.
+_TILED_BIAS_LIMIT = 1 << 16
+
+
+def _tiled_constant_bias(bias, batch: int) -> np.ndarray | None:
+    """A constant float bias repeated over `batch` rows ([batch, units]), for small outputs; else None."""
+    if bias is None or not bias.is_constant_or_persistent or bias.data is None:
+        return None
+    values = bias.data.reshape(-1)
+    if batch * values.size > _TILED_BIAS_LIMIT:
+        return None
+    return np.tile(values, (batch, 1))
+
+
+def _hybrid_weight_values(weights) -> np.ndarray:
+    return _hybrid_weight_values_of(weights.data, weights)
+
+
+def _hybrid_weight_values_of(data, weights) -> np.ndarray:
+    if weights.type in PACKED_WEIGHTS:
+        count = math.prod(weights.shape)
+        return unpack_packed(data, count, weights.type).reshape(weights.shape)
+    return data.view(np.int8)  # TFLite reads uint8 weights' bits as int8
+
+
+def _float_activation(activation) -> Callable[[np.ndarray], None] | None:
+    """Any fused activation applied to a float result (ApplyActivationToVector)."""
+    if activation == Act.TANH:
+        return lambda out: np.tanh(out, out=out)
+    if activation == Act.SIGN_BIT:
+        return lambda out: np.copyto(out, np.signbit(out))
+    return activation_clamp(activation)
