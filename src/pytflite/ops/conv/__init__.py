@@ -35,9 +35,10 @@ then go through the fixed-point requantization LiteRT's kernel applies (Requant,
 Hybrid variants (float32 input, int8 weights: CONV_2D and DEPTHWISE_CONV_2D) quantize each batch of the
 input as TFLite does (quant/hybrid_inputs.py), accumulate exactly the same way, and scale back to float32.
 Where LiteRT's x86 kernels are not exact, they are reproduced on x86 hosts (the host's HostArithmetic,
-fidelity/arithmetic.py; ARM's NEON kernels are exact): the per-tensor CONV_2D's SSE dot product (output channels not a multiple of 4) turns
-weight -128 times a negative input into -128 * |input|, and the per-channel CONV_2D's weight row sums (for
-the input zero point) add in int16 lanes that wrap. On every host the row sums are taken on the first
+fidelity/arithmetic.py): the per-tensor CONV_2D's SSE dot product (output channels not a multiple of 4)
+turns weight -128 times a negative input into -128 * |input|, and the per-channel CONV_2D's weight row
+sums (for the input zero point) add in int16 lanes that wrap. ARM's ruy / gemmlowp products add product
+pairs in int16, which wrap on two -128 x -128 products (fidelity/neon_pairs.py). On every host the row sums are taken on the first
 invoke after prepare only (stale when a runtime filter changes).
 
 Modules: conv2d.py, depthwise.py, transpose.py and conv3d.py (CONV_3D, CONV_3D_TRANSPOSE) register the
