@@ -296,7 +296,7 @@ class Interpreter:
     def get_tensor(self, tensor_index: int, subgraph_index: int = 0) -> np.ndarray:
         subgraph = self._subgraph(subgraph_index)
         tensor = self._numberings[subgraph_index].tensor(_tensor_index(tensor_index, "get_tensor"))
-        return _tensor_value(subgraph, tensor.index)
+        return tensor_value(subgraph, tensor.index)
 
     def tensor(self, tensor_index: int):
         """A function returning a NumPy view of the tensor's current buffer (no copy).
@@ -507,7 +507,7 @@ class SignatureRunner:
         result = {}
         for name, index in self._outputs.items():
             subgraph.delegation.ensure_tensor_data_is_readable(index)
-            result[name] = _tensor_value(subgraph, index)
+            result[name] = tensor_value(subgraph, index)
         return result
 
     def get_input_details(self) -> dict[str, dict[str, Any]]:
@@ -577,7 +577,7 @@ def _readable_data(subgraph: Subgraph, index: int) -> np.ndarray:
     return tensor.data
 
 
-def _tensor_value(subgraph: Subgraph, index: int) -> np.ndarray:
+def tensor_value(subgraph: Subgraph, index: int) -> np.ndarray:
     """get_tensor's copy of a tensor; sub-byte tensors come unpacked, one element per byte, as in LiteRT."""
     data = _readable_data(subgraph, index)
     tensor = subgraph.tensors[index]

@@ -21,7 +21,7 @@ from pytflite import TensorType as T
 from pytflite.core.quantization import AffineQuantization
 from tests.single_op import Operand, SingleOpModel
 
-_DTYPES = {T.INT8: np.int8, T.UINT8: np.uint8, T.INT16: np.int16}
+DTYPES = {T.INT8: np.int8, T.UINT8: np.uint8, T.INT16: np.int16}
 _NAMES = {T.INT8: "int8", T.UINT8: "uint8", T.INT16: "int16"}
 Made = dict[str, SingleOpModel]
 
@@ -38,8 +38,8 @@ def _scale(base: float, tensor_type) -> float:
 
 
 def _values(rng, tensor_type, shape) -> np.ndarray:
-    info = np.iinfo(_DTYPES[tensor_type])
-    return rng.integers(int(info.min), int(info.max) + 1, shape).astype(_DTYPES[tensor_type])
+    info = np.iinfo(DTYPES[tensor_type])
+    return rng.integers(int(info.min), int(info.max) + 1, shape).astype(DTYPES[tensor_type])
 
 
 def _input(rng, tensor_type, shape, base_scale) -> Operand:
@@ -58,7 +58,7 @@ def _one_op(op, operands, tensor_type, out_quantization, options=None, version=1
 
 
 def _binary(rng, made: Made) -> None:
-    for tensor_type in _DTYPES:
+    for tensor_type in DTYPES:
         name = _NAMES[tensor_type]
         int16 = tensor_type == T.INT16
         for op, label, out_scale in ((Op.ADD, "add", 0.083), (Op.SUB, "sub", 0.071), (Op.MUL, "mul", 1.37)):
@@ -78,7 +78,7 @@ def _binary(rng, made: Made) -> None:
 
 
 def _reductions(rng, made: Made) -> None:
-    for tensor_type in _DTYPES:
+    for tensor_type in DTYPES:
         name = _NAMES[tensor_type]
         for op, label, out_scale in ((Op.MEAN, "mean", 0.041), (Op.SUM, "sum", 0.53)):
             if op == Op.SUM and tensor_type == T.INT16:
@@ -93,7 +93,7 @@ def _reductions(rng, made: Made) -> None:
 
 
 def _activations(rng, made: Made) -> None:
-    for tensor_type in _DTYPES:
+    for tensor_type in DTYPES:
         name = _NAMES[tensor_type]
         int16 = tensor_type == T.INT16
         low = -128 if tensor_type == T.INT8 else 0
@@ -124,7 +124,7 @@ def _activations(rng, made: Made) -> None:
 
 
 def _spatial(rng, made: Made) -> None:
-    for tensor_type in _DTYPES:
+    for tensor_type in DTYPES:
         name = _NAMES[tensor_type]
         version = 3 if tensor_type == T.INT16 else 2
         for op, label in ((Op.AVERAGE_POOL_2D, "average_pool"), (Op.MAX_POOL_2D, "max_pool")):
@@ -164,7 +164,7 @@ def _spatial(rng, made: Made) -> None:
 
 def _quantize(rng, made: Made) -> None:
     x = Operand((rng.standard_normal((3, 37)) * 3).astype(np.float32))
-    for tensor_type in _DTYPES:
+    for tensor_type in DTYPES:
         name = _NAMES[tensor_type]
         out = (_scale(0.0231, tensor_type), _zero_point(rng, tensor_type))
         made[f"quantize_float_to_{name}"] = _one_op(
@@ -205,7 +205,7 @@ def _filter_and_bias(rng, tensor_type, shape, channels, axis, input_scale):
 
 
 def _convolutions(rng, made: Made) -> None:
-    for tensor_type in _DTYPES:
+    for tensor_type in DTYPES:
         name = _NAMES[tensor_type]
         int16 = tensor_type == T.INT16
         # DEPTHWISE_CONV_2D: the 3x3 kernels (stride 1 and 2), a depth multiplier, a 5x5 filter

@@ -12,7 +12,7 @@ import pytest
 from pytflite.ops.conv.requant import Requant
 from pytflite.ops.quant.fixed_point import multiply_by_quantized_multiplier_simd
 
-_RANGES = {np.int8: (-128, 127), np.uint8: (0, 255), np.int16: (-32768, 32767)}
+RANGES = {np.int8: (-128, 127), np.uint8: (0, 255), np.int16: (-32768, 32767)}
 
 
 def _reference(acc, terms, multiplier, shift, zero_point, low, high):
@@ -47,7 +47,7 @@ def test_cases_cover_every_finish():
     cast and added back."""
     seen = set()
     for dtype, multipliers, shifts, zero_point, clamp, bound in CASES:
-        low, high = clamp if clamp is not None else _RANGES[dtype]
+        low, high = clamp if clamp is not None else RANGES[dtype]
         requant = Requant(np.array(multipliers), np.array(shifts), zero_point, low, high, dtype)
         requant.product_bound = bound
         fast = requant._float_constants(None)
@@ -61,7 +61,7 @@ def test_float_path_matches_simd_rounding(dtype, multipliers, shifts, zero_point
     channels = 2 * len(multipliers)
     multiplier = np.resize(np.array(multipliers, np.int64), channels)
     shift = np.resize(np.array(shifts, np.int64), channels)
-    low, high = clamp if clamp is not None else _RANGES[dtype]
+    low, high = clamp if clamp is not None else RANGES[dtype]
     terms = rng.integers(-1000, 1000, channels)
     for pixels in (7, 3000):  # one row, and several rows with a tail (rows.py)
         acc = _accumulators(rng, pixels, channels, bound)
@@ -89,7 +89,7 @@ def test_folded_product_finish_matches_simd_rounding(
     rng = np.random.default_rng(bound)
     channels = len(multipliers)
     multiplier, shift = np.array(multipliers, np.int64), np.array(shifts, np.int64)
-    low, high = clamp if clamp is not None else _RANGES[dtype]
+    low, high = clamp if clamp is not None else RANGES[dtype]
     terms = rng.integers(-1000, 1000, channels)
     acc = _accumulators(rng, 500, channels, bound)
     requant = Requant(multiplier, shift, zero_point, low, high, dtype)

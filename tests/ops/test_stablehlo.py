@@ -22,7 +22,7 @@ from tests.single_op import Operand, SingleOpModel
 pytestmark = requires_litert
 
 _ARITHMETIC = (Op.STABLEHLO_ADD, Op.STABLEHLO_MULTIPLY, Op.STABLEHLO_MAXIMUM, Op.STABLEHLO_MINIMUM)
-_DTYPES = (
+DTYPES = (
     np.float16, np.float32, np.float64, np.int8, np.int16, np.int32, np.int64,
     np.uint8, np.uint16, np.uint32, np.uint64, np.bool_,
 )  # fmt: skip
@@ -66,13 +66,13 @@ def _operands(dtype, shape, seed):
 
 
 @pytest.mark.parametrize("op", _ARITHMETIC)
-@pytest.mark.parametrize("dtype", _DTYPES)
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_arithmetic_matches_bit_for_bit(op, dtype):
     a, b = _operands(dtype, (3, 40, 17), seed=int(op))
     identical(*binary(op, a, b).build())
 
 
-@pytest.mark.parametrize("dtype", [t for t in _DTYPES if not np.issubdtype(t, np.floating)])
+@pytest.mark.parametrize("dtype", [t for t in DTYPES if not np.issubdtype(t, np.floating)])
 def test_and_is_bitwise_or_logical(dtype):
     a, b = _operands(dtype, (64, 33), seed=7)
     (out,) = identical(*binary(Op.STABLEHLO_AND, a, b).build())

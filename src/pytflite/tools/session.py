@@ -15,7 +15,7 @@ import numpy as np
 
 from ..core.blas_threads import ONE_BLAS_THREAD
 from ..core.node import OPTIONAL_TENSOR
-from ..interpreter import Interpreter, _set_tensor, _tensor_value, tensor_details
+from ..interpreter import Interpreter, _set_tensor, tensor_details, tensor_value
 from .loading import ToolError
 
 
@@ -84,7 +84,7 @@ class Session:
         result = []
         for name, index in zip(self.output_names, self.output_indices):
             self.subgraph.delegation.ensure_tensor_data_is_readable(index)
-            result.append((name, _tensor_value(self.subgraph, index)))
+            result.append((name, tensor_value(self.subgraph, index)))
         return result
 
 

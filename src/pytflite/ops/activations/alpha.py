@@ -30,17 +30,17 @@ def _split_scale(x, alpha, out):
     out += clip(x, _ZERO, _INF)
 
 
-def _select_above(x, alpha, out):
+def select_above(x, alpha, out):
     np.multiply(x, alpha, out=out)
     np.copyto(out, x, where=x > _ZERO)
 
 
-def _select_at_or_above(x, alpha, out):
+def select_at_or_above(x, alpha, out):
     np.multiply(x, alpha, out=out)
     np.copyto(out, x, where=x >= _ZERO)
 
 
-def _alpha_compute(alpha: np.ndarray | None, select: Callable) -> Callable:
+def alpha_compute(alpha: np.ndarray | None, select: Callable) -> Callable:
     """The cheapest exact computation for these alpha values (None: not known before invoke)."""
     if alpha is None or alpha.size == 0 or not np.isfinite(alpha).all():
         return select

@@ -14,27 +14,27 @@ from ...errors import ensure_type, ensure_types_eq
 from ..common import check_arity, input_tensor, output_tensor, unary_step
 from ..registry import register_builtin
 
-_FLOAT = (TensorType.FLOAT32,)
+FLOAT = (TensorType.FLOAT32,)
 _U8, _I8, _I16 = TensorType.UINT8, TensorType.INT8, TensorType.INT16
-_BYTES = (_U8, _I8)
-_QUANTIZED = (_U8, _I8, _I16)
-_DTYPES = {_U8: np.dtype(np.uint8), _I8: np.dtype(np.int8), _I16: np.dtype(np.int16)}
-_ALL = _FLOAT + _QUANTIZED
+BYTES = (_U8, _I8)
+QUANTIZED = (_U8, _I8, _I16)
+DTYPES = {_U8: np.dtype(np.uint8), _I8: np.dtype(np.int8), _I16: np.dtype(np.int16)}
+ALL = FLOAT + QUANTIZED
 
 
-def _f32(value: float) -> np.ndarray:
+def f32(value: float) -> np.ndarray:
     return np.array(value, np.float32)
 
 
-_ZERO, _ONE, _MINUS_ONE, _THREE, _SIX = _f32(0), _f32(1), _f32(-1), _f32(3), _f32(6)
-_INF, _MINUS_INF = _f32(np.inf), _f32(-np.inf)
+_ZERO, _ONE, _MINUS_ONE, _THREE, _SIX = f32(0), f32(1), f32(-1), f32(3), f32(6)
+_INF, _MINUS_INF = f32(np.inf), f32(-np.inf)
 
 # Long ufunc chains run block by block over the flattened tensor, so that their intermediates stay in
 # the CPU cache instead of streaming whole-tensor temporaries through memory.
-_BLOCK = 32768
+BLOCK = 32768
 
 
-def _blockwise(compute: Callable, block: int = _BLOCK) -> Callable:
+def _blockwise(compute: Callable, block: int = BLOCK) -> Callable:
     """`compute(x, out)` applied to consecutive blocks of `block` elements (a multiple of 4)."""
 
     def run(x, out):
@@ -49,7 +49,7 @@ def _blockwise(compute: Callable, block: int = _BLOCK) -> Callable:
     return run
 
 
-def _check_unary(context, node, op_name: str, types: tuple[TensorType, ...]):
+def check_unary(context, node, op_name: str, types: tuple[TensorType, ...]):
     """Checks of a one-input op whose output has the input's type and shape; resizes the output."""
     check_arity(node, 1)
     source, output = input_tensor(context, node, 0), output_tensor(context, node)
@@ -73,8 +73,8 @@ def compute_invoke(context, node):
     node.user_data.compute(tensors[node.inputs[0]].data, tensors[node.outputs[0]].data)
 
 
-def _unary_bind(float_step: Callable | None) -> Callable:
-    """The check-free step (Registration.bind) of the ops registered by _unary_kernel: `float_step(x, out)`
+def unary_bind(float_step: Callable | None) -> Callable:
+    """The check-free step (Registration.bind) of the ops registered by unary_kernel: `float_step(x, out)`
     where given for a float32 input (None: not for these arrays), else the compute function on the
     node's arrays."""
 
@@ -91,12 +91,12 @@ def _unary_bind(float_step: Callable | None) -> Callable:
     return bind
 
 
-def _unary_kernel(
+def unary_kernel(
     op: BuiltinOperator,
     versions: tuple[int, int],
     compute: Callable,
     quantized: Callable | None = None,
-    types: tuple[TensorType, ...] = _FLOAT,
+    types: tuple[TensorType, ...] = FLOAT,
     quantized_ref: Callable | None = None,
     float_step: Callable | None = None,
 ) -> None:
@@ -104,11 +104,11 @@ def _unary_kernel(
     the compute function of the other `types` in prepare (`arithmetic`: the host's, for its
     float-to-int conversions);
     `quantized_ref` the one of BUILTIN_REF's kernel, where it differs; `float_step(x, out)` the float32
-    check-free step with its own scratch (see _unary_bind)."""
+    check-free step with its own scratch (see unary_bind)."""
 
     def prepare_with(quantized_for_types: Callable | None) -> Callable:
         def prepare(context, node):
-            source, output = _check_unary(context, node, op.name, types)
+            source, output = check_unary(context, node, op.name, types)
             if source.type == TensorType.FLOAT32:
                 node.user_data = ActivationData(compute)
             else:
@@ -123,7 +123,7 @@ def _unary_kernel(
         op_data=ActivationData,
         prepare=prepare_with(quantized),
         invoke=compute_invoke,
-        bind=_unary_bind(float_step),
+        bind=unary_bind(float_step),
         builtin_ref=None if quantized_ref is None else {"prepare": prepare_with(quantized_ref)},
     )
 

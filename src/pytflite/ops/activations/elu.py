@@ -7,7 +7,7 @@ import numpy as np
 from ...core.types import BuiltinOperator
 from ..common import clip
 from ..quant.lut import expm1f, populate_8bit, table_kernel
-from .common import _FLOAT, _I8, _MINUS_INF, _ZERO, _unary_kernel
+from .common import _I8, _MINUS_INF, _ZERO, FLOAT, unary_kernel
 from .quantized import _quantization
 
 
@@ -30,4 +30,4 @@ def _elu_quantized(source, output, _arithmetic):
     )
 
 
-_unary_kernel(BuiltinOperator.ELU, (1, 1), _elu, _elu_quantized, (*_FLOAT, _I8))
+unary_kernel(BuiltinOperator.ELU, (1, 1), _elu, _elu_quantized, (*FLOAT, _I8))

@@ -15,23 +15,23 @@ from ..jit import compiled, read_only
 from ..quant.lut import erfcf, int16_table, populate_8bit, table_kernel, tanhf
 from ..registry import register_builtin
 from .common import (
-    _ALL,
-    _BLOCK,
-    _BYTES,
-    _DTYPES,
-    _FLOAT,
     _MINUS_INF,
     _ONE,
-    _QUANTIZED,
     _ZERO,
+    ALL,
+    BLOCK,
+    BYTES,
+    DTYPES,
+    FLOAT,
+    QUANTIZED,
     ActivationData,
     _blockwise,
-    _check_unary,
-    _f32,
-    _unary_bind,
+    check_unary,
     compute_invoke,
+    f32,
+    unary_bind,
 )
-from .quantized import _F32_ONE, _quantization
+from .quantized import F32_ONE, _quantization
 
 
 class _WorkRows:
@@ -52,16 +52,16 @@ class _WorkRows:
         return table, tuple(table)
 
 
-_GELU_CUBE = _f32(0.044715)
-_GELU_SQRT_2_OVER_PI = _f32(np.sqrt(2.0 / np.pi))
-_HALF = _f32(0.5)
+_GELU_CUBE = f32(0.044715)
+_GELU_SQRT_2_OVER_PI = f32(np.sqrt(2.0 / np.pi))
+_HALF = f32(0.5)
 # Eigen's float tanh, which TFLite's GELU uses: clamp to +-c (c: the smallest argument where the
 # approximation is exactly 1 when multiply-adds are not fused), then (x + x^3 P(x^2)) / Q(x^2), P and Q
 # by Horner, highest power first.
-_TANH_CLAMP = _f32(7.90738964080810547)
+_TANH_CLAMP = f32(7.90738964080810547)
 _MINUS_TANH_CLAMP = -_TANH_CLAMP
-_TANH_P = tuple(map(_f32, (1.394553628e-8, 2.102733560e-5, 3.520756727e-3, 1.340216100e-1)))
-_TANH_Q = tuple(map(_f32, (8.015776984e-7, 3.326951409e-4, 2.597254514e-2, 4.673548340e-1, 1.0)))
+_TANH_P = tuple(map(f32, (1.394553628e-8, 2.102733560e-5, 3.520756727e-3, 1.340216100e-1)))
+_TANH_Q = tuple(map(f32, (8.015776984e-7, 3.326951409e-4, 2.597254514e-2, 4.673548340e-1, 1.0)))
 
 
 def _horner(coefficients: tuple[np.ndarray, ...], x: np.ndarray, out: np.ndarray) -> None:
@@ -95,11 +95,11 @@ def _gelu_tanh_block(x, out, work: _WorkRows):
     out *= p.reshape(out.shape)
 
 
-# |x| Q(|x|) = |x| exp(-x^2/2) sum_k _GELU_Q[k] t^(k+1), t = 1 / (1 + 0.35 |x|); see the package docstring.
+# |x| Q(|x|) = |x| exp(-x^2/2) sum_k GELU_Q[k] t^(k+1), t = 1 / (1 + 0.35 |x|); see the package docstring.
 # The polynomial is evaluated in float32 (the powers of t and one matrix-vector product), the Gaussian
 # factor in float64 (a float32 x^2 would be off by up to x^2/2 ulps after exp).
-_GELU_T_SCALE = _f32(1.0 / 0.35)
-_GELU_Q = np.array(
+GELU_T_SCALE = f32(1.0 / 0.35)
+GELU_Q = np.array(
     [
         0.13962124722274816,
         0.13986452289932316,
@@ -113,7 +113,7 @@ _GELU_Q = np.array(
     ],
     np.float32,
 )
-_GELU_A_MAX = _f32(40)  # exp(-x^2/2) is 0 beyond; keeps inf inputs from making inf*0
+GELU_A_MAX = f32(40)  # exp(-x^2/2) is 0 beyond; keeps inf inputs from making inf*0
 _MINUS_HALF = np.array(-0.5)  # float64
 
 
@@ -121,13 +121,13 @@ def _gelu_erf_block(x, out, work: _WorkRows):
     """x * Phi(x) = 0.5 * x * erfc(-x / sqrt(2)), computed as relu(x) - |x| Q(|x|)."""
     table, (a, t, *higher) = work.get(x.size)  # |x|, then the powers of t
     np.absolute(x.reshape(-1), a)
-    clip(a, _ZERO, _GELU_A_MAX, a)
-    np.add(a, _GELU_T_SCALE, t)
-    np.divide(_GELU_T_SCALE, t, t)
+    clip(a, _ZERO, GELU_A_MAX, a)
+    np.add(a, GELU_T_SCALE, t)
+    np.divide(GELU_T_SCALE, t, t)
     previous = t
     for power in higher:
         previous = np.multiply(previous, t, power)
-    tail = _GELU_Q.dot(table[1:])  # Q(a) exp(a^2/2)
+    tail = GELU_Q.dot(table[1:])  # Q(a) exp(a^2/2)
     gauss = a.astype(np.float64)
     gauss *= gauss  # exact a^2: a rounded one errs by a^2/2 ulps after exp
     gauss *= _MINUS_HALF
@@ -157,15 +157,13 @@ def _gelu(approximate: bool, size: int) -> Callable:
 
 
 def _gelu_numpy(approximate: bool, size: int) -> Callable:
-    compute, rows, block = (
-        (_gelu_tanh_block, 4, _BLOCK) if approximate else (_gelu_erf_block, 10, _BLOCK // 2)
-    )
+    compute, rows, block = (_gelu_tanh_block, 4, BLOCK) if approximate else (_gelu_erf_block, 10, BLOCK // 2)
     work = _WorkRows(rows, size, block)
     return _blockwise(lambda x, out: compute(x, out, work), block)
 
 
 def gelu_prepare(context, node):
-    source, output = _check_unary(context, node, "GELU", _FLOAT + _QUANTIZED)
+    source, output = check_unary(context, node, "GELU", FLOAT + QUANTIZED)
     approximate = bool(node.builtin_data.approximate)
     if source.type == TensorType.FLOAT32:
         node.user_data = ActivationData(_gelu(approximate, math.prod(source.shape)))
@@ -180,16 +178,16 @@ _GELU_K = np.float32(1.12837916709551257390 * 0.70710678118654752440)
 
 def _gelu_transform(approximate: bool) -> Callable:
     if approximate:
-        return lambda x: (_HALF * x) * (_F32_ONE + tanhf(_GELU_K * (x + _GELU_CUBE * x * x * x)))
+        return lambda x: (_HALF * x) * (F32_ONE + tanhf(_GELU_K * (x + _GELU_CUBE * x * x * x)))
     return lambda x: (_HALF * x) * erfcf(x * _GELU_SQRT_HALF)
 
 
 def _gelu_quantized(source, output, approximate: bool) -> Callable:
     in_scale, in_zero = _quantization(source, "input", "GELU")
     out_scale, out_zero = _quantization(output, "output", "GELU")
-    dtype = _DTYPES[source.type]
+    dtype = DTYPES[source.type]
     transform = _gelu_transform(approximate)
-    if source.type in _BYTES:
+    if source.type in BYTES:
         return table_kernel(populate_8bit(transform, in_scale, in_zero, out_scale, out_zero, dtype), dtype)
     return table_kernel(int16_table(transform, in_scale, in_zero, out_scale, out_zero), dtype)
 
@@ -197,9 +195,9 @@ def _gelu_quantized(source, output, approximate: bool) -> Callable:
 register_builtin(
     BuiltinOperator.GELU,
     (1, 3),
-    types=_ALL,
+    types=ALL,
     op_data=ActivationData,
     prepare=gelu_prepare,
     invoke=compute_invoke,
-    bind=_unary_bind(None),
+    bind=unary_bind(None),
 )

@@ -20,12 +20,12 @@ import numba
 import numpy as np
 
 from ..jit import OPTIONS
-from .gelu import _GELU_A_MAX, _GELU_Q, _GELU_T_SCALE
+from .gelu import GELU_A_MAX, GELU_Q, GELU_T_SCALE
 
 _F32 = numba.float32
 _ZERO = np.float32(0)
-_Q = tuple(_GELU_Q.tolist())
-_A_MAX, _T_SCALE = np.float32(_GELU_A_MAX), np.float32(_GELU_T_SCALE)  # (0-d arrays there)
+_Q = tuple(GELU_Q.tolist())
+_A_MAX, _T_SCALE = np.float32(GELU_A_MAX), np.float32(GELU_T_SCALE)  # (0-d arrays there)
 
 # exp(y) = 2^(k / 32) exp(r), k = round(32 y / ln 2), r = y - k ln(2) / 32 with ln 2 split in two (the
 # high part has 33 significant bits, so k * high is exact for the k used here, |k| < 2^13), |r| <=

@@ -10,10 +10,10 @@ from ...errors import ensure
 from ..common import clip
 from ..quant.fixed_point import wrap
 from ..quant.lut import every_value, table_kernel
-from .common import _BYTES, _DTYPES, _FLOAT, _SIX, _THREE, _ZERO, _blockwise, _f32, _unary_kernel
-from .quantized import _Q15, _multiplier, _quantization
+from .common import _SIX, _THREE, _ZERO, BYTES, DTYPES, FLOAT, _blockwise, f32, unary_kernel
+from .quantized import Q15, _multiplier, _quantization
 
-_ONE_SIXTH = _f32(1.0 / 6.0)
+_ONE_SIXTH = f32(1.0 / 6.0)
 
 
 def _hard_swish_block(x, out):
@@ -59,14 +59,14 @@ def _hard_swish_table(source, output) -> np.ndarray:
     output_multiplier, output_exponent = _int16_multiplier(hires_input_scale / out_scale)
     ensure(output_exponent <= 0, "params->output_multiplier_exponent <= 0 was not true.")
     reluish_multiplier, reluish_exponent = _int16_multiplier(hires_input_scale / np.float32(3.0 / 32768.0))
-    dtype = _DTYPES[source.type]
+    dtype = DTYPES[source.type]
     info = np.iinfo(dtype)
     hires = wrap((every_value(dtype) - in_zero) * 128, 16)
-    preshift_output = _Q15.mul(hires, output_multiplier)
+    preshift_output = Q15.mul(hires, output_multiplier)
     reluish = hires
     if reluish_exponent > 0:
         reluish = clip(reluish << (reluish_exponent - 1), -32768, 32767)
-    reluish = _Q15.mul(reluish, reluish_multiplier)
+    reluish = Q15.mul(reluish, reluish_multiplier)
     if reluish_exponent > 0:
         reluish = clip(reluish << 1, -32768, 32767)
     if reluish_exponent < 0:
@@ -79,10 +79,10 @@ def _hard_swish_table(source, output) -> np.ndarray:
     return clip(result, info.min, info.max)
 
 
-_unary_kernel(
+unary_kernel(
     BuiltinOperator.HARD_SWISH,
     (1, 1),
     _hard_swish,
-    lambda i, o, _arithmetic: table_kernel(_hard_swish_table(i, o), _DTYPES[i.type]),
-    _FLOAT + _BYTES,
+    lambda i, o, _arithmetic: table_kernel(_hard_swish_table(i, o), DTYPES[i.type]),
+    FLOAT + BYTES,
 )

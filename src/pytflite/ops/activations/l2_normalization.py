@@ -14,17 +14,17 @@ from ..common import check_arity, clip, input_tensor, output_tensor
 from ..quant.fixed_point import multiply_by_quantized_multiplier, wrap
 from ..quant.gemmlowp import inv_sqrt_multiplier
 from ..registry import register_builtin
-from .common import _BYTES, _DTYPES, _FLOAT, _U8, ActivationData, _f32, _rows, nonempty_invoke
+from .common import _U8, BYTES, DTYPES, FLOAT, ActivationData, _rows, f32, nonempty_invoke
 from .quantized import _quantization
 
-_L2_EPSILON = _f32(1e-6)
+_L2_EPSILON = f32(1e-6)
 
 
 def l2_normalization_prepare(context, node):
     check_arity(node, 1)
     source, output = input_tensor(context, node, 0), output_tensor(context, node)
     ensure(len(source.shape) >= 1, "L2_NORMALIZATION input must have at least one dimension")
-    ensure_type(source, _FLOAT + _BYTES, "input", "L2_NORMALIZATION")
+    ensure_type(source, FLOAT + BYTES, "input", "L2_NORMALIZATION")
     ensure_types_eq(source, output, "L2_NORMALIZATION input/output types")
     ensure_eq(
         int(node.builtin_data.fused_activation_function),
@@ -53,7 +53,7 @@ def _l2_normalization_quantized(source, output) -> Callable:
     ensure(float(out_scale) == 1.0 / 128, f"L2_NORMALIZATION output scale {out_scale} != 1/128")
     ensure_eq(out_zero, 128 if source.type == _U8 else 0, "L2_NORMALIZATION output zero point")
     unsigned = source.type == _U8
-    info = np.iinfo(_DTYPES[source.type])
+    info = np.iinfo(DTYPES[source.type])
 
     def compute(x, out):
         differences = _rows(x).astype(np.int64) - in_zero
@@ -72,7 +72,7 @@ def _l2_normalization_quantized(source, output) -> Callable:
 register_builtin(
     BuiltinOperator.L2_NORMALIZATION,
     (1, 2),
-    types=_FLOAT + _BYTES,
+    types=FLOAT + BYTES,
     op_data=ActivationData,
     prepare=l2_normalization_prepare,
     invoke=nonempty_invoke,

@@ -10,18 +10,18 @@ from ..common import clip
 from ..quant.fixed_point import multiply_by_quantized_multiplier, wrap
 from ..quant.lut import every_value, table_kernel
 from ..registry import register_builtin
-from .alpha import AlphaData, _alpha_compute, _select_above, alpha_invoke
-from .common import _ALL, _DTYPES, _FLOAT, _I16, _QUANTIZED, _check_unary, _f32
-from .quantized import _ensure_zero_points, _multiplier, _quantization
+from .alpha import AlphaData, alpha_compute, alpha_invoke, select_above
+from .common import _I16, ALL, DTYPES, FLOAT, QUANTIZED, check_unary, f32
+from .quantized import _multiplier, _quantization, ensure_zero_points
 
 
 def leaky_relu_prepare(context, node):
-    source, output = _check_unary(context, node, "LEAKY_RELU", _FLOAT + _QUANTIZED)
-    alpha = _f32(node.builtin_data.alpha)
+    source, output = check_unary(context, node, "LEAKY_RELU", FLOAT + QUANTIZED)
+    alpha = f32(node.builtin_data.alpha)
     if source.type == TensorType.FLOAT32:
-        node.user_data = AlphaData(alpha, _alpha_compute(alpha, _select_above))
+        node.user_data = AlphaData(alpha, alpha_compute(alpha, select_above))
         return
-    table = table_kernel(_leaky_relu_table(source, output, node.builtin_data.alpha), _DTYPES[source.type])
+    table = table_kernel(_leaky_relu_table(source, output, node.builtin_data.alpha), DTYPES[source.type])
     node.user_data = AlphaData(alpha, lambda x, _alpha, out: table(x, out))
 
 
@@ -31,8 +31,8 @@ def _leaky_relu_table(source, output, alpha: float) -> np.ndarray:
     alpha_multiplier, alpha_shift = _multiplier(in_scale * np.float32(alpha) / out_scale, "LEAKY_RELU")
     identity_multiplier, identity_shift = _multiplier(in_scale / out_scale, "LEAKY_RELU")
     if source.type == _I16:
-        _ensure_zero_points("LEAKY_RELU", ("input", in_zero), ("output", out_zero))
-    dtype = _DTYPES[source.type]
+        ensure_zero_points("LEAKY_RELU", ("input", in_zero), ("output", out_zero))
+    dtype = DTYPES[source.type]
     info = np.iinfo(dtype)
     values = every_value(dtype) - in_zero
     positive = multiply_by_quantized_multiplier(values, identity_multiplier, identity_shift)
@@ -48,7 +48,7 @@ def _leaky_relu_table(source, output, alpha: float) -> np.ndarray:
 register_builtin(
     BuiltinOperator.LEAKY_RELU,
     (1, 2),
-    types=_ALL,
+    types=ALL,
     op_data=AlphaData,
     prepare=leaky_relu_prepare,
     invoke=alpha_invoke,

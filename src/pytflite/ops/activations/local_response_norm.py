@@ -12,7 +12,7 @@ from ...core.types import BuiltinOperator
 from ...errors import KernelError, ensure_eq, ensure_type, ensure_types_eq
 from ..common import check_arity, check_scratch, input_tensor, output_tensor
 from ..registry import register_builtin
-from .common import _FLOAT, _f32
+from .common import FLOAT, f32
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ def local_response_norm_prepare(context, node):
     check_arity(node, 1)
     source, output = input_tensor(context, node, 0), output_tensor(context, node)
     ensure_eq(len(source.shape), 4, "NumDimensions(input)")
-    ensure_type(source, _FLOAT, "input", "LOCAL_RESPONSE_NORMALIZATION")
+    ensure_type(source, FLOAT, "input", "LOCAL_RESPONSE_NORMALIZATION")
     ensure_types_eq(source, output, "LOCAL_RESPONSE_NORMALIZATION input/output types")
     options = node.builtin_data
     if options.radius < 0:  # TFLite corrupts its heap on this
@@ -69,10 +69,10 @@ def local_response_norm_prepare(context, node):
     terms[-1] = -0.0
     beta = float(np.float32(options.beta))
     node.user_data = LocalResponseNormData(
-        _f32(options.bias),
-        _f32(options.alpha),
+        f32(options.bias),
+        f32(options.alpha),
         beta,
-        _f32(-beta),
+        f32(-beta),
         terms,
         terms[:size].reshape(shape),
         terms[size : 2 * size].reshape(shape),
@@ -110,7 +110,7 @@ def local_response_norm_invoke(context, node):
 register_builtin(
     BuiltinOperator.LOCAL_RESPONSE_NORMALIZATION,
     (1, 1),
-    types=_FLOAT,
+    types=FLOAT,
     op_data=LocalResponseNormData,
     prepare=local_response_norm_prepare,
     invoke=local_response_norm_invoke,

@@ -21,14 +21,14 @@ from ..quant.fixed_point import (
 from ..quant.gemmlowp import log_x_for_x_greater_than_or_equal_to_1
 from ..quant.lut import logf
 from ..registry import register_builtin
-from .common import _BYTES, _DTYPES, _FLOAT, _U8, ActivationData, _check_unary, _rows, nonempty_invoke
+from .common import _U8, BYTES, DTYPES, FLOAT, ActivationData, _rows, check_unary, nonempty_invoke
 from .quantized import _quantization
 from .softmax_common import (
     _distances,
-    _fixed_point_exps,
-    _float_exp_table,
-    _sequential_row_sums,
-    _softmax_input_scaling,
+    fixed_point_exps,
+    float_exp_table,
+    sequential_row_sums,
+    softmax_input_scaling,
 )
 
 
@@ -44,7 +44,7 @@ def _log_softmax(x, out):
 
 def _log_softmax_prepare(reference: bool) -> Callable:
     def prepare(context, node):
-        source, output = _check_unary(context, node, "LOG_SOFTMAX", _FLOAT + _BYTES)
+        source, output = check_unary(context, node, "LOG_SOFTMAX", FLOAT + BYTES)
         if source.type == TensorType.FLOAT32:
             node.user_data = ActivationData(_log_softmax)
         else:
@@ -58,15 +58,15 @@ def _log_softmax_prepare(reference: bool) -> Callable:
 def _log_softmax_float_table(source, output, arithmetic: HostArithmetic) -> Callable:
     in_scale, _ = _quantization(source, "input", "LOG_SOFTMAX")
     out_scale, out_zero = _quantization(output, "output", "LOG_SOFTMAX")
-    table = _float_exp_table(in_scale, np.float32(1))
+    table = float_exp_table(in_scale, np.float32(1))
     ratio = in_scale / out_scale
-    info = np.iinfo(_DTYPES[source.type])
+    info = np.iinfo(DTYPES[source.type])
 
     def compute(x, out):
         rows = _rows(x)
         maxima = np.maximum.reduce(rows, axis=-1).astype(np.float32)
         exps = table[_distances(x)]
-        log_sums = _logf_rows(_sequential_row_sums(exps))
+        log_sums = _logf_rows(sequential_row_sums(exps))
         offsets = (in_scale * maxima + log_sums) / out_scale
         log_probabilities = ratio * rows.astype(np.float32)
         log_probabilities -= offsets[:, None]
@@ -91,10 +91,10 @@ def _logf_rows(values: np.ndarray) -> np.ndarray:
 
 def _log_softmax_reference(source, output) -> Callable:
     in_scale, _ = _quantization(source, "input", "LOG_SOFTMAX")
-    multiplier, left_shift, diff_min = _softmax_input_scaling(in_scale, 1.0, "LOG_SOFTMAX")
-    table = _fixed_point_exps(multiplier, left_shift, diff_min)
+    multiplier, left_shift, diff_min = softmax_input_scaling(in_scale, 1.0, "LOG_SOFTMAX")
+    table = fixed_point_exps(multiplier, left_shift, diff_min)
     reverse_multiplier, reverse_shift = quantize_multiplier((1 << (31 - left_shift)) / float(multiplier))
-    info = np.iinfo(_DTYPES[source.type])
+    info = np.iinfo(DTYPES[source.type])
 
     def compute(x, out):
         distances = _distances(x)
@@ -124,7 +124,7 @@ def _log_softmax_quantized(source, output, reference: bool, arithmetic: HostArit
 register_builtin(
     BuiltinOperator.LOG_SOFTMAX,
     (1, 2),
-    types=_FLOAT + _BYTES,
+    types=FLOAT + BYTES,
     op_data=ActivationData,
     prepare=_log_softmax_prepare(False),
     invoke=nonempty_invoke,

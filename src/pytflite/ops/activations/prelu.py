@@ -14,8 +14,8 @@ from ..common import broadcast_shape, check_arity, clip, input_tensor, output_te
 from ..quant.fixed_point import multiply_by_quantized_multiplier, wrap
 from ..quant.lut import every_value
 from ..registry import register_builtin
-from .alpha import AlphaData, _alpha_compute, _select_at_or_above, alpha_invoke
-from .common import _ALL, _DTYPES, _I8, _I16, _U8
+from .alpha import AlphaData, alpha_compute, alpha_invoke, select_at_or_above
+from .common import _I8, _I16, _U8, ALL, DTYPES
 from .quantized import _multiplier, _quantization
 
 # Up to this many elements, a constant PRELU alpha is expanded to the input's shape in prepare: a
@@ -44,7 +44,7 @@ def prelu_prepare(context, node):
     expanded = None
     if known is not None and math.prod(shape) <= _EXPANDED_LIMIT:
         expanded = np.broadcast_to(known, shape).copy()
-    node.user_data = AlphaData(expanded, _alpha_compute(known, _select_at_or_above))
+    node.user_data = AlphaData(expanded, alpha_compute(known, select_at_or_above))
 
 
 # PRELU: x >= 0 rescaled by in_scale / out_scale, x < 0 multiplied by alpha and rescaled by
@@ -59,7 +59,7 @@ def _prelu_arithmetic(source, alpha, output) -> Callable[[np.ndarray, np.ndarray
     out_scale, out_zero = _quantization(output, "output", "PRELU")
     identity_multiplier, identity_shift = _multiplier(in_scale / out_scale, "PRELU")
     alpha_multiplier, alpha_shift = _multiplier(in_scale * alpha_scale / out_scale, "PRELU")
-    info = np.iinfo(_DTYPES[source.type])
+    info = np.iinfo(DTYPES[source.type])
 
     def prelu(x: np.ndarray, a: np.ndarray) -> np.ndarray:
         values = x - in_zero
@@ -90,7 +90,7 @@ _PRELU_INT16_TABLES = 16
 
 def _prelu_quantized(source, alpha, output, shape) -> AlphaData:
     arithmetic = _prelu_arithmetic(source, alpha, output)
-    dtype = _DTYPES[source.type]
+    dtype = DTYPES[source.type]
     values = every_value(dtype)
     if source.type == _I16:
         distinct, slots = (
@@ -121,5 +121,5 @@ def _prelu_quantized(source, alpha, output, shape) -> AlphaData:
 
 
 register_builtin(
-    BuiltinOperator.PRELU, (1, 1), types=_ALL, op_data=AlphaData, prepare=prelu_prepare, invoke=alpha_invoke
+    BuiltinOperator.PRELU, (1, 1), types=ALL, op_data=AlphaData, prepare=prelu_prepare, invoke=alpha_invoke
 )

@@ -25,7 +25,7 @@ def _quantization(tensor, what: str, op_name: str) -> tuple[np.float32, int]:
     return scale, zero_point
 
 
-def _ensure_zero_points(op_name: str, *pairs) -> None:
+def ensure_zero_points(op_name: str, *pairs) -> None:
     for what, zero_point in pairs:
         ensure_eq(zero_point, 0, f"{op_name} int16 {what} zero point")
 
@@ -40,13 +40,13 @@ def _multiplier(real, op_name: str) -> tuple[int, int]:
     return multiplier, shift % 32 if shift > 31 else shift
 
 
-def _wrap_to(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+def wrap_to(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """C's conversion of int32 results into a narrower integer type (two's-complement wrap)."""
     return wrap(np.asarray(values, np.int64), 8 * dtype.itemsize).astype(dtype)
 
 
 # gemmlowp's fixed point on int16 (HARD_SWISH, int16 TANH/LOGISTIC) and int32 (integer SOFTMAX/LOG_SOFTMAX)
-_Q15 = FixedPointMath(16)
-_Q31 = FixedPointMath(32)
+Q15 = FixedPointMath(16)
+Q31 = FixedPointMath(32)
 # The float32 one of the table transforms (TANH, LOGISTIC, GELU).
-_F32_ONE = np.float32(1)
+F32_ONE = np.float32(1)

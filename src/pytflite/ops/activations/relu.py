@@ -12,8 +12,8 @@ from ...fidelity.arithmetic import HostArithmetic
 from ..common import clip
 from ..quant.fixed_point import multiply_by_quantized_multiplier, round_half_away, wrap
 from ..quant.lut import every_value, table_kernel
-from .common import _ALL, _BYTES, _DTYPES, _FLOAT, _I16, _INF, _MINUS_ONE, _ONE, _SIX, _ZERO, _unary_kernel
-from .quantized import _ensure_zero_points, _multiplier, _quantization, _wrap_to
+from .common import _I16, _INF, _MINUS_ONE, _ONE, _SIX, _ZERO, ALL, BYTES, DTYPES, FLOAT, unary_kernel
+from .quantized import _multiplier, _quantization, ensure_zero_points, wrap_to
 
 # TFLite clamps with comparisons that let NaN through; so does clip.
 
@@ -49,8 +49,8 @@ def _relu_quantized(op: BuiltinOperator) -> Callable:
         out_scale, out_zero = _quantization(output, "output", op.name)
         multiplier, shift = _multiplier(in_scale / out_scale, op.name)
         if source.type == _I16:
-            _ensure_zero_points(op.name, ("input", in_zero), ("output", out_zero))
-        dtype = _DTYPES[source.type]
+            ensure_zero_points(op.name, ("input", in_zero), ("output", out_zero))
+        dtype = DTYPES[source.type]
         info = np.iinfo(dtype)
         low, high = _RELU_BOUNDS[op]
 
@@ -62,15 +62,15 @@ def _relu_quantized(op: BuiltinOperator) -> Callable:
         highest = info.max if high == math.inf else min(info.max, bound(high))
         values = every_value(dtype)
         result = wrap(out_zero + multiply_by_quantized_multiplier(values - in_zero, multiplier, shift), 32)
-        return table_kernel(_wrap_to(np.minimum(np.maximum(result, lowest), highest), dtype), dtype)
+        return table_kernel(wrap_to(np.minimum(np.maximum(result, lowest), highest), dtype), dtype)
 
     return quantized
 
 
 for _op, _versions, _compute, _types in (
-    (BuiltinOperator.RELU, (1, 3), _relu, _ALL),
-    (BuiltinOperator.RELU6, (1, 3), _relu6, _ALL),
-    (BuiltinOperator.RELU_N1_TO_1, (1, 1), _relu_n1_to_1, _FLOAT + _BYTES),
-    (BuiltinOperator.RELU_0_TO_1, (1, 1), _relu_0_to_1, _FLOAT + _BYTES),
+    (BuiltinOperator.RELU, (1, 3), _relu, ALL),
+    (BuiltinOperator.RELU6, (1, 3), _relu6, ALL),
+    (BuiltinOperator.RELU_N1_TO_1, (1, 1), _relu_n1_to_1, FLOAT + BYTES),
+    (BuiltinOperator.RELU_0_TO_1, (1, 1), _relu_0_to_1, FLOAT + BYTES),
 ):
-    _unary_kernel(_op, _versions, _compute, _relu_quantized(_op), _types)
+    unary_kernel(_op, _versions, _compute, _relu_quantized(_op), _types)

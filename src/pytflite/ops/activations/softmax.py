@@ -24,14 +24,14 @@ from ..quant.fixed_point import (
 from ..quant.gemmlowp import count_leading_zeros32, get_reciprocal
 from ..quant.lut import c_double_function, lookup_16bit, populate_16bit
 from ..registry import register_builtin
-from .common import _ALL, _DTYPES, _I8, _I16, _U8, ActivationData, _f32, _rows, nonempty_invoke
-from .quantized import _Q31, _ensure_zero_points, _multiplier, _quantization
+from .common import _I8, _I16, _U8, ALL, DTYPES, ActivationData, _rows, f32, nonempty_invoke
+from .quantized import Q31, _multiplier, _quantization, ensure_zero_points
 from .softmax_common import (
     _distances,
-    _fixed_point_exps,
-    _float_exp_table,
-    _sequential_row_sums,
-    _softmax_input_scaling,
+    fixed_point_exps,
+    float_exp_table,
+    sequential_row_sums,
+    softmax_input_scaling,
 )
 
 
@@ -63,7 +63,7 @@ def _softmax_prepare(reference: bool) -> Callable:
 
 def _float_beta(beta: float):
     """The float kernel's beta: None for 1 (no scaling), else float32."""
-    return None if np.float32(beta) == 1 else _f32(beta)
+    return None if np.float32(beta) == 1 else f32(beta)
 
 
 def _float_softmax(shape: tuple[int, ...], beta: float, reference: bool, threads: int) -> Callable:
@@ -163,10 +163,10 @@ def _softmax_calls(x, out, beta, peak, total) -> tuple:
 def _softmax_float_table(source, output, beta: np.float32, arithmetic: HostArithmetic) -> Callable:
     in_scale, _ = _quantization(source, "input", "SOFTMAX")
     out_scale, out_zero = _quantization(output, "output", "SOFTMAX")
-    table = _float_exp_table(in_scale, beta)
+    table = float_exp_table(in_scale, beta)
     if output.type == _I8:
         return _softmax_int8_table(tuple(source.shape), table, out_scale)
-    out_info = np.iinfo(_DTYPES[output.type])
+    out_info = np.iinfo(DTYPES[output.type])
     # x86 rounds uint8 results as int(p + 0.5f), and that specialization leaves out the zero point
     truncating = output.type == _U8
     offset = 0 if truncating else out_zero
@@ -181,7 +181,7 @@ def _softmax_float_table(source, output, beta: np.float32, arithmetic: HostArith
 
     def compute(x, out):
         exps = table[_distances(x)]
-        inverse = np.float32(1) / (_sequential_row_sums(exps) * out_scale)
+        inverse = np.float32(1) / (sequential_row_sums(exps) * out_scale)
         exps *= inverse[:, None]
         quantized = convert(np.trunc(exps + half) if truncating else round_non_negative(exps))
         quantized += offset
@@ -251,9 +251,9 @@ def _nothing(context, node):
 
 def _softmax_reference(source, output, beta: float) -> Callable:
     in_scale, _ = _quantization(source, "input", "SOFTMAX")
-    table = _fixed_point_exps(*_softmax_input_scaling(in_scale, beta, "SOFTMAX"))
-    out_info = np.iinfo(_DTYPES[output.type])
-    out_bits = 8 * _DTYPES[output.type].itemsize
+    table = fixed_point_exps(*softmax_input_scaling(in_scale, beta, "SOFTMAX"))
+    out_info = np.iinfo(DTYPES[output.type])
+    out_bits = 8 * DTYPES[output.type].itemsize
 
     def compute(x, out):
         distances = _distances(x)
@@ -262,7 +262,7 @@ def _softmax_reference(source, output, beta: float) -> Callable:
             wrap(np.add.reduce(table.summands[distances], axis=-1), 32), 12
         )
         exponent = bits_over_unit + 31 - out_bits
-        scaled = rounding_divide_by_pot(_Q31.mul(reciprocal[:, None], exps), exponent[:, None])
+        scaled = rounding_divide_by_pot(Q31.mul(reciprocal[:, None], exps), exponent[:, None])
         result = clip(scaled + out_info.min, out_info.min, out_info.max)
         np.copyto(
             out, np.where(table.valid[distances], result, out_info.min).reshape(out.shape), casting="unsafe"
@@ -274,7 +274,7 @@ def _softmax_reference(source, output, beta: float) -> Callable:
 def _softmax_int16(source, output, beta: float) -> Callable:
     in_scale, in_zero = _quantization(source, "input", "SOFTMAX")
     _, out_zero = _quantization(output, "output", "SOFTMAX")
-    _ensure_zero_points("SOFTMAX", ("input", in_zero), ("output", out_zero))
+    ensure_zero_points("SOFTMAX", ("input", in_zero), ("output", out_zero))
     exp_lut = populate_16bit(c_double_function("exp"), 10.0 / 65535, 32767, 2.0 / 65535, 0, np.float64)
     reciprocal_lut = populate_16bit(
         lambda v: 1.0 / (1.0 + v), 1.0 / 65535, -32768, 2.0 / 65535, 0, np.float64
@@ -334,7 +334,7 @@ def _softmax_quantized(source, output, beta: float, reference: bool, arithmetic:
 register_builtin(
     BuiltinOperator.SOFTMAX,
     (1, 4),
-    types=_ALL,
+    types=ALL,
     op_data=ActivationData,
     prepare=_softmax_prepare(False),
     invoke=nonempty_invoke,

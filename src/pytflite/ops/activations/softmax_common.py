@@ -13,7 +13,7 @@ from ...errors import ensure
 from ..quant.fixed_point import quantize_multiplier, rounding_divide_by_pot, wrap
 from ..quant.lut import expf
 from .common import _rows
-from .quantized import _Q31
+from .quantized import Q31
 
 # SOFTMAX, LOG_SOFTMAX of uint8/int8: the optimized kernels work in float32 with a table of
 # expf(-input_scale * beta * d) over the 256 distances d to the row's maximum, summed sequentially.
@@ -27,18 +27,18 @@ def _distances(x: np.ndarray) -> np.ndarray:
     return np.subtract(np.maximum.reduce(rows, axis=-1, keepdims=True), rows, out=rows)
 
 
-def _float_exp_table(input_scale: np.float32, beta: np.float32) -> np.ndarray:
+def float_exp_table(input_scale: np.float32, beta: np.float32) -> np.ndarray:
     """expf(scale * d) for d = 0 ... 255, scale = -input_scale * beta (PopulateSoftmaxLookupTable)."""
     scale = -input_scale * beta
     return expf(scale * np.arange(256, dtype=np.float32))
 
 
-def _sequential_row_sums(values: np.ndarray) -> np.ndarray:
+def sequential_row_sums(values: np.ndarray) -> np.ndarray:
     """float32 row sums added left to right, as TFLite's scalar loop does."""
     return np.add.accumulate(values, axis=-1)[:, -1]
 
 
-def _softmax_input_scaling(input_scale: np.float32, beta: float, op_name: str) -> tuple[int, int, int]:
+def softmax_input_scaling(input_scale: np.float32, beta: float, op_name: str) -> tuple[int, int, int]:
     """PreprocessSoftmaxScaling (5 integer bits) and the matching diff_min (CalculateInputRadius)."""
     real = min(float(beta) * float(input_scale) * (1 << 26), 2.0**31 - 1.0)
     ensure(real > 1.0, f"{op_name} input scale * beta {real / (1 << 26)} is too small for the integer kernel")
@@ -57,9 +57,9 @@ class _FixedPointExps:
     summands: np.ndarray  # the exps in Q12.19, 0 where not valid
 
 
-def _fixed_point_exps(multiplier: int, left_shift: int, diff_min: int) -> _FixedPointExps:
+def fixed_point_exps(multiplier: int, left_shift: int, diff_min: int) -> _FixedPointExps:
     differences = -np.arange(256, dtype=np.int64)
     valid = differences >= diff_min
-    rescaled = _Q31.mul(wrap(np.where(valid, differences, 0) << left_shift, 32), multiplier)
-    exps = _Q31.exp_on_negative_values(rescaled, 5)
+    rescaled = Q31.mul(wrap(np.where(valid, differences, 0) << left_shift, 32), multiplier)
+    exps = Q31.exp_on_negative_values(rescaled, 5)
     return _FixedPointExps(valid, rescaled, exps, np.where(valid, rounding_divide_by_pot(exps, 12), 0))

@@ -23,11 +23,11 @@ from ..quant.lut import (
     table_kernel,
     tanhf,
 )
-from .common import _ALL, _BLOCK, _BYTES, _DTYPES, _MINUS_INF, _ONE, _blockwise, _f32, _unary_kernel
-from .quantized import _F32_ONE, _Q15, _ensure_zero_points, _quantization
+from .common import _MINUS_INF, _ONE, ALL, BLOCK, BYTES, DTYPES, _blockwise, f32, unary_kernel
+from .quantized import F32_ONE, Q15, _quantization, ensure_zero_points
 
 # Above this exp(x)/(1 + exp(x)) rounds to 1 (TFLite clamps its exp argument at the same point).
-_LOGISTIC_HIGHEST = _f32(16.6355324)
+_LOGISTIC_HIGHEST = f32(16.6355324)
 
 
 def _logistic_into(x, out, scratch):
@@ -49,7 +49,7 @@ _logistic = _blockwise(_logistic_block)
 def _logistic_step(x, out):
     """LOGISTIC's float check-free step, _logistic_into's calls with its scratch made once (tensors up to
     one block; larger ones run blockwise)."""
-    if out.size > _BLOCK:
+    if out.size > BLOCK:
         return None
     scratch = np.empty_like(out)
     return Direct(
@@ -61,7 +61,7 @@ def _logistic_step(x, out):
 
 
 def _sigmoid_float(x: np.ndarray) -> np.ndarray:
-    return _F32_ONE / (_F32_ONE + expf(-x))
+    return F32_ONE / (F32_ONE + expf(-x))
 
 
 def _checked_log2(x: np.float32) -> tuple[bool, int]:
@@ -98,8 +98,8 @@ def _tanh_logistic_quantized(op: BuiltinOperator, reference: bool) -> Callable:
     def quantized(source, output, arithmetic: HostArithmetic):
         in_scale, in_zero = _quantization(source, "input", op.name)
         out_scale, out_zero = _quantization(output, "output", op.name)
-        dtype = _DTYPES[source.type]
-        if source.type in _BYTES:
+        dtype = DTYPES[source.type]
+        if source.type in BYTES:
             if not tanh:
                 ensure(float(out_scale) == 1.0 / 256, "output->params.scale == 1. / 256 was not true.")
             transform = tanhf if tanh else _sigmoid_float
@@ -109,7 +109,7 @@ def _tanh_logistic_quantized(op: BuiltinOperator, reference: bool) -> Callable:
         if not tanh:
             ensure(float(out_scale) == 1.0 / 32768, "output->params.scale == 1. / 32768 was not true.")
             ensure(out_zero == 0, "output->params.zero_point == 0 was not true.")
-        _ensure_zero_points(op.name, ("input", in_zero), ("output", out_zero))
+        ensure_zero_points(op.name, ("input", in_zero), ("output", out_zero))
         power_of_two, log2 = _checked_log2(in_scale)
         left_shift = 12 + log2
         power_of_two &= left_shift in ((0, 1) if tanh else (0,))
@@ -127,8 +127,8 @@ def _tanh_logistic_quantized(op: BuiltinOperator, reference: bool) -> Callable:
         if reference or multiplier > 0:
             table = _int16_sigmoid_interpolation(values, multiplier, left_shift, tanh)
         else:  # the optimized kernel: gemmlowp's int16 fixed-point functions on Q3.12 inputs
-            raw = _Q15.multiply_by_pot(values, left_shift)
-            table = _Q15.tanh(raw, 3) if tanh else _Q15.logistic(raw, 3)
+            raw = Q15.multiply_by_pot(values, left_shift)
+            table = Q15.tanh(raw, 3) if tanh else Q15.logistic(raw, 3)
         return table_kernel(table, dtype)
 
     return quantized
@@ -139,12 +139,12 @@ for _op, _float, _step in (
     (BuiltinOperator.TANH, np.tanh, None),
     (BuiltinOperator.LOGISTIC, _logistic, _logistic_step),
 ):
-    _unary_kernel(
+    unary_kernel(
         _op,
         (1, 3),
         _float,
         _tanh_logistic_quantized(_op, reference=False),
-        _ALL,
+        ALL,
         quantized_ref=_tanh_logistic_quantized(_op, reference=True),
         float_step=_step,
     )

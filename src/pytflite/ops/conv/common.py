@@ -18,13 +18,13 @@ from ..common import reject_quantized_or_hybrid
 from ..quant import fixed_point as fp
 from ..quant.hybrid_inputs import AsymmetricRowQuantizer, quantize_rows_symmetric
 
-_FLOAT = (TensorType.FLOAT32,)
-_INTEGER = (TensorType.UINT8, TensorType.INT8, TensorType.INT16)
-_CONV_TYPES = (TensorType.FLOAT32, *_INTEGER)
-_RANGES = {TensorType.UINT8: (0, 255), TensorType.INT8: (-128, 127), TensorType.INT16: (-32768, 32767)}
-_FLOAT_TYPES = {np.dtype(np.float32): TensorType.FLOAT32, np.dtype(np.float64): TensorType.FLOAT64}
+FLOAT = (TensorType.FLOAT32,)
+INTEGER = (TensorType.UINT8, TensorType.INT8, TensorType.INT16)
+CONV_TYPES = (TensorType.FLOAT32, *INTEGER)
+RANGES = {TensorType.UINT8: (0, 255), TensorType.INT8: (-128, 127), TensorType.INT16: (-32768, 32767)}
+FLOAT_TYPES = {np.dtype(np.float32): TensorType.FLOAT32, np.dtype(np.float64): TensorType.FLOAT64}
 _EXACT_FLOAT32 = 1 << 24  # every integer of smaller magnitude is a float32, and so every sum of them
-_ALL = slice(None)
+ALL = slice(None)
 
 
 def _draft(init_value, *owned: str) -> SimpleNamespace:
@@ -35,15 +35,15 @@ def _draft(init_value, *owned: str) -> SimpleNamespace:
     return SimpleNamespace(**{f.name: getattr(fresh, f.name) for f in dataclasses.fields(fresh)})
 
 
-def _check_float(tensors, roles, op: str) -> None:
+def check_float(tensors, roles, op: str) -> None:
     """Every tensor float32; the variants not implemented say so."""
     reject_quantized_or_hybrid(tensors[0], tensors[1], op)
     for tensor, role in zip(tensors, roles):
-        ensure_type(tensor, _FLOAT, role, op)
+        ensure_type(tensor, FLOAT, role, op)
 
 
-def _check_bias(bias, channels: int, op: str) -> None:
-    ensure_type(bias, _FLOAT, "bias", op)
+def check_bias(bias, channels: int, op: str) -> None:
+    ensure_type(bias, FLOAT, "bias", op)
     count = int(np.prod(bias.shape, dtype=np.int64))
     ensure_eq(count, channels, f"{op} bias size")
 
@@ -52,7 +52,7 @@ def _positive(values: Sequence[int], what: str) -> None:
     ensure(all(v > 0 for v in values), f"{what} must be positive, got {list(values)}")
 
 
-def _constant_data(tensor) -> np.ndarray | None:
+def constant_data(tensor) -> np.ndarray | None:
     return (
         tensor.data
         if tensor is not None and tensor.is_constant_or_persistent and tensor.data is not None
@@ -65,19 +65,19 @@ def _bias_row(bias: np.ndarray, width: int) -> np.ndarray:
     return np.tile(bias.reshape(-1), width)
 
 
-def _input_quantizer(source, per_channel: bool) -> AsymmetricRowQuantizer | None:
-    """What _quantize_input quantizes a hybrid kernel's input with: per channel, an asymmetric
+def input_quantizer(source, per_channel: bool) -> AsymmetricRowQuantizer | None:
+    """What quantize_input quantizes a hybrid kernel's input with: per channel, an asymmetric
     quantizer (centered) for the input's shape, holding its scratch arrays; else None (symmetric)."""
     batches = source.shape[0]
     size = math.prod(source.shape) // batches if batches else 0
     return AsymmetricRowQuantizer(batches, size, centered=True) if per_channel and size else None
 
 
-def _quantize_input(
+def quantize_input(
     x: np.ndarray, quantizer: AsymmetricRowQuantizer | None, out: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """Each batch of a hybrid kernel's input quantized (asymmetrically with a quantizer from
-    _input_quantizer, else symmetrically), as float32 (q - zero point) values shaped like x (exact; into
+    input_quantizer, else symmetrically), as float32 (q - zero point) values shaped like x (exact; into
     the float32 `out` when given); the per-batch scaling factors and zero points."""
     rows = x.reshape(x.shape[0], -1)
     target = None if out is None else out.reshape(rows.shape)
@@ -136,7 +136,7 @@ def _multipliers(
     return fp.quantize_multipliers(real)
 
 
-def _check_uint8_bias_scale(source, weights, bias, output, op: str) -> None:
+def check_uint8_bias_scale(source, weights, bias, output, op: str) -> None:
     """GetQuantizedConvolutionMultipler: the bias scale must be input_scale * filter_scale, near enough."""
     if bias is None:
         return
@@ -148,7 +148,7 @@ def _check_uint8_bias_scale(source, weights, bias, output, op: str) -> None:
     )
 
 
-def _integer_checks(source, weights, bias, output, op: str, bias_types) -> None:
+def integer_checks(source, weights, bias, output, op: str, bias_types) -> None:
     """The type, zero-point and bias checks every quantized convolution's Prepare makes."""
     ensure(
         output.type == source.type,
@@ -194,22 +194,22 @@ def _quantized_bias_type(options, bias, op: str) -> TensorType | None:
     return TensorType(chosen)
 
 
-def _float_dtype(bound: float) -> type:
+def float_dtype(bound: float) -> type:
     """float32 when every partial sum of the products is an integer of magnitude below 2**24 (so exact
     in float32), float64 otherwise (exact below 2**53: 2**8 * 2**15 * 2**24 taps, never reached)."""
     return np.float32 if bound < _EXACT_FLOAT32 else np.float64
 
 
 def _activation_range(options, output) -> tuple[int, int]:
-    low, high = _RANGES[output.type]
+    low, high = RANGES[output.type]
     return fp.activation_range(
         options.fused_activation_function, _legacy_scale(output), output.params.zero_point, low, high
     )
 
 
-def _input_magnitude(source) -> int:
+def input_magnitude(source) -> int:
     """The largest |value| a quantized input holds (as staged: its zero point is not subtracted)."""
-    low, high = _RANGES[source.type]
+    low, high = RANGES[source.type]
     return max(abs(low), abs(high))
 
 
@@ -218,9 +218,9 @@ def _filter_offset(weights) -> int:
     return weights.params.zero_point if weights.type == TensorType.UINT8 else 0
 
 
-def _may_leave_int32(source, weight_sum: int, bias: np.ndarray | None) -> bool:
+def may_leave_int32(source, weight_sum: int, bias: np.ndarray | None) -> bool:
     """Whether |sum(w * (x - zero_point)) + bias| can reach 2**31 (then TFLite's int32 wraps)."""
-    low, high = _RANGES[source.type]
+    low, high = RANGES[source.type]
     zero_point = source.params.zero_point
     largest_bias = int(np.abs(bias.astype(np.int64)).max(initial=0)) if bias is not None else 2**31
     return max(abs(low - zero_point), abs(high - zero_point)) * weight_sum + largest_bias >= 2**31

@@ -32,37 +32,37 @@ from ..quant.hybrid_inputs import AsymmetricRowQuantizer
 from ..registry import register_builtin
 from ..windows import plan_window
 from .common import (
-    _CONV_TYPES,
-    _FLOAT,
-    _FLOAT_TYPES,
-    _INTEGER,
+    CONV_TYPES,
+    FLOAT,
+    FLOAT_TYPES,
+    INTEGER,
     _activation_range,
-    _check_uint8_bias_scale,
-    _constant_data,
     _filter_offset,
-    _float_dtype,
-    _input_magnitude,
-    _input_quantizer,
-    _integer_checks,
-    _may_leave_int32,
     _multipliers,
-    _quantize_input,
     _quantized_bias_type,
+    check_uint8_bias_scale,
+    constant_data,
+    float_dtype,
+    input_magnitude,
+    input_quantizer,
+    integer_checks,
+    may_leave_int32,
+    quantize_input,
     shared_constant,
 )
 from .im2col import (
     ConvState,
     _col,
-    _conv_compute,
-    _conv_draft,
-    _conv_init,
-    _conv_product,
-    _float_program,
-    _owned,
-    _plan_conv,
-    _plan_float_bias,
-    _product_calls,
     _stage,
+    conv_compute,
+    conv_draft,
+    conv_init,
+    conv_product,
+    float_program,
+    owned,
+    plan_conv,
+    plan_float_bias,
+    product_calls,
 )
 from .program import Program
 from .requant import Requant
@@ -161,7 +161,7 @@ def _conv2d_common(context, node):
     ensure(len(node.inputs) == 3, "has_bias was not true.")  # TFLite's CONV_2D always needs its bias
     source, weights, bias = (input_tensor(context, node, i) for i in range(3))
     output = output_tensor(context, node)
-    ensure_type(source, _CONV_TYPES, "input", "CONV_2D")
+    ensure_type(source, CONV_TYPES, "input", "CONV_2D")
     ensure_eq(len(source.shape), 4, "CONV_2D input rank")
     ensure_eq(len(weights.shape), 4, "CONV_2D filter rank")
     _, h, w, channels = source.shape
@@ -194,10 +194,10 @@ def _conv2d_common(context, node):
 def conv2d_prepare(optimized: bool):
     def prepare(context, node):
         options, source, weights, bias, output, window, layout = _conv2d_common(context, node)
-        state = _conv_draft(node)
+        state = conv_draft(node)
         state.layout = layout
         context.resize_tensor(output, (source.shape[0], *window.out, weights.shape[0]))
-        if source.type in _INTEGER:
+        if source.type in INTEGER:
             _conv2d_integer(context, node, state, options, source, weights, bias, output, window, optimized)
         elif weights.type in (TensorType.INT8, TensorType.UINT8, TensorType.INT4):
             _conv2d_hybrid(context, node, state, options, source, weights, bias, output, window, optimized)
@@ -212,10 +212,10 @@ def conv2d_prepare(optimized: bool):
 
 
 def _plan_conv2d(context, state, source, out_channels: int, window, groups: int, matrix, *args, **kwargs):
-    """_plan_conv (im2col.py) for a 2-D window: its geometry from the WindowGeometry."""
+    """plan_conv (im2col.py) for a 2-D window: its geometry from the WindowGeometry."""
     pads = (window.pads[0][0], window.pads[1][0])
     geometry = (window.out, window.kernel, window.strides, window.dilation, pads)
-    return _plan_conv(
+    return plan_conv(
         context, state, tuple(source.shape), out_channels, *geometry, groups, matrix, *args, **kwargs
     )
 
@@ -230,8 +230,8 @@ def _conv2d_float(context, node, state, options, source, weights, bias, output, 
     out_channels = weights.shape[0]
     groups = source.shape[3] // weights.shape[3]
     for tensor, role in ((weights, "filter"), (output, "output"), (bias, "bias")):
-        ensure_type(tensor, _FLOAT, role, "CONV_2D")
-    constant = _constant_data(weights)
+        ensure_type(tensor, FLOAT, role, "CONV_2D")
+    constant = constant_data(weights)
     matrix = state.layout(constant) if constant is not None else None
     temporaries = _plan_conv2d(
         context,
@@ -241,7 +241,7 @@ def _conv2d_float(context, node, state, options, source, weights, bias, output, 
         window,
         groups,
         matrix,
-        _constant_data(bias) if matrix is not None else None,
+        constant_data(bias) if matrix is not None else None,
         exact=context.exact_float_summation,
     )
     # LiteRT runs its reference kernel for groups; Eigen's blocking depends on the host's caches
@@ -259,10 +259,10 @@ def _conv2d_float(context, node, state, options, source, weights, bias, output, 
         state.compiled_exact = compiled("conv.conv2d_compiled", name)
         pads = (window.pads[0][0], window.pads[1][0])
         state.geometry = (window.kernel, (*window.strides, *window.dilation, *pads))
-    _plan_float_bias(state, bias, pixels)
-    set_temporaries(context, node, _owned(state), temporaries)
+    plan_float_bias(state, bias, pixels)
+    set_temporaries(context, node, owned(state), temporaries)
     state.clamp = activation_clamp(options.fused_activation_function)
-    state.program = _float_program(state)
+    state.program = float_program(state)
 
 
 def _conv2d_integer(context, node, state, options, source, weights, bias, output, window, optimized):
@@ -273,7 +273,7 @@ def _conv2d_integer(context, node, state, options, source, weights, bias, output
     wide_types = (
         (TensorType.INT32, TensorType.INT64) if source.type == TensorType.INT16 else (TensorType.INT32,)
     )
-    _integer_checks(source, weights, bias, output, op, wide_types)
+    integer_checks(source, weights, bias, output, op, wide_types)
     uint8 = source.type == TensorType.UINT8
     if source.type == TensorType.INT16:
         chosen = _quantized_bias_type(options, bias, op)
@@ -284,7 +284,7 @@ def _conv2d_integer(context, node, state, options, source, weights, bias, output
             "(TFLite would read the bias as int64)",
         )
     if uint8:
-        _check_uint8_bias_scale(source, weights, bias, output, op)
+        check_uint8_bias_scale(source, weights, bias, output, op)
     multiplier, shift = _multipliers(source, weights, output, out_channels, op, per_tensor_product=uint8)
     low, high = _activation_range(options, output)
     groups = source.shape[3] // weights.shape[3]
@@ -303,9 +303,9 @@ def _conv2d_integer(context, node, state, options, source, weights, bias, output
     else:
         rounding = "scalar"
     offset = _filter_offset(weights)
-    magnitude = _input_magnitude(source)
+    magnitude = input_magnitude(source)
     zero_point = source.params.zero_point
-    constant = _constant_data(weights)
+    constant = constant_data(weights)
     if constant is not None:
         sums_abs = np.abs(constant.astype(np.int64) - offset).reshape(out_channels, -1).sum(axis=1)
         bound = magnitude * int(sums_abs.max(initial=0))
@@ -315,9 +315,9 @@ def _conv2d_integer(context, node, state, options, source, weights, bias, output
     if constant is not None and optimized and groups == 1 and rounding in ("neon", "scalar"):
         pairs = weight_pairs(context.host, constant.reshape(out_channels, -1), uint8, offset, zero_point)
     # (the pairs' correction leaves the float32 range of exact integers)
-    dtype = np.float64 if pairs is not None else _float_dtype(bound)
-    constant_bias = _constant_data(bias)
-    wrap = rounding != "wide" and _may_leave_int32(source, bound // magnitude, constant_bias)
+    dtype = np.float64 if pairs is not None else float_dtype(bound)
+    constant_bias = constant_data(bias)
+    wrap = rounding != "wide" and may_leave_int32(source, bound // magnitude, constant_bias)
     out_dtype = storage_dtype(output.type)
     requant = Requant(multiplier, shift, output.params.zero_point, low, high, out_dtype, rounding, wrap=wrap)
     requant.product_bound = bound  # the staged input is raw: |x| <= magnitude
@@ -358,7 +358,7 @@ def _conv2d_integer(context, node, state, options, source, weights, bias, output
     )
     pixels = source.shape[0] * window.out[0] * window.out[1]
     if pixels:
-        scratch_tensor(context, state.acc, _FLOAT_TYPES[np.dtype(dtype)], (pixels, out_channels))
+        scratch_tensor(context, state.acc, FLOAT_TYPES[np.dtype(dtype)], (pixels, out_channels))
         temporaries.append(state.acc)
         # int64 accumulators, or the scaled product's lifted integers (Requant.finish_calls)
         wide_type = TensorType.INT32 if integer.scaled else TensorType.INT64
@@ -369,7 +369,7 @@ def _conv2d_integer(context, node, state, options, source, weights, bias, output
     if pixels and matrix is not None and pairs is None:
         integer.requantizes = integer.scaled or requant.float_path(integer.bias)
         integer.program = Program(_integer_calls)
-    set_temporaries(context, node, _owned(state), temporaries)
+    set_temporaries(context, node, owned(state), temporaries)
 
 
 def _conv2d_hybrid(context, node, state, options, source, weights, bias, output, window, optimized):
@@ -381,8 +381,8 @@ def _conv2d_hybrid(context, node, state, options, source, weights, bias, output,
         raise KernelError(
             f"{op} of a FLOAT32 input with {weights.type.name} weights (hybrid quantization) is not supported yet"
         )
-    ensure_type(output, _FLOAT, "output", op)
-    ensure_type(bias, _FLOAT, "bias", op)
+    ensure_type(output, FLOAT, "output", op)
+    ensure_type(bias, FLOAT, "bias", op)
     out_channels = weights.shape[0]
     groups = source.shape[3] // weights.shape[3]
     quantization = weights.quantization
@@ -403,14 +403,14 @@ def _conv2d_hybrid(context, node, state, options, source, weights, bias, output,
     low, high = float_activation_range(options.fused_activation_function)
     reference = per_channel and (not optimized or groups != 1)
     hybrid = state.hybrid = HybridConv(per_channel, scales, reference, low, high, context.host.arithmetic)
-    hybrid.quantizer = _input_quantizer(source, per_channel)
+    hybrid.quantizer = input_quantizer(source, per_channel)
     depth = int(np.prod(weights.shape[1:]))
     # Per tensor, both resolvers run optimized_ops::HybridConv: ruy (exact) when O % 4 == 0, else the SSE
     # kernel on x86 (NEON's, exact, on ARM); per channel, the optimized kernel subtracts zero point times
     # the row sums.
     hybrid.blocked = hybrid.arithmetic.sign_lost_columns(depth) if not per_channel and out_channels % 4 else 0
     hybrid.row_sums = per_channel and not reference
-    constant = _constant_data(weights)
+    constant = constant_data(weights)
     # |q - offset| <= 255 (asymmetric) or 127 (symmetric); the flipped weights' product is bounded by
     # the same sum of |w| (they are split off the filter)
     magnitude = 255 if per_channel else 127
@@ -421,7 +421,7 @@ def _conv2d_hybrid(context, node, state, options, source, weights, bias, output,
     if hybrid.row_sums and constant is not None:  # ruy's product of the raw quantized input
         hybrid.pairs = weight_pairs(context.host, constant.reshape(out_channels, -1), False, 0, 0)
     # (the pairs' correction leaves the float32 range of exact integers)
-    dtype = np.float64 if hybrid.pairs is not None else _float_dtype(bound)
+    dtype = np.float64 if hybrid.pairs is not None else float_dtype(bound)
     matrix = None
     if constant is not None:
         matrix, hybrid.flipped = hybrid.split(constant, state.layout, dtype)
@@ -448,23 +448,23 @@ def _conv2d_hybrid(context, node, state, options, source, weights, bias, output,
         hybrid.order = 1 if hybrid.reference else 0  # per tensor: acc * (input scale * filter scale)
         hybrid.channel_scales = np.broadcast_to(scales, (out_channels,)).astype(np.float32)
         hybrid.channel_scales.flags.writeable = False
-    hybrid.bias_constant = _constant_data(bias) is not None
+    hybrid.bias_constant = constant_data(bias) is not None
     values = bias.data if hybrid.bias_constant else np.zeros(out_channels)
     hybrid.bias_row = channel_row(values, per_batch, np.float32)
     pixels = source.shape[0] * window.out[0] * window.out[1]
     if pixels:
         # the quantized input, as the product's type (float32: quantized into it)
-        scratch_tensor(context, state.wide, _FLOAT_TYPES[np.dtype(dtype)], source.shape)
-        scratch_tensor(context, state.acc, _FLOAT_TYPES[np.dtype(dtype)], (pixels, out_channels))
+        scratch_tensor(context, state.wide, FLOAT_TYPES[np.dtype(dtype)], source.shape)
+        scratch_tensor(context, state.acc, FLOAT_TYPES[np.dtype(dtype)], (pixels, out_channels))
         temporaries += [state.wide, state.acc]
         if matrix is not None:
             hybrid.product = Program(_hybrid_product_calls)
-    set_temporaries(context, node, _owned(state), temporaries)
+    set_temporaries(context, node, owned(state), temporaries)
 
 
 def _hybrid_product_calls(state: ConvState, quantized, stage, col, acc) -> list:
     """The product of a hybrid CONV_2D with a constant filter into acc [pixels, O], as calls (program.py)."""
-    return _product_calls(state, quantized, stage, col, state.weights, acc)
+    return product_calls(state, quantized, stage, col, state.weights, acc)
 
 
 def _conv2d_hybrid_invoke(context, node, state: ConvState) -> None:
@@ -475,7 +475,7 @@ def _conv2d_hybrid_invoke(context, node, state: ConvState) -> None:
     hybrid = state.hybrid
     staged = tensors[state.wide].data
     into = staged if staged.dtype == np.float32 else None
-    quantized, scales, zero_points = _quantize_input(tensors[node.inputs[0]].data, hybrid.quantizer, into)
+    quantized, scales, zero_points = quantize_input(tensors[node.inputs[0]].data, hybrid.quantizer, into)
     if into is None:
         np.copyto(staged, quantized)
     quantized = staged
@@ -489,7 +489,7 @@ def _conv2d_hybrid_invoke(context, node, state: ConvState) -> None:
     if hybrid.product is not None:
         hybrid.product.run(state, quantized, _stage(tensors, state), _col(tensors, state), acc)
     else:
-        _conv_product(tensors, state, quantized, w, acc.reshape(-1, channels))
+        conv_product(tensors, state, quantized, w, acc.reshape(-1, channels))
     if hybrid.pairs is not None:  # the windows the product read, back to TFLite's raw values
         pixels = acc.shape[0]
         col = _col(tensors, state)
@@ -500,7 +500,7 @@ def _conv2d_hybrid_invoke(context, node, state: ConvState) -> None:
     sums = acc.reshape(rows.shape)
     if flipped is not None:  # the SSE kernel's -128 * |x| (rare: computed apart, exact)
         extra = np.empty_like(acc)
-        _conv_product(tensors, state, np.abs(quantized), flipped, extra.reshape(-1, channels))
+        conv_product(tensors, state, np.abs(quantized), flipped, extra.reshape(-1, channels))
         np.add(acc, extra, out=acc)
     if stale is not None:  # TFLite's int32 accumulators, in float64 (exact), then cast to float32
         sums = sums.reshape(batches, -1, channels) + zero_points[:, None, None] * stale
@@ -539,7 +539,7 @@ def _integer_calls(state: ConvState, x, out, stage, col, acc, wide) -> list:
     """A quantized CONV_2D's product with its constant filter, and its requantization where that is
     float64 arithmetic on constant terms, as calls (program.py)."""
     integer = state.integer
-    calls = _product_calls(state, x, stage, col, state.weights, acc)  # acc: [pixels, O]
+    calls = product_calls(state, x, stage, col, state.weights, acc)  # acc: [pixels, O]
     if integer.scaled:
         return calls + integer.requant.finish_calls(acc, out, wide, integer.bias)
     if integer.requantizes:
@@ -566,7 +566,7 @@ def _conv2d_integer_invoke(context, node, state: ConvState) -> None:
     else:
         w, sums = integer.weights(tensors[node.inputs[1]].data, state.layout)
         terms = integer.bias_terms(tensors[node.inputs[2]].data, sums)
-        _conv_product(tensors, state, x, w, acc)
+        conv_product(tensors, state, x, w, acc)
         if integer.pairs is not None:  # the windows the product read: im2col's [pixels, K] (or [K, pixels])
             col = _col(tensors, state)
             windows = col.T if state.mode == "im2col_t" else col.reshape(acc.shape[0], -1)
@@ -581,7 +581,7 @@ def conv2d_invoke(context, node):
     elif state.hybrid is not None:
         _conv2d_hybrid_invoke(context, node, state)
     else:
-        _conv_compute(context, node, state)
+        conv_compute(context, node, state)
 
 
 def conv2d_bind(context, node):
@@ -632,8 +632,8 @@ def conv2d_bind(context, node):
 register_builtin(
     BuiltinOperator.CONV_2D,
     (1, 8),
-    types=_CONV_TYPES,
-    init=_conv_init,
+    types=CONV_TYPES,
+    init=conv_init,
     op_data=ConvState,
     prepare=conv2d_prepare(True),
     builtin_ref={"prepare": conv2d_prepare(False)},

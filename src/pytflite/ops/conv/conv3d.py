@@ -16,23 +16,23 @@ from ..common import (
 )
 from ..registry import register_builtin
 from ..windows import output_size, padding_before_after
-from .common import _FLOAT, _check_bias, _check_float, _constant_data, _positive, shared_constant
+from .common import FLOAT, _positive, check_bias, check_float, constant_data, shared_constant
 from .im2col import (
     ConvState,
-    _conv_compute,
-    _conv_draft,
-    _conv_init,
-    _float_program,
-    _owned,
-    _plan_conv,
-    _plan_float_bias,
+    conv_compute,
+    conv_draft,
+    conv_init,
+    float_program,
+    owned,
+    plan_conv,
+    plan_float_bias,
 )
 from .transpose import (
     TransposeState,
-    _transpose_draft,
-    _transpose_init,
-    _transpose_invoke,
-    _transpose_prepare,
+    transpose_draft,
+    transpose_init,
+    transpose_invoke,
+    transpose_prepare,
 )
 
 
@@ -46,10 +46,10 @@ def conv3d_prepare(context, node):
     ensure_eq(len(weights.shape), 5, "CONV_3D filter rank")
     ensure_eq(source.shape[4], weights.shape[3], "CONV_3D input channels vs filter input channels")
     ensure(min(source.shape[1:]) > 0 and min(weights.shape) > 0, "CONV_3D needs non-empty input and filter")
-    _check_float((source, weights, output), ("input", "filter", "output"), "CONV_3D")
+    check_float((source, weights, output), ("input", "filter", "output"), "CONV_3D")
     out_channels = weights.shape[4]
     if bias is not None:
-        _check_bias(bias, out_channels, "CONV_3D")
+        check_bias(bias, out_channels, "CONV_3D")
     strides = (options.stride_d, options.stride_h, options.stride_w)
     dilation = (options.dilation_d_factor, options.dilation_h_factor, options.dilation_w_factor)
     _positive(strides, "CONV_3D strides")
@@ -64,15 +64,15 @@ def conv3d_prepare(context, node):
         for i in range(3)
     )
     context.resize_tensor(output, (source.shape[0], *out_spatial, out_channels))
-    state = _conv_draft(node)
+    state = conv_draft(node)
 
     def layout(filt: np.ndarray) -> np.ndarray:  # [KD, KH, KW, I, O] -> [1, KD*KH*KW*I, O]
         return filt.reshape(1, -1, filt.shape[-1])
 
     state.layout = layout
-    constant = _constant_data(weights)
+    constant = constant_data(weights)
     matrix = layout(constant) if constant is not None else None
-    temporaries = _plan_conv(
+    temporaries = plan_conv(
         context,
         state,
         tuple(source.shape),
@@ -84,12 +84,12 @@ def conv3d_prepare(context, node):
         pads,
         1,
         matrix,
-        _constant_data(bias) if matrix is not None else None,
+        constant_data(bias) if matrix is not None else None,
     )
-    _plan_float_bias(state, bias, source.shape[0] * int(np.prod(out_spatial, dtype=np.int64)))
-    set_temporaries(context, node, _owned(state), temporaries)
+    plan_float_bias(state, bias, source.shape[0] * int(np.prod(out_spatial, dtype=np.int64)))
+    set_temporaries(context, node, owned(state), temporaries)
     state.clamp = activation_clamp(options.fused_activation_function)
-    state.program = _float_program(state)
+    state.program = float_program(state)
     state.weights = shared_constant(context, node, "weights", state.weights)
     if state.bias_constant:
         state.bias_row = shared_constant(context, node, "bias row", state.bias_row)
@@ -97,12 +97,12 @@ def conv3d_prepare(context, node):
 
 
 def conv3d_invoke(context, node):
-    _conv_compute(context, node, node.user_data)
+    conv_compute(context, node, node.user_data)
 
 
 def conv3d_transpose_prepare(context, node):
     options = node.builtin_data
-    state = _transpose_draft(node)
+    state = transpose_draft(node)
     state.strides = (options.stride_d, options.stride_h, options.stride_w)
     state.dilation = (options.dilation_d_factor, options.dilation_h_factor, options.dilation_w_factor)
 
@@ -110,15 +110,15 @@ def conv3d_transpose_prepare(context, node):
         return filt.reshape(-1, filt.shape[-1]).T
 
     state.layout = layout
-    _transpose_prepare(context, node, state, "CONV_3D_TRANSPOSE", 3, options, (3, 4))
+    transpose_prepare(context, node, state, "CONV_3D_TRANSPOSE", 3, options, (3, 4))
     node.user_data = TransposeState(**vars(state))
 
 
 register_builtin(
     BuiltinOperator.CONV_3D,
     (1, 1),
-    types=_FLOAT,
-    init=_conv_init,
+    types=FLOAT,
+    init=conv_init,
     op_data=ConvState,
     prepare=conv3d_prepare,
     invoke=conv3d_invoke,
@@ -126,9 +126,9 @@ register_builtin(
 register_builtin(
     BuiltinOperator.CONV_3D_TRANSPOSE,
     (1, 1),
-    types=_FLOAT,
-    init=_transpose_init,
+    types=FLOAT,
+    init=transpose_init,
     op_data=TransposeState,
     prepare=conv3d_transpose_prepare,
-    invoke=_transpose_invoke,
+    invoke=transpose_invoke,
 )

@@ -49,24 +49,24 @@ from ..windows import (
     tap_plan,
 )
 from .common import (
-    _ALL,
-    _CONV_TYPES,
-    _FLOAT,
-    _FLOAT_TYPES,
-    _INTEGER,
+    ALL,
+    CONV_TYPES,
+    FLOAT,
+    FLOAT_TYPES,
+    INTEGER,
     _activation_range,
-    _check_uint8_bias_scale,
-    _constant_data,
     _draft,
     _filter_offset,
-    _float_dtype,
-    _input_magnitude,
-    _input_quantizer,
-    _integer_checks,
-    _may_leave_int32,
     _multipliers,
     _positive,
-    _quantize_input,
+    check_uint8_bias_scale,
+    constant_data,
+    float_dtype,
+    input_magnitude,
+    input_quantizer,
+    integer_checks,
+    may_leave_int32,
+    quantize_input,
     shared_constant,
 )
 from .program import Program
@@ -174,21 +174,21 @@ def _plan_depthwise(context, state, shape, window: Window, channels: int, stage:
             staged, state.staging = tuple(shape), None
         else:
             staged = (n, rows, cols, channels)
-            scratch_tensor(context, state.scratch, _FLOAT_TYPES[state.dtype], staged)  # Limits, then mask
+            scratch_tensor(context, state.scratch, FLOAT_TYPES[state.dtype], staged)  # Limits, then mask
             copies = padded_copies(shape, (rows, cols), (top, left))
             state.staging = make_staging(staged, copies, item, repeat)
         row = staged[2] * channels
         steps = (dh * row, dw * channels, sh * row)
     else:
         staged = (n, rows, kw, ow, channels)
-        scratch_tensor(context, state.scratch, _FLOAT_TYPES[state.dtype], staged)  # Limits, then the mask
+        scratch_tensor(context, state.scratch, FLOAT_TYPES[state.dtype], staged)  # Limits, then the mask
         copies = []
         for row_copy in padded_copies(shape, (rows, w), (top, 0)):
             (_, rows_dst, _, _), (_, rows_src, _, _) = row_copy
             for tap in tap_plan((w,), (ow,), (kw,), (sw,), (dw,), (left,)):
                 if not tap.empty:
                     j, cols = tap.index[0], tap.source[0]
-                    copies.append(((_ALL, rows_dst, j, tap.out[0], _ALL), (_ALL, rows_src, cols, _ALL)))
+                    copies.append(((ALL, rows_dst, j, tap.out[0], ALL), (ALL, rows_src, cols, ALL)))
         state.staging = make_staging(staged, copies, item, repeat)
         row = kw * ow * channels
         steps = (dh * row, ow * channels, sh * row)
@@ -229,11 +229,11 @@ def _depthwise_prepare(context, node, state, optimized: bool) -> None:
     for tensor, name in ((source, "input"), (weights, "filter")):  # TFLite's checks, in its order
         for axis in (1, 2, 3):
             ensure(tensor.shape[axis] > 0, f"SizeOfDimension({name}, {axis}) > 0 was not true.")
-    ensure_type(source, _CONV_TYPES, "input", op)
+    ensure_type(source, CONV_TYPES, "input", op)
     hybrid = source.type == TensorType.FLOAT32 and weights.type != TensorType.FLOAT32
     if source.type == TensorType.FLOAT32 and not hybrid:
         for tensor, role in ((weights, "filter"), (output, "output")):
-            ensure_type(tensor, _FLOAT, role, op)
+            ensure_type(tensor, FLOAT, role, op)
     ensure_eq(weights.shape[0], 1, f"{op} filter dimension 0")
     n, h, w, channels = source.shape
     _, kh, kw, out_channels = weights.shape
@@ -244,14 +244,14 @@ def _depthwise_prepare(context, node, state, optimized: bool) -> None:
     window = plan_window(options, (h, w), (kh, kw), dilation, checked=True)
     context.resize_tensor(output, (n, *window.out, out_channels))
     state.geometry = (*window.strides, *window.dilation, window.pads[0][0], window.pads[1][0])
-    if source.type in _INTEGER:
+    if source.type in INTEGER:
         _depthwise_integer(context, node, state, options, source, weights, bias, output, window, optimized)
         return
     if hybrid:
         _depthwise_hybrid(context, node, state, options, source, weights, bias, output, window, optimized)
         return
     if bias is not None:
-        ensure_type(bias, _FLOAT, "bias", op)
+        ensure_type(bias, FLOAT, "bias", op)
     temporaries = []
     state.dtype = np.dtype(np.float32)
     state.exact, state.bias_first = False, optimized
@@ -269,11 +269,11 @@ def _depthwise_prepare(context, node, state, optimized: bool) -> None:
             temporaries.append(state.acc)
     set_temporaries(context, node, (state.scratch, state.acc, state.wide), temporaries)
     width = window.out[1]
-    constant = _constant_data(weights)
+    constant = constant_data(weights)
     if constant is not None:
         state.weights = _tile_weights(constant, width)
     if bias is not None and not state.exact:
-        state.bias_constant = _constant_data(bias) is not None
+        state.bias_constant = constant_data(bias) is not None
         values = bias.data if state.bias_constant else np.zeros(out_channels, np.float32)
         state.bias = channel_row(values, n * window.out[0] * window.out[1], np.float32)
     state.clamp = activation_clamp(options.fused_activation_function)
@@ -301,7 +301,7 @@ def _plan_depthwise_sums(context, node, state, source, window, out_channels, dty
         if _plan_depthwise(context, state, source.shape, window, out_channels, stage):
             temporaries.append(state.scratch)
         scratch_tensor(
-            context, state.acc, _FLOAT_TYPES[state.dtype], (n, *window.out[:1], window.out[1] * out_channels)
+            context, state.acc, FLOAT_TYPES[state.dtype], (n, *window.out[:1], window.out[1] * out_channels)
         )
         temporaries.append(state.acc)
     return temporaries
@@ -315,12 +315,12 @@ def _depthwise_integer(context, node, state, options, source, weights, bias, out
     op = "DEPTHWISE_CONV_2D"
     channels, out_channels = source.shape[3], weights.shape[3]
     bias_types = (TensorType.INT64,) if source.type == TensorType.INT16 else (TensorType.INT32,)
-    _integer_checks(source, weights, bias, output, op, bias_types)
+    integer_checks(source, weights, bias, output, op, bias_types)
     uint8 = source.type == TensorType.UINT8
     if source.type == TensorType.INT16:
         _depthwise_multiplier(options, channels, out_channels, op)
     if uint8:
-        _check_uint8_bias_scale(source, weights, bias, output, op)
+        check_uint8_bias_scale(source, weights, bias, output, op)
     multiplier, shift = _multipliers(source, weights, output, out_channels, op, per_tensor_product=uint8)
     low, high = _activation_range(options, output)
     if source.type == TensorType.INT16:
@@ -342,8 +342,8 @@ def _depthwise_integer(context, node, state, options, source, weights, bias, out
     else:
         rounding, scalar_from = "scalar", None
     offset = _filter_offset(weights)
-    magnitude = _input_magnitude(source)
-    constant = _constant_data(weights)
+    magnitude = input_magnitude(source)
+    constant = constant_data(weights)
     taps = weights.shape[1] * weights.shape[2]
     if constant is not None:
         weight_sum = int(
@@ -351,9 +351,9 @@ def _depthwise_integer(context, node, state, options, source, weights, bias, out
         )
     else:
         weight_sum = taps * (255 if uint8 else 128)
-    dtype = _float_dtype(magnitude * weight_sum)
-    constant_bias = _constant_data(bias)
-    wrap = rounding != "wide" and _may_leave_int32(source, weight_sum, constant_bias)
+    dtype = float_dtype(magnitude * weight_sum)
+    constant_bias = constant_data(bias)
+    wrap = rounding != "wide" and may_leave_int32(source, weight_sum, constant_bias)
     zero_point_out, out_dtype = output.params.zero_point, storage_dtype(output.type)
     requant = Requant(
         multiplier, shift, zero_point_out, low, high, out_dtype, rounding, scalar_from, wrap=wrap
@@ -386,9 +386,9 @@ def _depthwise_hybrid(context, node, state, options, source, weights, bias, outp
     op = "DEPTHWISE_CONV_2D"
     if weights.type != TensorType.INT8:
         raise KernelError(f"Type FLOAT32 with filter type {weights.type.name} not currently supported.")
-    ensure_type(output, _FLOAT, "output", op)
+    ensure_type(output, FLOAT, "output", op)
     if bias is not None:
-        ensure_type(bias, _FLOAT, "bias", op)
+        ensure_type(bias, FLOAT, "bias", op)
     channels, out_channels = source.shape[3], weights.shape[3]
     _depthwise_multiplier(options, channels, out_channels, op)
     quantization = weights.quantization
@@ -405,23 +405,23 @@ def _depthwise_hybrid(context, node, state, options, source, weights, bias, outp
     scales.flags.writeable = False
     low, high = float_activation_range(options.fused_activation_function)
     hybrid = state.hybrid = HybridDepthwise(scales, not optimized, low, high)
-    hybrid.quantizer = _input_quantizer(source, True)
+    hybrid.quantizer = input_quantizer(source, True)
     pixels = window.out[0] * window.out[1]  # per batch
     hybrid.scale_row = channel_row(scales, pixels)
     if out_channels % 4:
         hybrid.blocked_row = channel_row(np.arange(out_channels) < out_channels - out_channels % 4, pixels)
     hybrid.factors = (np.empty_like(hybrid.scale_row), np.empty_like(hybrid.scale_row))
     if bias is not None:
-        hybrid.bias_constant = _constant_data(bias) is not None
+        hybrid.bias_constant = constant_data(bias) is not None
         values = bias.data if hybrid.bias_constant else np.zeros(out_channels)
         hybrid.bias_row = channel_row(values, pixels, np.float32)
-    constant = _constant_data(weights)
+    constant = constant_data(weights)
     taps = weights.shape[1] * weights.shape[2]
     if constant is not None:
         weight_sum = int(np.abs(constant.astype(np.int64)).reshape(-1, out_channels).sum(axis=0).max())
     else:
         weight_sum = taps * 128
-    dtype = _float_dtype(255 * weight_sum)
+    dtype = float_dtype(255 * weight_sum)
     if constant is not None:
         state.weights = _tile_weights(constant.astype(dtype), window.out[1])
     if dtype == np.float32:
@@ -431,7 +431,7 @@ def _depthwise_hybrid(context, node, state, options, source, weights, bias, outp
         hybrid.order = (0, out_channels) if hybrid.reference else (1, out_channels - out_channels % 4)
     temporaries = _plan_depthwise_sums(context, node, state, source, window, out_channels, dtype, stage=False)
     if state.acc in temporaries:  # the quantized input, as the sums' type (float32: quantized into it)
-        scratch_tensor(context, state.wide, _FLOAT_TYPES[np.dtype(dtype)], source.shape)
+        scratch_tensor(context, state.wide, FLOAT_TYPES[np.dtype(dtype)], source.shape)
         temporaries.append(state.wide)
     set_temporaries(context, node, (state.scratch, state.acc, state.wide), temporaries)
 
@@ -577,7 +577,7 @@ def _depthwise_hybrid_invoke(context, node, state: DepthwiseState, out: np.ndarr
     hybrid = state.hybrid
     staged = tensors[state.wide].data
     into = staged if staged.dtype == np.float32 else None
-    quantized, scales, _ = _quantize_input(tensors[node.inputs[0]].data, hybrid.quantizer, into)
+    quantized, scales, _ = quantize_input(tensors[node.inputs[0]].data, hybrid.quantizer, into)
     if into is None:
         np.copyto(staged, quantized)
     quantized = staged
@@ -675,7 +675,7 @@ def depthwise_bind(context, node):
 register_builtin(
     BuiltinOperator.DEPTHWISE_CONV_2D,
     (1, 7),
-    types=_CONV_TYPES,
+    types=CONV_TYPES,
     init=_depthwise_init,
     op_data=DepthwiseState,
     prepare=depthwise_prepare(True),

@@ -1,7 +1,7 @@
 """CONV_2D and CONV_3D: im2col and one matrix product per group.
 
-ConvState holds a CONV_2D's or CONV_3D's plan; _plan_conv makes it (into prepare's draft of it) and
-_conv_compute runs it (the float kernels); the quantized and hybrid CONV_2D run _conv_product on their own
+ConvState holds a CONV_2D's or CONV_3D's plan; plan_conv makes it (into prepare's draft of it) and
+conv_compute runs it (the float kernels); the quantized and hybrid CONV_2D run conv_product on their own
 values (conv2d.py).
 """
 
@@ -18,7 +18,7 @@ from ...fidelity.eigen_order import eigen_product, sequential_products
 from ..common import add_scratch_tensors, scratch_tensor
 from ..jit import read_only
 from ..windows import Staging, byte_strides, make_staging, padded_copies, staged_input
-from .common import _FLOAT_TYPES, _constant_data, _draft
+from .common import FLOAT_TYPES, _draft, constant_data
 from .program import Program
 from .rows import apply_row, bias_and_clamp_calls, channel_row, fill_row
 
@@ -57,7 +57,7 @@ class ConvState:
     clamp: Callable[[np.ndarray], None] | None = None
     integer: IntegerConv | None = None
     hybrid: HybridConv | None = None
-    program: Program | None = None  # float, constant filter, not exact: _conv_compute's calls
+    program: Program | None = None  # float, constant filter, not exact: conv_compute's calls
     # exact mode in a plain order, where compiled kernels run: conv2d_compiled.conv_float, and the 2-D
     # window it reads: (kernel h, w), (stride h, w, dilation h, w, pad top, left)
     compiled_exact: Callable | None = None
@@ -72,7 +72,7 @@ _TRANSPOSED_IM2COL_RUN = 16
 _FOLD_GAIN = 32768
 
 
-def _conv_init(context, buffer, length):
+def conv_init(context, buffer, length):
     stage, scratch, acc, wide = add_scratch_tensors(context, 4)
     return ConvState(scratch=scratch, stage=stage, acc=acc, wide=wide)
 
@@ -80,16 +80,16 @@ def _conv_init(context, buffer, length):
 _OWNED = ("stage", "scratch", "acc", "wide")  # the temporaries init makes
 
 
-def _conv_draft(node):
+def conv_draft(node):
     """A fresh draft of the node's ConvState for prepare (common._draft)."""
     return _draft(node.user_data, *_OWNED)
 
 
-def _owned(state) -> tuple[int, ...]:
+def owned(state) -> tuple[int, ...]:
     return tuple(getattr(state, name) for name in _OWNED)
 
 
-def _plan_conv(
+def plan_conv(
     context,
     state,
     source_shape: tuple[int, ...],
@@ -138,7 +138,7 @@ def _plan_conv(
         staged, read = tuple(source_shape), source_itemsize
         if any(pads) or any(e > size for e, size in zip(extents, in_spatial)):
             staged, read = (n, *extents, channels), item
-            scratch_tensor(context, state.stage, _FLOAT_TYPES[state.dtype], staged)  # Limits, then the mask
+            scratch_tensor(context, state.stage, FLOAT_TYPES[state.dtype], staged)  # Limits, then the mask
             state.staging = make_staging(staged, padded_copies(source_shape, extents, pads), item)
             temporaries.append(state.stage)
         batch, *steps, _ = byte_strides(staged, read)
@@ -153,18 +153,18 @@ def _plan_conv(
             order = (spatial + 1, *range(spatial + 2, len(shape)), *range(spatial + 1))
             shape, view = tuple(shape[i] for i in order), tuple(view[i] for i in order)
             columns = byte_strides(shape, item)
-            scratch_tensor(context, state.scratch, _FLOAT_TYPES[state.dtype], (groups * kernel_size, pixels))
-            scratch_tensor(context, state.acc, _FLOAT_TYPES[state.dtype], (out_channels, pixels))
+            scratch_tensor(context, state.scratch, FLOAT_TYPES[state.dtype], (groups * kernel_size, pixels))
+            scratch_tensor(context, state.acc, FLOAT_TYPES[state.dtype], (out_channels, pixels))
             temporaries.append(state.acc)
         elif transposed:  # [*kernel, C, N, *out] into [K (+1), pixels]
             order = (*range(len(kernel) + 2, len(shape)), *range(len(kernel) + 1))
             shape, view = tuple(shape[i] for i in order), tuple(view[i] for i in order)
             columns = byte_strides(shape, item)
-            scratch_tensor(context, state.scratch, _FLOAT_TYPES[state.dtype], (state.depth, pixels))
+            scratch_tensor(context, state.scratch, FLOAT_TYPES[state.dtype], (state.depth, pixels))
         else:  # into [pixels, G, K/G (+1)]
             columns = byte_strides((n, *out_spatial), item * state.depth * groups)
             columns += (state.depth * item, *byte_strides((*kernel, group_channels), item))
-            scratch_tensor(context, state.scratch, _FLOAT_TYPES[state.dtype], (pixels, groups * state.depth))
+            scratch_tensor(context, state.scratch, FLOAT_TYPES[state.dtype], (pixels, groups * state.depth))
         state.windows = (shape, view, columns)
         temporaries.append(state.scratch)
     state.weights = None
@@ -176,13 +176,13 @@ def _plan_conv(
     return temporaries
 
 
-def _plan_float_bias(state, bias, pixels: int) -> None:
+def plan_float_bias(state, bias, pixels: int) -> None:
     """A bias not folded into the product is added after it, tiled over a row (a run-time bias is
     written into that row at every invoke)."""
     state.bias, state.bias_row, state.bias_constant = -1, None, False
     if bias is not None and not state.folded:
         state.bias = bias.index
-        state.bias_constant = _constant_data(bias) is not None
+        state.bias_constant = constant_data(bias) is not None
         values = bias.data if state.bias_constant else np.zeros(bias.shape, np.float32)
         state.bias_row = channel_row(values, pixels, np.float32)
 
@@ -194,9 +194,9 @@ def _bias(tensors, state: ConvState) -> np.ndarray:
     return fill_row(state.bias_row, tensors[state.bias].data)
 
 
-def _conv_product(tensors, state: ConvState, x: np.ndarray, w: np.ndarray, rows: np.ndarray) -> None:
+def conv_product(tensors, state: ConvState, x: np.ndarray, w: np.ndarray, rows: np.ndarray) -> None:
     """rows [pixels, O] = the windows of x times the weights (one matrix product per group)."""
-    for call in _product_calls(state, x, _stage(tensors, state), _col(tensors, state), w, rows):
+    for call in product_calls(state, x, _stage(tensors, state), _col(tensors, state), w, rows):
         call()
 
 
@@ -210,8 +210,8 @@ def _col(tensors, state: ConvState) -> np.ndarray | None:
     return None if state.mode == "direct" else tensors[state.scratch].data
 
 
-def _product_calls(state: ConvState, x, stage, col, w: np.ndarray, rows: np.ndarray) -> list:
-    """_conv_product as calls to make (program.py), on the input `x`, the staging scratch `stage`
+def product_calls(state: ConvState, x, stage, col, w: np.ndarray, rows: np.ndarray) -> list:
+    """conv_product as calls to make (program.py), on the input `x`, the staging scratch `stage`
     (None: no padding) and the im2col scratch `col` (None: direct)."""
     groups = state.groups
     pixels = rows.shape[0]
@@ -260,19 +260,19 @@ def _conv_exact_product(tensors, state: ConvState, x: np.ndarray, w: np.ndarray,
         apply_row(np.add, rows, _bias(tensors, state), rows)
 
 
-def _float_program(state) -> Program | None:
-    """A Program of _conv_compute for a float convolution with a constant filter (not in exact mode)."""
+def float_program(state) -> Program | None:
+    """A Program of conv_compute for a float convolution with a constant filter (not in exact mode)."""
     return Program(_float_calls) if state.weights is not None and state.mode != "exact" else None
 
 
 def _float_calls(state: ConvState, x, out, stage, col, bias) -> list:
-    """_conv_compute's product, bias and activation as calls (program.py)."""
-    calls = _product_calls(state, x, stage, col, state.weights, out.reshape(-1, out.shape[-1]))
+    """conv_compute's product, bias and activation as calls (program.py)."""
+    calls = product_calls(state, x, stage, col, state.weights, out.reshape(-1, out.shape[-1]))
     row = state.bias_row if state.bias >= 0 else None
     return calls + bias_and_clamp_calls(row, state.bias_constant, bias, out, state.clamp, out)
 
 
-def _conv_compute(context, node, state: ConvState) -> None:
+def conv_compute(context, node, state: ConvState) -> None:
     tensors = context.tensors
     out = tensors[node.outputs[0]].data
     if out.size == 0:
@@ -298,7 +298,7 @@ def _conv_compute(context, node, state: ConvState) -> None:
         if state.clamp is not None:
             state.clamp(out)
         return
-    _conv_product(tensors, state, x, w, rows)
+    conv_product(tensors, state, x, w, rows)
     if state.bias >= 0:
         apply_row(np.add, out, _bias(tensors, state), out)
     if state.clamp is not None:

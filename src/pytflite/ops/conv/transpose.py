@@ -37,25 +37,25 @@ from ..common import (
 from ..registry import register_builtin
 from ..windows import output_size, padding_before_after, tap_plan
 from .common import (
-    _ALL,
-    _CONV_TYPES,
-    _FLOAT_TYPES,
-    _INTEGER,
-    _RANGES,
+    ALL,
+    CONV_TYPES,
+    FLOAT_TYPES,
+    INTEGER,
+    RANGES,
     _activation_range,
     _bias_row,
-    _check_bias,
-    _check_float,
-    _check_uint8_bias_scale,
-    _constant_data,
     _draft,
     _filter_offset,
-    _float_dtype,
-    _integer_checks,
-    _may_leave_int32,
     _multipliers,
     _positive,
     _quantized_bias_type,
+    check_bias,
+    check_float,
+    check_uint8_bias_scale,
+    constant_data,
+    float_dtype,
+    integer_checks,
+    may_leave_int32,
 )
 from .requant import Requant
 
@@ -115,7 +115,7 @@ class TransposeState:
 _GATHER_ELEMENTS = 1 << 18
 
 
-def _transpose_init(context, buffer, length):
+def transpose_init(context, buffer, length):
     scratch, gathered, acc, wide, shifted = add_scratch_tensors(context, 5)
     return TransposeState(scratch=scratch, gathered=gathered, acc=acc, wide=wide, shifted=shifted)
 
@@ -162,7 +162,7 @@ def _transpose_plan(
         sources = np.arange(int(np.prod(source_shape[:-1], dtype=np.int64))).reshape(source_shape[:-1])
         counts = np.zeros(pixels.shape, np.int64)
         for _, tap in taps:
-            counts[(_ALL, *tap.source)] += 1
+            counts[(ALL, *tap.source)] += 1
         depth = int(counts.max(initial=0)) + (state.bias >= 0)
         if depth * pixels.size * state.out_channels <= _GATHER_ELEMENTS:
             zero_row = sources.size * state.taps  # then the bias row
@@ -171,19 +171,19 @@ def _transpose_plan(
                 rows[-1] = zero_row + 1
             filled = np.zeros(pixels.size, np.intp)
             for t, tap in taps:
-                targets = pixels[(_ALL, *tap.source)].reshape(-1)
-                rows[filled[targets], targets] = sources[(_ALL, *tap.out)].reshape(-1) * state.taps + t
+                targets = pixels[(ALL, *tap.source)].reshape(-1)
+                rows[filled[targets], targets] = sources[(ALL, *tap.out)].reshape(-1) * state.taps + t
                 filled[targets] += 1
             return TransposePlan(shape, "gather", rows=rows)
-    steps = tuple(((_ALL, *tap.source, _ALL), (_ALL, *tap.out, t, _ALL)) for t, tap in taps)
+    steps = tuple(((ALL, *tap.source, ALL), (ALL, *tap.out, t, ALL)) for t, tap in taps)
     bias_row = None if state.bias_data is None else _bias_row(state.bias_data, shape[-2])
     return TransposePlan(shape, "scatter", steps, bias_row=bias_row)
 
 
-def _transpose_prepare(
+def transpose_prepare(
     context, node, state, op: str, spatial: int, options, weight_dims: tuple[int, int], optimized: bool = True
 ) -> None:
-    """Shared prepare, into `state`, a draft of the TransposeState (_transpose_draft); `weight_dims`
+    """Shared prepare, into `state`, a draft of the TransposeState (transpose_draft); `weight_dims`
     names the filter's (output channels, input channels) axes."""
     check_arity(node, (3, 4))
     shape_tensor, weights, source = (input_tensor(context, node, i) for i in range(3))
@@ -192,9 +192,9 @@ def _transpose_prepare(
     ensure_eq(len(shape_tensor.shape), 1, f"{op} output shape rank")
     ensure_eq(len(source.shape), spatial + 2, f"{op} input rank")
     ensure_eq(len(weights.shape), spatial + 2, f"{op} filter rank")
-    quantized = spatial == 2 and source.type in _INTEGER
+    quantized = spatial == 2 and source.type in INTEGER
     if not quantized:
-        _check_float((source, weights, output), ("input", "filter", "output"), op)
+        check_float((source, weights, output), ("input", "filter", "output"), op)
     if shape_tensor.type != TensorType.INT32:
         raise KernelError(f"{op} output shape is {shape_tensor.type.name}, not int32.")
     ensure_eq(shape_tensor.shape[0], spatial + 2, f"{op} output shape size")
@@ -211,16 +211,16 @@ def _transpose_prepare(
         if quantized:
             ensure_eq(int(np.prod(bias.shape, dtype=np.int64)), state.out_channels, f"{op} bias size")
         else:
-            _check_bias(bias, state.out_channels, op)
+            check_bias(bias, state.out_channels, op)
     state.bias = node.inputs[3] if bias is not None and not quantized else -1
-    if state.bias >= 0 and _constant_data(bias) is not None:
+    if state.bias >= 0 and constant_data(bias) is not None:
         state.bias_data = np.array(bias.data, np.float32).reshape(-1)
     _positive(state.strides, f"{op} strides")
     _positive(state.dilation, f"{op} dilation")
     state.padding = options.padding
     state.taps = int(np.prod(state.kernel, dtype=np.int64))
     state.dtype = np.dtype(np.float32)
-    constant = _constant_data(weights)
+    constant = constant_data(weights)
     if quantized:
         _transpose_integer(state, options, source, weights, bias, output, optimized)
         state.integer.requant.share_constants(context, node, state.integer.bias_terms)
@@ -231,9 +231,9 @@ def _transpose_prepare(
     rows = pixels * state.taps
     temporaries = [state.scratch]
     if quantized:
-        scratch_tensor(context, state.shifted, _FLOAT_TYPES[state.dtype], source.shape)
+        scratch_tensor(context, state.shifted, FLOAT_TYPES[state.dtype], source.shape)
         temporaries.append(state.shifted)
-    float_type = _FLOAT_TYPES[state.dtype]
+    float_type = FLOAT_TYPES[state.dtype]
     if shape_tensor.is_constant_or_persistent and shape_tensor.data is not None:
         state.plan = _transpose_plan(state, source.shape, shape_tensor.data, gather=True)
         shape = state.plan.shape
@@ -262,7 +262,7 @@ def _transpose_integer(state, options, source, weights, bias, output, optimized:
     bias_types = (
         (TensorType.INT32, TensorType.INT64) if source.type == TensorType.INT16 else (TensorType.INT32,)
     )
-    _integer_checks(source, weights, bias, output, op, bias_types)
+    integer_checks(source, weights, bias, output, op, bias_types)
     uint8 = source.type == TensorType.UINT8
     out_channels = state.out_channels
     wide_bias = False
@@ -275,7 +275,7 @@ def _transpose_integer(state, options, source, weights, bias, output, optimized:
         )
         wide_bias = chosen != TensorType.INT32
     if uint8:
-        _check_uint8_bias_scale(source, weights, bias, output, op)
+        check_uint8_bias_scale(source, weights, bias, output, op)
     multiplier, shift = _multipliers(source, weights, output, out_channels, op, per_tensor_product=uint8)
     low, high = _activation_range(options, output)
     scalar_from = None
@@ -288,17 +288,17 @@ def _transpose_integer(state, options, source, weights, bias, output, optimized:
         scalar_from = None if uint8 else out_channels - out_channels % 8
     offset = _filter_offset(weights)
     zero_point = source.params.zero_point
-    lowest, highest = _RANGES[source.type]
+    lowest, highest = RANGES[source.type]
     magnitude = max(abs(lowest - zero_point), abs(highest - zero_point))  # the input is offset first
-    constant = _constant_data(weights)
+    constant = constant_data(weights)
     if constant is not None:
         sums = np.abs(constant.astype(np.int64) - offset).reshape(out_channels, -1).sum(axis=1)
         weight_sum = int(sums.max(initial=0))
     else:
         weight_sum = int(np.prod(weights.shape[1:])) * (255 if uint8 else 128)
-    dtype = _float_dtype(magnitude * weight_sum)
-    constant_bias = _constant_data(bias)
-    wrap = rounding != "wide" and _may_leave_int32(source, weight_sum, constant_bias)
+    dtype = float_dtype(magnitude * weight_sum)
+    constant_bias = constant_data(bias)
+    wrap = rounding != "wide" and may_leave_int32(source, weight_sum, constant_bias)
     zero_point_out, out_dtype = output.params.zero_point, storage_dtype(output.type)
     requant = Requant(
         multiplier, shift, zero_point_out, low, high, out_dtype, rounding, scalar_from, wrap=wrap
@@ -346,7 +346,7 @@ def _transpose_sums(
             np.add(region, cols[src], out=region)
 
 
-def _transpose_invoke(context, node):
+def transpose_invoke(context, node):
     tensors = context.tensors
     state = node.user_data
     source = tensors[node.inputs[2]]
@@ -396,7 +396,7 @@ def _owned(state) -> tuple[int, ...]:
     return tuple(getattr(state, name) for name in _OWNED)
 
 
-def _transpose_draft(node):
+def transpose_draft(node):
     """A fresh draft of the node's TransposeState for prepare (common._draft)."""
     return _draft(node.user_data, *_OWNED)
 
@@ -404,7 +404,7 @@ def _transpose_draft(node):
 def transpose_conv_prepare(optimized: bool):
     def prepare(context, node):
         options = node.builtin_data
-        state = _transpose_draft(node)
+        state = transpose_draft(node)
         state.strides, state.dilation = (options.stride_h, options.stride_w), (1, 1)
 
         def layout(filt: np.ndarray) -> np.ndarray:  # [O, KH, KW, I] -> [I, KH*KW*O]
@@ -413,7 +413,7 @@ def transpose_conv_prepare(optimized: bool):
             )
 
         state.layout = layout
-        _transpose_prepare(context, node, state, "TRANSPOSE_CONV", 2, options, (0, 3), optimized)
+        transpose_prepare(context, node, state, "TRANSPOSE_CONV", 2, options, (0, 3), optimized)
         node.user_data = TransposeState(**vars(state))
 
     return prepare
@@ -423,10 +423,10 @@ def transpose_conv_prepare(optimized: bool):
 register_builtin(
     BuiltinOperator.TRANSPOSE_CONV,
     (1, 5),
-    types=_CONV_TYPES,
-    init=_transpose_init,
+    types=CONV_TYPES,
+    init=transpose_init,
     op_data=TransposeState,
     prepare=transpose_conv_prepare(True),
     builtin_ref={"prepare": transpose_conv_prepare(False)},
-    invoke=_transpose_invoke,
+    invoke=transpose_invoke,
 )

@@ -13,16 +13,16 @@ from ...model.options import ActivationFunctionType
 from ..common import clip
 from .binary import BinaryOp, binary_init_with_scratch, register_binary
 from .common import (
-    _QUANTIZED,
+    QUANTIZED,
     T,
     _activation,
-    _activation_bounds,
-    _binary_tensors,
-    _float64_operands,
-    _output_shape,
-    _zero_check,
+    activation_bounds,
+    binary_tensors,
+    float64_operands,
+    output_shape,
+    zero_check,
 )
-from .quantized import _quantized_arithmetic, _quantized_prepare
+from .quantized import quantized_arithmetic, quantized_prepare
 from .widened import _widened
 
 _NUMERIC = (T.FLOAT32, T.INT32, T.INT64)
@@ -30,11 +30,11 @@ _NUMERIC = (T.FLOAT32, T.INT32, T.INT64)
 
 def _arithmetic_prepare(op_name: str, ufunc: np.ufunc, types: tuple[TensorType, ...], optimized: bool = True):
     def prepare(context, node):
-        first, second, output = _binary_tensors(context, node, op_name, same_output_type=op_name != "MUL")
+        first, second, output = binary_tensors(context, node, op_name, same_output_type=op_name != "MUL")
         kind = first.type
         ensure_type(first, types, "input", op_name)
-        if _quantized_arithmetic(op_name, first, output):
-            _quantized_prepare(context, node, op_name, first, second, output, optimized)
+        if quantized_arithmetic(op_name, first, output):
+            quantized_prepare(context, node, op_name, first, second, output, optimized)
             return
         ensure_types_eq(first, output, f"{op_name} input/output types")
         activation = _activation(node)
@@ -44,8 +44,8 @@ def _arithmetic_prepare(op_name: str, ufunc: np.ufunc, types: tuple[TensorType, 
             )
         # Float ADD/SUB/MUL have TFLite's fivefold broadcast path besides the generic loop: no rank cap.
         capped = not (kind == T.FLOAT32 and op_name in ("ADD", "SUB", "MUL"))
-        shape = _output_shape(first, second, op_name, capped)
-        low, high = _activation_bounds(activation, first.dtype)
+        shape = output_shape(first, second, op_name, capped)
+        low, high = activation_bounds(activation, first.dtype)
         context.resize_tensor(output, shape)
         if op_name == "DIV" and kind == T.INT32:
             return BinaryOp(_int_divide(second, low, high, shape))
@@ -63,8 +63,8 @@ def _int_divide(divisor, low, high, shape: tuple[int, ...]) -> Callable:
     info = np.iinfo(np.int32)
     low = np.array(info.min if low is None else low, np.float64)
     high = np.array(info.max if high is None else high, np.float64)
-    checked = _zero_check(divisor, "data[i] != zero_point was not true.")
-    operands = _float64_operands(shape)
+    checked = zero_check(divisor, "data[i] != zero_point was not true.")
+    operands = float64_operands(shape)
 
     def divide(a, b, out):
         checked(b)
@@ -78,15 +78,15 @@ def _int_divide(divisor, low, high, shape: tuple[int, ...]) -> Callable:
 
 
 _ARITHMETIC = (
-    (BuiltinOperator.ADD, np.add, (1, 6), (T.FLOAT32, T.FLOAT16, T.INT32, T.INT64, *_QUANTIZED)),
-    (BuiltinOperator.SUB, np.subtract, (1, 5), (*_NUMERIC, *_QUANTIZED)),
+    (BuiltinOperator.ADD, np.add, (1, 6), (T.FLOAT32, T.FLOAT16, T.INT32, T.INT64, *QUANTIZED)),
+    (BuiltinOperator.SUB, np.subtract, (1, 5), (*_NUMERIC, *QUANTIZED)),
     (
         BuiltinOperator.MUL,
         np.multiply,
         (1, 8),
-        (T.FLOAT32, T.FLOAT16, T.INT32, T.UINT32, T.INT64, *_QUANTIZED, T.COMPLEX64),
+        (T.FLOAT32, T.FLOAT16, T.INT32, T.UINT32, T.INT64, *QUANTIZED, T.COMPLEX64),
     ),
-    (BuiltinOperator.DIV, np.true_divide, (1, 2), (T.FLOAT32, T.INT32, *_QUANTIZED)),
+    (BuiltinOperator.DIV, np.true_divide, (1, 2), (T.FLOAT32, T.INT32, *QUANTIZED)),
 )
 # BUILTIN_REF's ADD and MUL: TFLite's reference kernels, scalar code without the SIMD blocks' rounding.
 _WITH_REFERENCE_TWIN = (BuiltinOperator.ADD, BuiltinOperator.MUL)

@@ -101,7 +101,7 @@ def _on_tensors(compute: Compute) -> Runner:
 # Up to this many output elements, an input that broadcasts is first expanded to the output's shape: a
 # constant once in prepare, a computed input by one copy into a scratch array per call. NumPy's broadcasting
 # loop costs 0.3-0.5 us more per call than a same-shape loop (and than the copy).
-_EXPANDED_LIMIT = 16384
+EXPANDED_LIMIT = 16384
 
 
 def _compute(context, node, data: BinaryOp) -> tuple[Compute, StepOf | None]:
@@ -109,7 +109,7 @@ def _compute(context, node, data: BinaryOp) -> tuple[Compute, StepOf | None]:
     and the maker of its check-free step where that is a Direct step (a NumPy ufunc's calls) or a Written
     one (one element).
 
-    A plain ufunc on a small output gets its broadcasting inputs expanded (see _EXPANDED_LIMIT). A
+    A plain ufunc on a small output gets its broadcasting inputs expanded (see EXPANDED_LIMIT). A
     one-element output of the arithmetic, comparisons and logic in _SCALAR_OPERATORS is computed on
     scalars (_scalar_compute). Another one-element output with a clamp is computed into a scratch
     element and clamped into the output: NumPy's in-place operations on one-element arrays take a slow
@@ -122,7 +122,7 @@ def _compute(context, node, data: BinaryOp) -> tuple[Compute, StepOf | None]:
     compiled = _compiled_clamped(ufunc, low, high, output.dtype, total)
     constants: list[np.ndarray | None] = [None, None]  # an input expanded once, here
     buffers: list[np.ndarray | None] = [None, None]  # where an input is expanded at each call
-    if (data.elementwise or isinstance(ufunc, np.ufunc)) and 1 < total <= _EXPANDED_LIMIT:
+    if (data.elementwise or isinstance(ufunc, np.ufunc)) and 1 < total <= EXPANDED_LIMIT:
         for i in (0, 1):
             tensor = tensors[node.inputs[i]]
             if tuple(tensor.shape) == shape:
@@ -185,7 +185,7 @@ def _compiled_clamped(ufunc, low, high, dtype: np.dtype, total: int) -> tuple[Ca
         ufunc not in _COMPILED_CLAMPED
         or low is None
         or dtype != np.float32
-        or not 1 < total <= _EXPANDED_LIMIT
+        or not 1 < total <= EXPANDED_LIMIT
     ):
         return None
     kernel = jit.compiled("elementwise.binary_compiled", _COMPILED_CLAMPED[ufunc])

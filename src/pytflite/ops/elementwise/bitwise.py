@@ -8,31 +8,31 @@ from ...core.types import BuiltinOperator, type_name
 from ...errors import ensure
 from ..common import clip
 from .binary import BinaryOp, register_binary
-from .common import T, _binary_tensors, _output_shape
+from .common import T, binary_tensors, output_shape
 from .widened import _widened
 
 _BITWISE = (T.UINT8, T.INT8, T.UINT16, T.INT16, T.UINT32, T.INT32)
 
 
 def _bitwise_xor_prepare(context, node):
-    first, second, output = _binary_tensors(context, node, "BITWISE_XOR")
+    first, second, output = binary_tensors(context, node, "BITWISE_XOR")
     ensure(
         first.type in _BITWISE,
         "BitwiseXor currently only supports 8-bit/16-bit/32-bit integer/unsigned integer, "
         f"got {type_name(first.type)}",
     )
-    context.resize_tensor(output, _output_shape(first, second, "BITWISE_XOR"))
+    context.resize_tensor(output, output_shape(first, second, "BITWISE_XOR"))
     return BinaryOp(_widened(np.bitwise_xor, first, second, output.shape))
 
 
 def _right_shift_prepare(context, node):
-    first, second, output = _binary_tensors(context, node, "RIGHT_SHIFT")
+    first, second, output = binary_tensors(context, node, "RIGHT_SHIFT")
     ensure(
         first.type in _BITWISE,
         "RightShift currently only supports 8-bit/16-bit/32-bit integer/unsigned integer, "
         f"got {type_name(first.type)}",
     )
-    context.resize_tensor(output, _output_shape(first, second, "RIGHT_SHIFT"))
+    context.resize_tensor(output, output_shape(first, second, "RIGHT_SHIFT"))
     # Shift counts are clamped to [0, bits - 1]; signed values shift arithmetically.
     dtype = first.dtype
     low, high = dtype.type(0), dtype.type(dtype.itemsize * 8 - 1)

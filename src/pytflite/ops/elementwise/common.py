@@ -13,15 +13,15 @@ from ...core.types import TensorType
 from ...errors import KernelError, ensure_type_condition, ensure_types_eq
 from ...model.options import ActivationFunctionType
 from ..common import broadcast_shape, check_arity, input_tensor, output_tensor
-from .binary import _EXPANDED_LIMIT
+from .binary import EXPANDED_LIMIT
 
 T = TensorType
-_QUANTIZED = (T.INT8, T.UINT8, T.INT16)
+QUANTIZED = (T.INT8, T.UINT8, T.INT16)
 # TFLite's generic broadcast loop handles at most this many dimensions (it aborts beyond).
 _MAX_BROADCAST_RANK = 8
 
 
-def _binary_tensors(context, node, op_name: str, same_output_type: bool = True):
+def binary_tensors(context, node, op_name: str, same_output_type: bool = True):
     check_arity(node, 2)
     first, second = input_tensor(context, node, 0), input_tensor(context, node, 1)
     output = output_tensor(context, node)
@@ -31,7 +31,7 @@ def _binary_tensors(context, node, op_name: str, same_output_type: bool = True):
     return first, second, output
 
 
-def _output_shape(first, second, op_name: str, capped: bool = True) -> tuple[int, ...]:
+def output_shape(first, second, op_name: str, capped: bool = True) -> tuple[int, ...]:
     """The broadcast shape; TFLite's broadcast loop (used when the shapes differ) stops at 8 dims."""
     shape = broadcast_shape(first.shape, second.shape)
     if capped and first.shape != second.shape and len(shape) > _MAX_BROADCAST_RANK:
@@ -47,7 +47,7 @@ def _activation(node) -> ActivationFunctionType:
     return ActivationFunctionType(value) if value is not None else ActivationFunctionType.NONE
 
 
-def _activation_bounds(activation: ActivationFunctionType, dtype: np.dtype) -> tuple[Any, Any]:
+def activation_bounds(activation: ActivationFunctionType, dtype: np.dtype) -> tuple[Any, Any]:
     """TFLite's CalculateActivationRange for an element type as (low, high), or (None, None) when the
     clamp is a no-op. Floats always clamp: no activation means [lowest, max], so +-inf becomes +-max."""
     dtype = np.dtype(dtype)
@@ -68,11 +68,11 @@ def _activation_bounds(activation: ActivationFunctionType, dtype: np.dtype) -> t
     return np.array(low).astype(dtype), np.array(high).astype(dtype)
 
 
-def _float64_operands(shape: tuple[int, ...]) -> Callable:
+def float64_operands(shape: tuple[int, ...]) -> Callable:
     """operands(a, b) -> both inputs converted to float64 arrays of the output's shape (node-owned ones
     when the output is small). Converting by assignment is cheaper than letting a ufunc cast its inputs,
     which takes NumPy's buffered casting loop (over a microsecond more per call)."""
-    if math.prod(shape) <= _EXPANDED_LIMIT:
+    if math.prod(shape) <= EXPANDED_LIMIT:
         first, second = np.empty(shape, np.float64), np.empty(shape, np.float64)
 
         def kept(a, b):
@@ -91,7 +91,7 @@ def _float64_operands(shape: tuple[int, ...]) -> Callable:
     return fresh
 
 
-def _zero_check(divisor, message: str, zero: int = 0) -> Callable[[np.ndarray], None]:
+def zero_check(divisor, message: str, zero: int = 0) -> Callable[[np.ndarray], None]:
     """The invoke-time 'no zero divisor' check (`zero`: the value standing for 0, a quantized divisor's
     zero point); decided once in prepare when the divisor is constant."""
     if divisor.is_constant_or_persistent:

@@ -12,8 +12,8 @@ from ...core.types import BuiltinOperator, TensorType, type_name
 from ...errors import KernelError, ensure, ensure_type
 from ..quant.fixed_point import quantize_multiplier
 from .binary import BinaryOp, register_binary
-from .common import T, _binary_tensors, _output_shape
-from .requantize import _mbqm_smaller_than_one
+from .common import T, binary_tensors, output_shape
+from .requantize import mbqm_smaller_than_one
 from .widened import _widened
 
 _ORDER_TYPES = (T.FLOAT32, T.FLOAT16, T.INT16, T.INT32, T.INT64, T.UINT8, T.INT8)
@@ -24,10 +24,10 @@ def _comparison_prepare(op_name: str, ufunc: np.ufunc, types: tuple[TensorType, 
     equality = op_name in ("EQUAL", "NOT_EQUAL")
 
     def prepare(context, node):
-        first, second, output = _binary_tensors(context, node, op_name, same_output_type=False)
+        first, second, output = binary_tensors(context, node, op_name, same_output_type=False)
         ensure_type(first, types, "input", op_name)
         ensure(output.type == T.BOOL, f"{op_name} output type must be BOOL, got {type_name(output.type)}.")
-        context.resize_tensor(output, _output_shape(first, second, op_name))
+        context.resize_tensor(output, output_shape(first, second, op_name))
         # TFLite rescales int8/uint8 always, int16 only for (NOT_)EQUAL with a quantized first input.
         rescaled = first.type in (T.INT8, T.UINT8) or (
             first.type == T.INT16 and equality and first.quantization is not None
@@ -71,7 +71,7 @@ def _rescale_table(tensor, op_name: str) -> np.ndarray:
     raw = np.arange(2**bits, dtype=np.int64)
     if tensor.dtype.kind == "i":
         raw = np.where(raw >= 2 ** (bits - 1), raw - 2**bits, raw)
-    return _mbqm_smaller_than_one((raw - zero_point) * 256, multiplier, shift).astype(np.int32)
+    return mbqm_smaller_than_one((raw - zero_point) * 256, multiplier, shift).astype(np.int32)
 
 
 for _op, _ufunc, _versions, _types in (

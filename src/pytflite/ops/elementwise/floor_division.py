@@ -7,7 +7,7 @@ import numpy as np
 from ...core.types import BuiltinOperator, type_name
 from ...errors import ensure
 from .binary import BinaryOp, register_binary
-from .common import T, _binary_tensors, _float64_operands, _output_shape, _zero_check
+from .common import T, binary_tensors, float64_operands, output_shape, zero_check
 from .widened import _widened
 
 _FLOOR_DIV_TYPES = (T.FLOAT32, T.INT32, T.INT16, T.INT8)
@@ -15,13 +15,13 @@ _FLOOR_MOD_TYPES = (T.FLOAT32, T.INT32, T.INT64, T.INT16, T.INT8)
 
 
 def _floor_div_prepare(context, node):
-    first, second, output = _binary_tensors(context, node, "FLOOR_DIV")
+    first, second, output = binary_tensors(context, node, "FLOOR_DIV")
     ensure(first.type in _FLOOR_DIV_TYPES, f"Type '{type_name(first.type)}' is not supported by floor_div.")
-    context.resize_tensor(output, _output_shape(first, second, "FLOOR_DIV"))
-    checked = _zero_check(second, "Division by 0")  # float zeros too
+    context.resize_tensor(output, output_shape(first, second, "FLOOR_DIV"))
+    checked = zero_check(second, "Division by 0")  # float zeros too
     if first.type == T.FLOAT32:
         # floor(double(a) / double(b)), rounded back to float32 (overflowing to inf quietly).
-        operands = _float64_operands(tuple(output.shape))
+        operands = float64_operands(tuple(output.shape))
 
         def floor_divide(a, b, out):
             checked(b)
@@ -43,14 +43,14 @@ def _floor_div_prepare(context, node):
 
 
 def _floor_mod_prepare(context, node):
-    first, second, output = _binary_tensors(context, node, "FLOOR_MOD")
+    first, second, output = binary_tensors(context, node, "FLOOR_MOD")
     ensure(first.type in _FLOOR_MOD_TYPES, f"Type '{type_name(first.type)}' is not supported by floor_mod.")
-    context.resize_tensor(output, _output_shape(first, second, "FLOOR_MOD"))
+    context.resize_tensor(output, output_shape(first, second, "FLOOR_MOD"))
     if first.type == T.FLOAT32:  # fmod, then the divisor's sign; x mod 0 is NaN
         return BinaryOp(_widened(np.remainder, first, second, output.shape))
     if _never_zero(second):
         return BinaryOp(np.remainder, elementwise=True)
-    checked = _zero_check(second, "Division by 0")
+    checked = zero_check(second, "Division by 0")
 
     def floor_mod(a, b, out):
         checked(b)

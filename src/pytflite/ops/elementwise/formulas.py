@@ -12,19 +12,19 @@ from ...fidelity.neon import saturate, vshl
 from ...fidelity.simd_paths import BLOCK, BROADCAST_BLOCK, SCALAR
 from ..quant.fixed_point import rounding_divide_by_pot, saturating_rounding_doubling_high_mul, wrap
 from .common import T
-from .quant_params import _TYPE_RANGE, _QuantParams, _Rescale
+from .quant_params import TYPE_RANGE, QuantParams, Rescale
 from .requantize import (
     _clamp,
     _clamped,
-    _mbqm_smaller_than_one,
-    _mbqm_smaller_than_one_vectorized,
     _requantize,
-    _wrap32,
+    mbqm_smaller_than_one,
+    mbqm_smaller_than_one_vectorized,
+    wrap32,
 )
 
 
 @dataclass(frozen=True)
-class _Separable:
+class Separable:
     """A formula combine(first(x1), second(x2)) whose per-input parts depend on one input value each: for
     int16 inputs the runner tabulates them over all 65536 values and calls only `combine` per element."""
 
@@ -36,51 +36,51 @@ class _Separable:
         return self.combine(self.first(x1), self.second(x2))
 
 
-def _add_sub_formulas(p: _QuantParams, sign: int, tensor_type, simd: bool) -> dict[str, Callable]:
+def add_sub_formulas(p: QuantParams, sign: int, tensor_type, simd: bool) -> dict[str, Callable]:
     """Functions (x1, x2) -> output values, int64 arrays in and out, one per code path."""
     one, two, out, shift = p.first, p.second, p.output, p.left_shift
 
     def scaled_first(x):
-        return _mbqm_smaller_than_one((x + one.offset) << shift, one.multiplier, one.shift)
+        return mbqm_smaller_than_one((x + one.offset) << shift, one.multiplier, one.shift)
 
     def scaled_second(x):
-        return sign * _mbqm_smaller_than_one((x + two.offset) << shift, two.multiplier, two.shift)
+        return sign * mbqm_smaller_than_one((x + two.offset) << shift, two.multiplier, two.shift)
 
     def requantized(simd_clamp: bool, vectorized: bool = False):
         def combine(v1, v2):
             total = np.asarray(np.add(v1, v2, dtype=np.int64))
             if vectorized:
-                total = _mbqm_smaller_than_one_vectorized(total, out.multiplier, out.shift)
+                total = mbqm_smaller_than_one_vectorized(total, out.multiplier, out.shift)
             elif out.shift <= 0:
                 total = _requantize(total, out.multiplier, out.shift)
             else:  # SUB's output multiplier above 1: see _divide_by_pot_x86
-                total = _mbqm_smaller_than_one(total, out.multiplier, out.shift)
+                total = mbqm_smaller_than_one(total, out.multiplier, out.shift)
             total += out.offset
             return _clamped(total, p.low, p.high, simd_clamp)
 
         return combine
 
-    formulas = {SCALAR: _Separable(scaled_first, scaled_second, requantized(False))}
-    if tensor_type == T.INT16 and sign < 0 and out.shift > 0:  # see _mbqm_smaller_than_one_vectorized
-        formulas[BLOCK] = _Separable(scaled_first, scaled_second, requantized(False, vectorized=True))
+    formulas = {SCALAR: Separable(scaled_first, scaled_second, requantized(False))}
+    if tensor_type == T.INT16 and sign < 0 and out.shift > 0:  # see mbqm_smaller_than_one_vectorized
+        formulas[BLOCK] = Separable(scaled_first, scaled_second, requantized(False, vectorized=True))
     if not simd:
         return formulas
 
-    def shifted_first(rescale: _Rescale):  # the shift folded into the left shift, before the multiply
+    def shifted_first(rescale: Rescale):  # the shift folded into the left shift, before the multiply
         return lambda x: saturating_rounding_doubling_high_mul(
             vshl(x + rescale.offset, shift + rescale.shift), rescale.multiplier
         )
 
-    def shifted_last(rescale: _Rescale):  # the (flooring) right shift after the multiply
+    def shifted_last(rescale: Rescale):  # the (flooring) right shift after the multiply
         return lambda x: vshl(
             saturating_rounding_doubling_high_mul(vshl(x + rescale.offset, shift), rescale.multiplier),
             rescale.shift,
         )
 
     if tensor_type == T.INT16:
-        formulas[BLOCK] = _Separable(shifted_first(one), shifted_first(two), requantized(True))
+        formulas[BLOCK] = Separable(shifted_first(one), shifted_first(two), requantized(True))
         return formulas
-    type_low, type_high = _TYPE_RANGE[tensor_type]
+    type_low, type_high = TYPE_RANGE[tensor_type]
 
     def narrowed(v1, v2):
         """The requantized sum through the 8-bit kernels' int16 lanes: narrowing and the offset wrap."""
@@ -90,15 +90,15 @@ def _add_sub_formulas(p: _QuantParams, sign: int, tensor_type, simd: bool) -> di
         result = saturate(wrap(wrap(result, 16) + out.offset, 16), type_low, type_high)
         return _clamp(result, p.low, p.high, simd=True)
 
-    last = _Separable(shifted_last(one), shifted_last(two), narrowed)
+    last = Separable(shifted_last(one), shifted_last(two), narrowed)
     formulas[BROADCAST_BLOCK] = last
     formulas[BLOCK] = (
-        _Separable(shifted_first(one), shifted_first(two), narrowed) if tensor_type == T.INT8 else last
+        Separable(shifted_first(one), shifted_first(two), narrowed) if tensor_type == T.INT8 else last
     )
     return formulas
 
 
-def _pot_formulas(first_shift: int, second_shift: int, sign: int, low: int, high: int) -> dict[str, Callable]:
+def pot_formulas(first_shift: int, second_shift: int, sign: int, low: int, high: int) -> dict[str, Callable]:
     """The int16 power-of-two path (LSTM cells): inputs rounded down to the output's scale by shifts,
     then a saturating int16 add or subtract."""
 
@@ -108,7 +108,7 @@ def _pot_formulas(first_shift: int, second_shift: int, sign: int, low: int, high
         return _clamped(total, low, high, simd=False)
 
     return {
-        SCALAR: _Separable(
+        SCALAR: Separable(
             lambda x: rounding_divide_by_pot(x, -first_shift),
             lambda x: sign * rounding_divide_by_pot(x, -second_shift),
             combine,
@@ -116,7 +116,7 @@ def _pot_formulas(first_shift: int, second_shift: int, sign: int, low: int, high
     }
 
 
-def _mul_formulas(p: _QuantParams, tensor_type, simd: bool) -> dict[str, Callable]:
+def mul_formulas(p: QuantParams, tensor_type, simd: bool) -> dict[str, Callable]:
     one, two, out = p.first, p.second, p.output
 
     def scalar(x1, x2):
@@ -127,7 +127,7 @@ def _mul_formulas(p: _QuantParams, tensor_type, simd: bool) -> dict[str, Callabl
     formulas = {SCALAR: scalar}
     if not simd:
         return formulas
-    type_low, type_high = _TYPE_RANGE[tensor_type]
+    type_low, type_high = TYPE_RANGE[tensor_type]
     left, right = max(0, out.shift), max(0, -out.shift)
 
     def vector(narrow):
@@ -149,7 +149,7 @@ def _mul_formulas(p: _QuantParams, tensor_type, simd: bool) -> dict[str, Callabl
     return formulas
 
 
-def _int16_to_8bit_mul_formulas(output_offset: int, low: int, high: int) -> dict[str, Callable]:
+def int16_to_8bit_mul_formulas(output_offset: int, low: int, high: int) -> dict[str, Callable]:
     """MUL of int16 inputs into an int8/uint8 output: the Q0.15 product, divided by 2**8, clamped."""
 
     def scalar(x1, x2):
@@ -169,7 +169,7 @@ def _srdhm16(a, b):
     return np.where((a == -32768) & (b == -32768), 32767, result)
 
 
-def _div_formulas(p: _QuantParams) -> dict[str, Callable]:
+def div_formulas(p: QuantParams) -> dict[str, Callable]:
     """Quantized DIV (scalar in every kernel): the divisor's reciprocal by gemmlowp's Newton-Raphson in
     fixed point, the dividend normalized by its leading sign bits, one requantization."""
     one, two, out = p.first, p.second, p.output
@@ -182,12 +182,12 @@ def _div_formulas(p: _QuantParams) -> dict[str, Callable]:
         denominator = np.maximum(denominator, 1)  # zero divisors fail at invoke; never computed
         headroom_plus_one = _count_leading_zeros32(denominator)
         reciprocal_shift = 31 - headroom_plus_one
-        shifted = _wrap32((denominator << headroom_plus_one) - (1 << 31))
+        shifted = wrap32((denominator << headroom_plus_one) - (1 << 31))
         reciprocal = _one_over_one_plus_x(shifted)
         headroom = _count_leading_sign_bits32(numerator)
         quotient = saturating_rounding_doubling_high_mul(numerator << headroom, reciprocal)
         total_shift = out.shift - reciprocal_shift - headroom
-        result = _mbqm_smaller_than_one(quotient, out.multiplier, total_shift) + out.offset
+        result = mbqm_smaller_than_one(quotient, out.multiplier, total_shift) + out.offset
         return _clamp(result, p.low, p.high, simd=False)
 
     return {SCALAR: scalar}
@@ -226,15 +226,13 @@ def _one_over_one_plus_x(a: np.ndarray) -> np.ndarray:
     return _saturating_shift_left(x, 1)
 
 
-def _squared_difference_formulas(p: _QuantParams) -> dict[str, Callable]:
+def squared_difference_formulas(p: QuantParams) -> dict[str, Callable]:
     one, two, out, shift = p.first, p.second, p.output, p.left_shift
 
     def scalar(x1, x2):
-        difference = _mbqm_smaller_than_one((x1 + one.offset) << shift, one.multiplier, one.shift)
-        difference = difference - _mbqm_smaller_than_one(
-            (x2 + two.offset) << shift, two.multiplier, two.shift
-        )
-        result = _mbqm_smaller_than_one(difference * difference, out.multiplier, out.shift) + out.offset
+        difference = mbqm_smaller_than_one((x1 + one.offset) << shift, one.multiplier, one.shift)
+        difference = difference - mbqm_smaller_than_one((x2 + two.offset) << shift, two.multiplier, two.shift)
+        result = mbqm_smaller_than_one(difference * difference, out.multiplier, out.shift) + out.offset
         return _clamp(result, p.low, p.high, simd=False)
 
     return {SCALAR: scalar}

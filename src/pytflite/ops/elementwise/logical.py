@@ -9,15 +9,15 @@ from ...errors import ensure, ensure_type, ensure_types_eq
 from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
 from .binary import BinaryOp, register_binary
-from .common import T, _binary_tensors, _output_shape
+from .common import T, binary_tensors, output_shape
 from .widened import _widened
 
 
 def _logical_prepare(op_name: str, ufunc: np.ufunc):
     def prepare(context, node):
-        first, second, output = _binary_tensors(context, node, op_name)
+        first, second, output = binary_tensors(context, node, op_name)
         ensure(first.type == T.BOOL, "Logical ops only support bool type.")
-        context.resize_tensor(output, _output_shape(first, second, op_name))
+        context.resize_tensor(output, output_shape(first, second, op_name))
         return BinaryOp(_widened(ufunc, first, second, output.shape))
 
     return prepare

@@ -7,7 +7,7 @@ import numpy as np
 from ...core.types import BuiltinOperator
 from ...errors import ensure_type
 from .binary import BinaryOp, register_binary
-from .common import T, _binary_tensors, _output_shape
+from .common import T, binary_tensors, output_shape
 from .widened import _widened
 
 _MIN_MAX_TYPES = (T.FLOAT32, T.FLOAT16, T.UINT8, T.INT8, T.INT16, T.INT32, T.INT64)
@@ -19,9 +19,9 @@ def _min_max_prepare(op_name: str, propagating: np.ufunc, ignoring: np.ufunc):
     are compared raw, as TFLite does (it never rescales here)."""
 
     def prepare(context, node):
-        first, second, output = _binary_tensors(context, node, op_name)
+        first, second, output = binary_tensors(context, node, op_name)
         ensure_type(first, _MIN_MAX_TYPES, "input", op_name)
-        context.resize_tensor(output, _output_shape(first, second, op_name))
+        context.resize_tensor(output, output_shape(first, second, op_name))
         if first.dtype.kind != "f":
             ufunc = propagating
         elif second.is_constant_or_persistent and not np.isnan(second.data).any():

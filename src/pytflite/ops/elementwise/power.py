@@ -12,13 +12,13 @@ from ...errors import KernelError, ensure
 from ...fidelity.arithmetic import HostArithmetic
 from ..common import clip
 from .binary import BinaryOp, register_binary
-from .common import T, _binary_tensors, _output_shape
+from .common import T, binary_tensors, output_shape
 
 
 def _pow_prepare(context, node):
-    first, second, output = _binary_tensors(context, node, "POW")
+    first, second, output = binary_tensors(context, node, "POW")
     ensure(first.type in (T.FLOAT32, T.INT32), f"Unsupported data type {type_name(first.type)}.")
-    context.resize_tensor(output, _output_shape(first, second, "POW"))
+    context.resize_tensor(output, output_shape(first, second, "POW"))
     is_int = first.type == T.INT32
     checked = _negative_exponent_check(second) if is_int else None
     arithmetic = context.host.arithmetic

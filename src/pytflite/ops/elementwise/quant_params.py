@@ -13,11 +13,11 @@ from ...errors import KernelError, ensure, ensure_eq
 from ..quant.fixed_point import activation_range, quantize_multiplier, round_half_away
 from .common import T, _activation
 
-_TYPE_RANGE = {T.INT8: (-128, 127), T.UINT8: (0, 255), T.INT16: (-32768, 32767)}
+TYPE_RANGE = {T.INT8: (-128, 127), T.UINT8: (0, 255), T.INT16: (-32768, 32767)}
 
 
 @dataclass(frozen=True)
-class _Rescale:
+class Rescale:
     """One input's (or the output's) part of TFLite's ArithmeticParams."""
 
     offset: int
@@ -26,10 +26,10 @@ class _Rescale:
 
 
 @dataclass(frozen=True)
-class _QuantParams:
-    first: _Rescale
-    second: _Rescale
-    output: _Rescale
+class QuantParams:
+    first: Rescale
+    second: Rescale
+    output: Rescale
     left_shift: int
     low: int  # the activation clamp
     high: int
@@ -39,7 +39,7 @@ def _scale(tensor) -> float:
     return float(np.float32(tensor.params.scale))
 
 
-def _check_scales(op_name: str, *tensors) -> None:
+def check_scales(op_name: str, *tensors) -> None:
     for tensor in tensors:
         scale = tensor.params.scale
         ensure(
@@ -48,8 +48,8 @@ def _check_scales(op_name: str, *tensors) -> None:
         )
 
 
-def _check_zero_points(op_name: str, tensor_type, *tensors) -> None:
-    low, high = _TYPE_RANGE[tensor_type]
+def check_zero_points(op_name: str, tensor_type, *tensors) -> None:
+    low, high = TYPE_RANGE[tensor_type]
     if tensor_type == T.INT16:
         for tensor in tensors:
             ensure_eq(tensor.params.zero_point, 0, f"{op_name} int16 zero point")
@@ -69,14 +69,14 @@ def _smaller_than_one(real: float, what: str) -> tuple[int, int]:
 
 
 def _activation_limits(node, output, op_name: str) -> tuple[int, int]:
-    low, high = _TYPE_RANGE[output.type]
+    low, high = TYPE_RANGE[output.type]
     try:
         return activation_range(_activation(node), output.params.scale, output.params.zero_point, low, high)
     except OverflowError:
         raise KernelError("no_integer_overflow_from_quantization was not true.") from None
 
 
-def _add_sub_params(node, first, second, output, op_name: str) -> _QuantParams:
+def add_sub_params(node, first, second, output, op_name: str) -> QuantParams:
     """PrepareGeneralSubOp / add.cc's general path: both inputs onto twice the larger input scale after a
     left shift of 20 (8-bit) or 15 (int16), then the output multiplier."""
     left_shift = 15 if output.type == T.INT16 else 20
@@ -90,31 +90,31 @@ def _add_sub_params(node, first, second, output, op_name: str) -> _QuantParams:
     else:
         mo, ho = _smaller_than_one(real_output, f"{op_name} output multiplier")
     low, high = _activation_limits(node, output, op_name)
-    return _QuantParams(
-        _Rescale(-first.params.zero_point, m1, h1),
-        _Rescale(-second.params.zero_point, m2, h2),
-        _Rescale(output.params.zero_point, mo, ho),
+    return QuantParams(
+        Rescale(-first.params.zero_point, m1, h1),
+        Rescale(-second.params.zero_point, m2, h2),
+        Rescale(output.params.zero_point, mo, ho),
         left_shift,
         low,
         high,
     )
 
 
-def _product_params(node, first, second, output, real: float, op_name: str) -> _QuantParams:
+def product_params(node, first, second, output, real: float, op_name: str) -> QuantParams:
     """MUL and DIV: one multiplier, (input1 scale * input2 scale) / output scale or its DIV form."""
     multiplier, shift = quantize_multiplier(real)
     low, high = _activation_limits(node, output, op_name)
-    return _QuantParams(
-        _Rescale(-first.params.zero_point, 0, 0),
-        _Rescale(-second.params.zero_point, 0, 0),
-        _Rescale(output.params.zero_point, multiplier, shift),
+    return QuantParams(
+        Rescale(-first.params.zero_point, 0, 0),
+        Rescale(-second.params.zero_point, 0, 0),
+        Rescale(output.params.zero_point, multiplier, shift),
         0,
         low,
         high,
     )
 
 
-def _pot_int16(node, first, second, output) -> bool:
+def pot_int16(node, first, second, output) -> bool:
     """int16 ADD/SUB take the power-of-two path when the pot_scale_int16 option is set and every scale
     is a power of two."""
     if not getattr(node.builtin_data, "pot_scale_int16", False):
@@ -132,7 +132,7 @@ def _checked_log2(scale: float) -> int | None:
     return int(rounded) if abs(log2 - rounded) < np.float32(1e-3) else None
 
 
-def _pot_params(node, first, second, output, op_name: str) -> tuple[int, int, int, int]:
+def pot_params(node, first, second, output, op_name: str) -> tuple[int, int, int, int]:
     out_log2 = _checked_log2(output.params.scale)
     first_shift = _checked_log2(first.params.scale) - out_log2
     second_shift = _checked_log2(second.params.scale) - out_log2
@@ -146,7 +146,7 @@ def _pot_params(node, first, second, output, op_name: str) -> tuple[int, int, in
     return first_shift, second_shift, low, high
 
 
-def _squared_difference_params(first, second, output) -> _QuantParams:
+def squared_difference_params(first, second, output) -> QuantParams:
     """squared_difference.cc: inputs onto twice the larger scale after a left shift of 7, the output
     multiplier on the squared difference; no fused activation."""
     left_shift = 7
@@ -156,10 +156,10 @@ def _squared_difference_params(first, second, output) -> _QuantParams:
     m1, h1 = _smaller_than_one(s1 / twice, "SQUARED_DIFFERENCE input1 multiplier")
     m2, h2 = _smaller_than_one(s2 / twice, "SQUARED_DIFFERENCE input2 multiplier")
     mo, ho = _smaller_than_one(real_output, "SQUARED_DIFFERENCE output multiplier")
-    return _QuantParams(
-        _Rescale(-first.params.zero_point, m1, h1),
-        _Rescale(-second.params.zero_point, m2, h2),
-        _Rescale(output.params.zero_point, mo, ho),
+    return QuantParams(
+        Rescale(-first.params.zero_point, m1, h1),
+        Rescale(-second.params.zero_point, m2, h2),
+        Rescale(output.params.zero_point, mo, ho),
         left_shift,
         -128,
         127,

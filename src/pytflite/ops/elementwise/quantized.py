@@ -15,24 +15,24 @@ from ...errors import ensure
 from ...fidelity.simd_paths import BLOCK, broadcast_walk, path_groups
 from ..common import INTP_TYPE, broadcast_shape, scratch_tensor, set_temporaries
 from .binary import BinaryData, Runner
-from .common import _QUANTIZED, T, _output_shape, _zero_check
+from .common import QUANTIZED, T, output_shape, zero_check
 from .formulas import (
-    _add_sub_formulas,
-    _div_formulas,
-    _int16_to_8bit_mul_formulas,
-    _mul_formulas,
-    _pot_formulas,
-    _Separable,
-    _squared_difference_formulas,
+    Separable,
+    add_sub_formulas,
+    div_formulas,
+    int16_to_8bit_mul_formulas,
+    mul_formulas,
+    pot_formulas,
+    squared_difference_formulas,
 )
 from .quant_params import (
-    _add_sub_params,
-    _check_scales,
-    _check_zero_points,
-    _pot_int16,
-    _pot_params,
-    _product_params,
-    _squared_difference_params,
+    add_sub_params,
+    check_scales,
+    check_zero_points,
+    pot_int16,
+    pot_params,
+    product_params,
+    squared_difference_params,
 )
 
 # --- quantized arithmetic: ADD, SUB, MUL, DIV, SQUARED_DIFFERENCE on int8 / uint8 / int16 ----------------
@@ -52,7 +52,7 @@ from .quant_params import (
 # Every output element is a function of its two input values and of the code path that computed it, so
 # for 8-bit inputs prepare tabulates that function over all 256 x 256 input pairs, once per path, and
 # invoke is a table lookup. For int16 inputs the per-input rescaling is tabulated over the 65536 values
-# where the formula separates (_Separable), and the rest computed in int64 NumPy arithmetic.
+# where the formula separates (Separable), and the rest computed in int64 NumPy arithmetic.
 
 
 # The byte of an np.intp that holds its bits 8-15: the first input's byte in the 8-bit lookup's index.
@@ -116,7 +116,7 @@ def _quantized_runner(context, node, formulas: dict[str, Callable], groups, chec
                 out.reshape(-1)[positions] = table[index.reshape(-1)[positions]]
 
         return lookup
-    if first.type == T.INT16 and all(isinstance(formulas[path], _Separable) for path, _ in groups):
+    if first.type == T.INT16 and all(isinstance(formulas[path], Separable) for path, _ in groups):
         return _int16_table_runner(formulas, groups, shape, check)
     main_formula = formulas[groups[0][0]]
     extras = [(formulas[path], positions) for path, positions in groups[1:]]
@@ -136,8 +136,8 @@ def _quantized_runner(context, node, formulas: dict[str, Callable], groups, chec
     return compute
 
 
-def _int16_table_runner(formulas: dict[str, _Separable], groups, shape, check) -> Callable:
-    """int16 inputs through a _Separable formula: each input's part looked up in a table over the 65536
+def _int16_table_runner(formulas: dict[str, Separable], groups, shape, check) -> Callable:
+    """int16 inputs through a Separable formula: each input's part looked up in a table over the 65536
     values (indexed by the raw bits), then `combine` per element."""
     raw = np.arange(1 << 16, dtype=np.uint16).view(np.int16).astype(np.int64)
     tables = {
@@ -163,7 +163,7 @@ def _int16_table_runner(formulas: dict[str, _Separable], groups, shape, check) -
     return compute
 
 
-def _quantized_prepare(context, node, op_name: str, first, second, output, optimized: bool) -> None:
+def quantized_prepare(context, node, op_name: str, first, second, output, optimized: bool) -> None:
     """Prepare of ADD/SUB/MUL/DIV/SQUARED_DIFFERENCE on quantized int8/uint8/int16 inputs: leaves the
     BinaryData of the lookup runner."""
     kind = first.type
@@ -173,20 +173,20 @@ def _quantized_prepare(context, node, op_name: str, first, second, output, optim
     block = broadcast_block = 0  # SIMD widths; 0: the kernel is scalar
     check = None
     if op_name in ("ADD", "SUB"):
-        _check_scales(op_name, first, second, output)
-        _check_zero_points(op_name, kind, first, second, output)
+        check_scales(op_name, first, second, output)
+        check_zero_points(op_name, kind, first, second, output)
         sign = 1 if op_name == "ADD" else -1
-        if kind == T.INT16 and _pot_int16(node, first, second, output):
-            first_shift, second_shift, low, high = _pot_params(node, first, second, output, op_name)
+        if kind == T.INT16 and pot_int16(node, first, second, output):
+            first_shift, second_shift, low, high = pot_params(node, first, second, output, op_name)
             ensure(
                 walk[0] == "elementwise" or op_name == "SUB",
                 "ADD of power-of-two scaled int16 inputs does not broadcast in TFLite.",
             )
-            formulas = _pot_formulas(first_shift, second_shift, sign, low, high)
+            formulas = pot_formulas(first_shift, second_shift, sign, low, high)
         else:
-            params = _add_sub_params(node, first, second, output, op_name)
+            params = add_sub_params(node, first, second, output, op_name)
             simd = optimized and op_name == "ADD"
-            formulas = _add_sub_formulas(params, sign, kind, simd)
+            formulas = add_sub_formulas(params, sign, kind, simd)
             if BLOCK in formulas and not simd:  # int16 SUB's loop as the compiler vectorized it
                 block = 4 if walk[0] == "elementwise" else 0
             elif simd and kind == T.INT16:
@@ -198,41 +198,41 @@ def _quantized_prepare(context, node, op_name: str, first, second, output, optim
             output.type == kind or (kind == T.INT16 and output.type in (T.INT8, T.UINT8)),
             "Unsupported combination of input and output types in Mul.",
         )
-        _check_scales(op_name, first, second, output)
+        check_scales(op_name, first, second, output)
         # float arithmetic in TFLite (the scales are floats), widened to double afterwards
         real = float(
             np.float32(first.params.scale) * np.float32(second.params.scale) / np.float32(output.params.scale)
         )
-        params = _product_params(node, first, second, output, real, op_name)
+        params = product_params(node, first, second, output, real, op_name)
         if kind == T.INT16 and output.type != T.INT16:
             ensure(walk[0] == "elementwise", "MUL of int16 inputs into an 8-bit output does not broadcast.")
-            formulas = _int16_to_8bit_mul_formulas(output.params.zero_point, params.low, params.high)
+            formulas = int16_to_8bit_mul_formulas(output.params.zero_point, params.low, params.high)
         elif kind == T.INT16:
-            _check_zero_points(op_name, kind, first, second, output)
-            formulas = _mul_formulas(params, kind, simd=False)
+            check_zero_points(op_name, kind, first, second, output)
+            formulas = mul_formulas(params, kind, simd=False)
         else:
-            _check_zero_points(op_name, kind, first, second, output)
+            check_zero_points(op_name, kind, first, second, output)
             simd = optimized
-            formulas = _mul_formulas(params, kind, simd)
+            formulas = mul_formulas(params, kind, simd)
             if simd:
                 block = broadcast_block = 16 if kind == T.INT8 else 8
     elif op_name == "DIV":
-        _check_scales(op_name, first, second, output)
-        _check_zero_points(op_name, kind, first, second, output)
+        check_scales(op_name, first, second, output)
+        check_zero_points(op_name, kind, first, second, output)
         real = float(
             np.float32(first.params.scale)
             / (np.float32(second.params.scale) * np.float32(output.params.scale))
         )
-        params = _product_params(node, first, second, output, real, op_name)
-        formulas = _div_formulas(params)
-        check = _zero_check(second, "data[i] != zero_point was not true.", second.params.zero_point)
+        params = product_params(node, first, second, output, real, op_name)
+        formulas = div_formulas(params)
+        check = zero_check(second, "data[i] != zero_point was not true.", second.params.zero_point)
     else:  # SQUARED_DIFFERENCE
-        _check_scales(op_name, first, second, output)
-        _check_zero_points(op_name, kind, first, second, output)
-        params = _squared_difference_params(first, second, output)
-        formulas = _squared_difference_formulas(params)
+        check_scales(op_name, first, second, output)
+        check_zero_points(op_name, kind, first, second, output)
+        params = squared_difference_params(first, second, output)
+        formulas = squared_difference_formulas(params)
     if walk[0] != "elementwise" and not (walk[0] == "fivefold" and (block or broadcast_block)):
-        _output_shape(first, second, op_name)  # TFLite's broadcast loop: its rank limit
+        output_shape(first, second, op_name)  # TFLite's broadcast loop: its rank limit
     groups = path_groups(walk, size, block, broadcast_block)
     context.resize_tensor(output, shape)
     node.user_data = BinaryData(
@@ -240,11 +240,11 @@ def _quantized_prepare(context, node, op_name: str, first, second, output, optim
     )
 
 
-def _quantized_arithmetic(op_name: str, first, output) -> bool:
+def quantized_arithmetic(op_name: str, first, output) -> bool:
     """Whether TFLite takes its quantized path: always for int8/uint8; for int16, ADD and MUL only with
     a quantized output (else plain integer arithmetic), SUB and DIV always. The inputs and output must
     then all carry quantization."""
-    if first.type not in _QUANTIZED:
+    if first.type not in QUANTIZED:
         return False
     if first.type == T.INT16 and op_name in ("ADD", "MUL") and output.quantization is None:
         return False

@@ -16,24 +16,24 @@ def _divide_by_pot_x86(x: np.ndarray, exponent) -> np.ndarray:
     the sign from 32 on, are not reproduced."""
     x = np.asarray(x, np.int64)
     exponent = np.asarray(exponent, np.int64)
-    mask = _wrap32((np.int64(1) << (exponent & 63)) - 1)
+    mask = wrap32((np.int64(1) << (exponent & 63)) - 1)
     threshold = (mask >> 1) + (x < 0)
     return (x >> (exponent & 31)) + ((x & mask) > threshold)
 
 
-def _mbqm_smaller_than_one(x: np.ndarray, multiplier: int, shift) -> np.ndarray:
+def mbqm_smaller_than_one(x: np.ndarray, multiplier: int, shift) -> np.ndarray:
     """MultiplyByQuantizedMultiplierSmallerThanOneExp: no left shift, whatever the sign of `shift`."""
     return _divide_by_pot_x86(saturating_rounding_doubling_high_mul(x, multiplier), -np.asarray(shift))
 
 
-def _mbqm_smaller_than_one_vectorized(x: np.ndarray, multiplier: int, shift: int) -> np.ndarray:
+def mbqm_smaller_than_one_vectorized(x: np.ndarray, multiplier: int, shift: int) -> np.ndarray:
     """The same in the compiler-vectorized int16 SUB loop (4 lanes): a right shift by a count outside
     [0, 31] fills with the sign bit (psrad) where the scalar instruction masks the count."""
     exponent = -shift
     if 0 <= exponent <= 31:
-        return _mbqm_smaller_than_one(x, multiplier, shift)
+        return mbqm_smaller_than_one(x, multiplier, shift)
     x = saturating_rounding_doubling_high_mul(x, multiplier)
-    mask = int(_wrap32((1 << (exponent & 63)) - 1))
+    mask = int(wrap32((1 << (exponent & 63)) - 1))
     threshold = (mask >> 1) + (x < 0)
     return (x >> 31) + ((x & mask) > threshold)
 
@@ -78,5 +78,5 @@ def _clamped(result: np.ndarray, low: int, high: int, simd: bool) -> np.ndarray:
     return result
 
 
-def _wrap32(x):
+def wrap32(x):
     return ((np.asarray(x, np.int64) + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)

@@ -9,17 +9,17 @@ import numpy as np
 from ...core.types import BuiltinOperator
 from ...errors import ensure_type
 from .binary import BinaryOp, binary_init_with_scratch, register_binary
-from .common import T, _binary_tensors, _output_shape
-from .quantized import _quantized_arithmetic, _quantized_prepare
+from .common import T, binary_tensors, output_shape
+from .quantized import quantized_arithmetic, quantized_prepare
 
 
 def _squared_difference_prepare(context, node):
-    first, second, output = _binary_tensors(context, node, "SQUARED_DIFFERENCE")
+    first, second, output = binary_tensors(context, node, "SQUARED_DIFFERENCE")
     ensure_type(first, _SQUARED_DIFFERENCE_TYPES, "input", "SQUARED_DIFFERENCE")
-    if _quantized_arithmetic("SQUARED_DIFFERENCE", first, output):
-        _quantized_prepare(context, node, "SQUARED_DIFFERENCE", first, second, output, True)
+    if quantized_arithmetic("SQUARED_DIFFERENCE", first, output):
+        quantized_prepare(context, node, "SQUARED_DIFFERENCE", first, second, output, True)
         return
-    context.resize_tensor(output, _output_shape(first, second, "SQUARED_DIFFERENCE"))
+    context.resize_tensor(output, output_shape(first, second, "SQUARED_DIFFERENCE"))
     return BinaryOp(_squared_difference, elementwise=True, calls=_squared_difference_calls)
 
 

@@ -10,9 +10,9 @@ from ...errors import KernelError
 T = TensorType
 Op = BuiltinOperator
 
-_INDEX_TYPES = (T.INT16, T.INT32, T.INT64)
+INDEX_TYPES = (T.INT16, T.INT32, T.INT64)
 # Row copies: every type with whole-byte elements.
-_EMBEDDING_TYPES = (
+EMBEDDING_TYPES = (
     T.FLOAT32,
     T.FLOAT16,
     T.BFLOAT16,
@@ -36,7 +36,7 @@ def _unsupported(tensor, message: str) -> KernelError:
     return KernelError(message % type_name(tensor.type))
 
 
-def _row_strides(dims: tuple[int, ...]) -> np.ndarray:
+def row_strides(dims: tuple[int, ...]) -> np.ndarray:
     """Row-major strides (in elements) of an array of shape `dims`, as int64."""
     strides = np.ones(len(dims), np.int64)
     for i in range(len(dims) - 2, -1, -1):

@@ -12,7 +12,7 @@ from ...core.quantization import AffineQuantization
 from ...errors import KernelError, ensure, ensure_condition_eq, ensure_type_condition, ensure_types_eq
 from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
-from .common import _EMBEDDING_TYPES, Op, T, _unsupported
+from .common import EMBEDDING_TYPES, Op, T, _unsupported
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ def embedding_lookup_prepare(context, node):
             scale / divisor,
         )
     else:
-        if value.type not in _EMBEDDING_TYPES:
+        if value.type not in EMBEDDING_TYPES:
             raise _unsupported(value, "Type '%s' is not supported by embedding_lookup.")
         ensure_types_eq(output, value, "EMBEDDING_LOOKUP output type")
     node.user_data = data
@@ -140,7 +140,7 @@ def _hybrid_lookup(data: HybridLookupData, table, ids: np.ndarray, out: np.ndarr
 register_builtin(
     Op.EMBEDDING_LOOKUP,
     (1, 5),
-    types=_EMBEDDING_TYPES,
+    types=EMBEDDING_TYPES,
     op_data=HybridLookupData,
     prepare=embedding_lookup_prepare,
     invoke=embedding_lookup_invoke,

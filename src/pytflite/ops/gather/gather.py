@@ -13,7 +13,7 @@ from ...errors import KernelError, ensure, ensure_condition_eq, ensure_types_eq
 from ..common import as_indices, check_arity, input_tensor, output_tensor
 from ..jit import compiled, read_only
 from ..registry import register_builtin
-from .common import _INDEX_TYPES, Op, T, _unsupported
+from .common import INDEX_TYPES, Op, T, _unsupported
 
 _GATHER_TYPES = (
     T.FLOAT32,
@@ -44,7 +44,7 @@ def gather_prepare(context, node):
     check_arity(node, 2)
     params, positions = input_tensor(context, node, 0), input_tensor(context, node, 1)
     output = output_tensor(context, node)
-    if positions.type not in _INDEX_TYPES:
+    if positions.type not in INDEX_TYPES:
         raise _unsupported(positions, "Positions of type '%s' are not supported by gather.")
     if params.type not in _GATHER_TYPES:
         raise _unsupported(params, "Type '%s' is not supported by gather.")

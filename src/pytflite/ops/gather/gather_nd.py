@@ -10,7 +10,7 @@ import numpy as np
 from ...errors import KernelError, ensure, ensure_types_eq
 from ..common import as_indices, check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
-from .common import _INDEX_TYPES, Op, T, _row_strides, _unsupported
+from .common import INDEX_TYPES, Op, T, _unsupported, row_strides
 
 _GATHER_ND_TYPES = (
     T.FLOAT32,
@@ -41,7 +41,7 @@ def gather_nd_prepare(context, node):
     output = output_tensor(context, node)
     if params.type not in _GATHER_ND_TYPES:
         raise _unsupported(params, "Params of type '%s' are not supported by gather_nd.")
-    if indices.type not in _INDEX_TYPES:
+    if indices.type not in INDEX_TYPES:
         raise _unsupported(indices, "Indices of type '%s' are not supported by gather_nd.")
     ensure_types_eq(output, params, "GATHER_ND output type")
     params_rank, indices_rank = len(params.shape), len(indices.shape)
@@ -57,7 +57,7 @@ def gather_nd_prepare(context, node):
         depth=depth,
         rows_shape=(math.prod(addressed), math.prod(params.shape[depth:])),
         limits=np.array(addressed, np.int64),
-        strides=_row_strides(addressed),
+        strides=row_strides(addressed),
     )
 
 

@@ -11,7 +11,7 @@ import numpy as np
 from ...errors import KernelError, ensure, ensure_condition_eq, ensure_types_eq
 from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
-from .common import Op, T, _row_strides, _unsupported
+from .common import Op, T, _unsupported, row_strides
 
 _SCATTER_TYPES = (T.FLOAT32, T.UINT8, T.BOOL, T.INT8, T.INT64, T.INT32)
 
@@ -52,7 +52,7 @@ def _scatter_plan(indices_shape, updates_shape, shape_values) -> tuple[tuple[int
         slice_size=math.prod(updates_shape[outer:]),
         rows=math.prod(addressed),
         limits=np.array(addressed, np.int64),
-        strides=_row_strides(addressed),
+        strides=row_strides(addressed),
     )
     return shape, plan
 

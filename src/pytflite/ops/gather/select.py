@@ -12,10 +12,10 @@ from ...core.step_program import Direct
 from ...errors import KernelError, ensure, ensure_type_condition, ensure_types_eq
 from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
-from .common import _EMBEDDING_TYPES, Op, T, _unsupported
+from .common import EMBEDDING_TYPES, Op, T, _unsupported
 
 # SELECT switches on the element size: 8, 16, 32 or 64 bits.
-_SELECT_TYPES = tuple(t for t in _EMBEDDING_TYPES if t != T.COMPLEX128)
+_SELECT_TYPES = tuple(t for t in EMBEDDING_TYPES if t != T.COMPLEX128)
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import numpy as np
 from ...errors import KernelError, ensure, ensure_condition_eq, ensure_type_condition, ensure_types_eq
 from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
-from .common import Op, T, _row_strides
+from .common import Op, T, row_strides
 
 _VALUE_TYPES = (T.INT32, T.INT64, T.INT8, T.UINT8, T.FLOAT32)
 _MAX_DIMENSIONS = 4  # TFLite pads every index to four coordinates
@@ -106,7 +106,7 @@ def sparse_to_dense_invoke(context, node):
     out[...] = tensors[node.inputs[3]].data.reshape(())
     if coordinates.shape[0] == 0:
         return
-    positions = coordinates.astype(np.int64) @ _row_strides(dims)
+    positions = coordinates.astype(np.int64) @ row_strides(dims)
     # A position listed twice keeps its last value, as TFLite's in-order writes leave it.
     reversed_positions = positions[::-1]
     _, first_in_reversed = np.unique(reversed_positions, return_index=True)

@@ -25,14 +25,14 @@ from ..common import clip
 from ..jit import compiled
 from .fixed_point import round_half_away
 
-_BLOCK = 8
-_HALF = np.float32(0.5)
-# The float32 just below 0.5: trunc(p + copysign(_BELOW_HALF, p)) is std::round (half away from zero)
+BLOCK = 8
+HALF = np.float32(0.5)
+# The float32 just below 0.5: trunc(p + copysign(BELOW_HALF, p)) is std::round (half away from zero)
 # exactly, for every float32 p. Adding 0.5 itself goes wrong only for p = +-0.49999997, where the
 # float32 sum rounds up to 1; with the addend one ulp below 0.5 an exact half still reaches the next
 # integer (p = n - 0.5 gives n - 2**-25, within half an ulp of n for n >= 1, and 1 - 2**-25 ties to even
 # 1.0), while anything below a half stays below it.
-_BELOW_HALF = np.nextafter(np.float32(0.5), np.float32(0))
+BELOW_HALF = np.nextafter(np.float32(0.5), np.float32(0))
 # The same for float64 values (the zero points): one ulp below 0.5.
 _BELOW_HALF_64 = np.nextafter(0.5, 0.0)
 _127 = np.float32(127)
@@ -43,7 +43,7 @@ _MIN, _MAX = np.minimum.reduce, np.maximum.reduce  # without ndarray.min's Pytho
 
 
 # 0.5 and its bits as 0-d arrays: ufuncs take them faster than NumPy scalars
-_HALF_0D = np.array(_HALF)
+_HALF_0D = np.array(HALF)
 _HALF_0D.flags.writeable = False
 _HALF_BITS_0D = _HALF_0D.view(np.int32)
 
@@ -51,12 +51,12 @@ _HALF_BITS_0D = _HALF_0D.view(np.int32)
 @functools.lru_cache(maxsize=64)
 def _round_addend(size: int) -> tuple[np.ndarray, np.ndarray]:
     """What _round_rows adds (with the sign of each product) to a row of `size` products: 0.5 in the
-    NEON blocks, _BELOW_HALF in the scalar tail; and its bits as int32."""
-    blocked = size - size % _BLOCK
+    NEON blocks, BELOW_HALF in the scalar tail; and its bits as int32."""
+    blocked = size - size % BLOCK
     if blocked == size:
         return _HALF_0D, _HALF_BITS_0D
-    addend = np.full(size, _HALF, np.float32)
-    addend[blocked:] = _BELOW_HALF
+    addend = np.full(size, HALF, np.float32)
+    addend[blocked:] = BELOW_HALF
     addend.flags.writeable = False
     return addend, addend.view(np.int32)
 
@@ -70,7 +70,7 @@ _SIGN_BIT = np.array(-(2**31), np.int32)
 def _round_rows(products: np.ndarray, scratch: np.ndarray | None = None) -> None:
     """Round a C-contiguous [rows, size] float32 array in place the way the NEON kernels do (blocks,
     then the tail): blocks truncate p + (p < 0 ? -0.5 : 0.5) summed in float32, the tail is
-    std::round(p) (see _BELOW_HALF). copysign(0.5, p) differs from TFLite's (p < 0 ? -0.5 : 0.5) only
+    std::round(p) (see BELOW_HALF). copysign(0.5, p) differs from TFLite's (p < 0 ? -0.5 : 0.5) only
     for p = -0.0, which both truncate to zero. `scratch`, a float32 array of the same shape, spares an
     allocation."""
     addend, bits = _round_addend(products.shape[1])
@@ -144,7 +144,7 @@ def _asymmetric_parameters(ends: np.ndarray):
     # No clamp to [-128, 127]: it never binds. high_scaled - low_scaled is 255 up to ~2**-20 (the float32
     # spread's rounding), so the low end's zero point, chosen when 128 - low_scaled < 127 + high_scaled,
     # is in [-128, -0.99], and the high end's, chosen otherwise, in [-1.01, 127]; a NaN stays NaN.
-    zero_point += np.copysign(_BELOW_HALF_64, zero_point)  # std::round, exactly (see _BELOW_HALF),
+    zero_point += np.copysign(_BELOW_HALF_64, zero_point)  # std::round, exactly (see BELOW_HALF),
     # with the truncation done by the cast
     # float32(1.0 / double(s)) is the float32 quotient itself: double rounding is innocuous for a
     # division when the wide type has at least 2 * 24 + 2 bits (checked on every float32 mantissa)
@@ -364,7 +364,7 @@ class AsymmetricRowQuantizer:
         np.copyto(candidates, ends)
         np.divide(candidates, scale, candidates)
         np.subtract(self._bases, candidates, candidates)  # -128 - low_scaled, 127 - high_scaled
-        # rounded half away from zero (see _BELOW_HALF; no clamp: see _asymmetric_parameters), the
+        # rounded half away from zero (see BELOW_HALF; no clamp: see _asymmetric_parameters), the
         # truncation done by the cast
         candidates += np.copysign(_BELOW_HALF_0D, candidates, self._signs)
         np.copyto(zero_points, candidates, casting="unsafe")

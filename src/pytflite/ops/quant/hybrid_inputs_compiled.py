@@ -15,7 +15,7 @@ import numba
 import numpy as np
 
 from ..jit import OPTIONS
-from .hybrid_inputs import _BELOW_HALF, _BLOCK, _HALF
+from .hybrid_inputs import BELOW_HALF, BLOCK, HALF
 
 _F32 = numba.float32
 _ZERO = np.float32(0)
@@ -54,7 +54,7 @@ def quantize_rows_asymmetric(values, out, scales, zero_points, centered):
     float ones would not (IEEE's NaN rules keep the compiler from reordering them): a NaN or an infinity
     shows as a key at or beyond an infinity's, and goes to the NumPy path."""
     rows, size = values.shape
-    blocked = size - size % _BLOCK
+    blocked = size - size % BLOCK
     scratch = np.empty(1, np.int32)
     for r in range(rows):
         row = values[r]
@@ -100,7 +100,7 @@ def quantize_rows_asymmetric(values, out, scales, zero_points, centered):
         lowest, highest = (_LOW - offset, _HIGH - offset) if centered else (_LOW, _HIGH)
         for i in range(size):
             p = row[i] * inverse
-            q = np.trunc(p + np.copysign(_HALF if i < blocked else _BELOW_HALF, p))
+            q = np.trunc(p + np.copysign(HALF if i < blocked else BELOW_HALF, p))
             if not centered:
                 q = q + offset
             if q < lowest:

@@ -9,17 +9,17 @@ from ...core.types import TensorType
 
 F32 = np.float32
 T = TensorType
-_WEIGHT_INT = (T.INT8, T.UINT8)  # hybrid weights (TFLite reads uint8 weights as int8)
+WEIGHT_INT = (T.INT8, T.UINT8)  # hybrid weights (TFLite reads uint8 weights as int8)
 
-_ONE = F32(1)
+ONE = F32(1)
 
 
-def _time_major_view(array: np.ndarray, time_major: bool) -> np.ndarray:
+def time_major_view(array: np.ndarray, time_major: bool) -> np.ndarray:
     """A [time, batch, depth] view of a sequence tensor's data."""
     return array if time_major else array.swapaxes(0, 1)
 
 
-def _sequence_matmul(x_tbd: np.ndarray, weights: np.ndarray) -> np.ndarray:
+def sequence_matmul(x_tbd: np.ndarray, weights: np.ndarray) -> np.ndarray:
     """x @ weights for every (time, batch) row of a [time, batch, depth] view, as [time, batch, cols]."""
     if x_tbd.flags.c_contiguous:
         base, swapped = x_tbd, False

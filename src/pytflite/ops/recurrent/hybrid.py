@@ -20,7 +20,7 @@ from .common import F32
 
 
 @dataclass(frozen=True)
-class _HybridMatrix:
+class HybridMatrix:
     """Int8 weights [rows, cols] prepared for TFLite's hybrid MatrixBatchVectorMultiplyAccumulate:
     transposed to [cols, rows] as floats whose BLAS products of int8 values are exact (float32 while
     every sum stays below 2**24, else float64), the weight row sums (for asymmetric inputs; on x86,
@@ -55,9 +55,9 @@ class _HybridMatrix:
         )
 
 
-def _hybrid_matrix(
+def hybrid_matrix(
     blocks: list, arithmetic: HostArithmetic, sums_cache: dict | None = None, key: str = ""
-) -> _HybridMatrix:
+) -> HybridMatrix:
     """Stack several int8 weight matrices (each with its scale) along their output rows, for the host of
     `arithmetic` (read in prepare). TFLite sums the weight rows on the first invoke after
     prepare only: with `sums_cache` (op data that prepare renews) the row sums of `key` are computed once
@@ -73,13 +73,13 @@ def _hybrid_matrix(
         if sums_cache is not None:
             sums_cache[key] = row_sums
     mask = sign_transfer_mask(weights, arithmetic.sign_lost_columns(columns))
-    return _HybridMatrix(np.ascontiguousarray(weights.T.astype(dtype)), row_sums, mask, scales)
+    return HybridMatrix(np.ascontiguousarray(weights.T.astype(dtype)), row_sums, mask, scales)
 
 
 def hybrid_terms(bias: np.ndarray, rows: int, products: list, asymmetric: bool) -> np.ndarray:
     """bias + the hybrid product of each (matrix, values [rows, depth]) in turn, as float32 [rows, units]:
     a sequence's input terms. Where compiled kernels run, one call of rnn_compiled.hybrid_rows_product
-    per product (the same arithmetic), else _hybrid_product's NumPy calls."""
+    per product (the same arithmetic), else hybrid_product's NumPy calls."""
     out = np.empty((rows, bias.size), F32)
     out[...] = bias
     kernel = products[0][0].rows_product if products else None
@@ -91,11 +91,11 @@ def hybrid_terms(bias: np.ndarray, rows: int, products: list, asymmetric: bool) 
             return out
         out[...] = bias  # a value that is not finite: NumPy's recipe for all of it
     for matrix, values in products:
-        out += _hybrid_product(matrix, values, asymmetric)
+        out += hybrid_product(matrix, values, asymmetric)
     return out
 
 
-def _hybrid_product(matrix: _HybridMatrix, values: np.ndarray, asymmetric: bool) -> np.ndarray:
+def hybrid_product(matrix: HybridMatrix, values: np.ndarray, asymmetric: bool) -> np.ndarray:
     """float32 sum * (row factor * weight scale) for each row of `values` [rows, n] and each output
     column: TFLite's hybrid MatrixBatchVectorMultiplyAccumulate term before it is added. The rows are
     quantized as BatchQuantizeFloats does (quant/hybrid_inputs.py)."""
@@ -104,7 +104,7 @@ def _hybrid_product(matrix: _HybridMatrix, values: np.ndarray, asymmetric: bool)
     else:
         quantized, factor = quantize_rows_symmetric(values)
     dtype = matrix.weights_t.dtype
-    sums = quantized.astype(dtype, copy=False) @ matrix.weights_t  # exact (see _HybridMatrix)
+    sums = quantized.astype(dtype, copy=False) @ matrix.weights_t  # exact (see HybridMatrix)
     if matrix.mask is not None:
         sums += sign_transfer_correction(quantized, matrix.mask).astype(dtype, copy=False)
     if asymmetric:

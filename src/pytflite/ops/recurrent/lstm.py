@@ -12,40 +12,40 @@ from ...errors import KernelError, ensure, ensure_eq
 from ...model.options import LSTMKernelType
 from ..common import output_tensor
 from ..registry import register_builtin
-from .common import T, _time_major_view
+from .common import T, time_major_view
 from .lstm_basic import BasicLstmData, LstmKernelData, basic_lstm_invoke, basic_lstm_prepare
 from .lstm_common import (
-    _BIDI_BW_SLOTS,
-    _BIDI_FW_SLOTS,
-    _FULL_SLOTS,
-    _direction_weights,
-    _finish_direction,
-    _lstm_direction,
-    _lstm_layer_norm_inputs,
-    _lstm_options_run,
-    _LstmDirection,
-    _LstmRun,
-    _slot,
-    _state_tensor,
+    BIDI_BW_SLOTS,
+    BIDI_FW_SLOTS,
+    FULL_SLOTS,
+    LstmDirection,
+    LstmRun,
+    direction_weights,
+    finish_direction,
+    lstm_direction,
+    lstm_layer_norm_inputs,
+    lstm_options_run,
+    slot,
+    state_tensor,
 )
-from .lstm_float import _plain, _PlainLstm, _run_lstm
-from .lstm_integer import _integer_lstm_prepare, _run_integer_lstm
+from .lstm_float import PlainLstm, plain, run_lstm
+from .lstm_integer import integer_lstm_prepare, run_integer_lstm
 
 
 @dataclass(frozen=True)
 class LstmData(LstmKernelData):
     """The full LSTM kernel's and UNIDIRECTIONAL_SEQUENCE_LSTM's op data."""
 
-    direction: _LstmDirection
-    run: _LstmRun
+    direction: LstmDirection
+    run: LstmRun
     time_major: bool
     sequence: bool  # UNIDIRECTIONAL_SEQUENCE_LSTM (LSTM runs a sequence of one step)
 
 
 @dataclass(frozen=True)
 class BidirectionalLstmData:
-    directions: tuple[_LstmDirection, _LstmDirection]  # forward, backward
-    run: _LstmRun
+    directions: tuple[LstmDirection, LstmDirection]  # forward, backward
+    run: LstmRun
     time_major: bool
     merged: bool
     use_aux: bool
@@ -56,7 +56,7 @@ def _lstm_prepare(context, node, sequence: bool):
     """LSTM's full kernel (one step, input [batch, depth]) and UNIDIRECTIONAL_SEQUENCE_LSTM (input
     [time, batch, depth] or [batch, time, depth]): one kernel, the single step being a sequence of one."""
     op = "UNIDIRECTIONAL_SEQUENCE_LSTM" if sequence else "LSTM"
-    use_layer_norm = _lstm_layer_norm_inputs(context, node)
+    use_layer_norm = lstm_layer_norm_inputs(context, node)
     ensure_eq(len(node.outputs), 1, "node->outputs->size")
     options = node.builtin_data
     source = context.tensors[node.inputs[0]]
@@ -65,16 +65,16 @@ def _lstm_prepare(context, node, sequence: bool):
     time_major = bool(options.time_major) if sequence else True
     n_batch = source.shape[1] if sequence and time_major else source.shape[0]
     n_input = source.shape[-1]
-    direction, t = _lstm_direction(context, node, _FULL_SLOTS, n_input, 0, source.type, use_layer_norm, op)
-    _state_tensor(context, node, _FULL_SLOTS, "output_state", n_batch * direction.n_output)
-    _state_tensor(context, node, _FULL_SLOTS, "cell_state", n_batch * direction.n_cell)
+    direction, t = lstm_direction(context, node, FULL_SLOTS, n_input, 0, source.type, use_layer_norm, op)
+    state_tensor(context, node, FULL_SLOTS, "output_state", n_batch * direction.n_output)
+    state_tensor(context, node, FULL_SLOTS, "cell_state", n_batch * direction.n_cell)
     context.resize_tensor(output_tensor(context, node), (*source.shape[:-1], direction.n_output))
     if direction.integer:
-        packed = _integer_lstm_prepare(context, node, direction, t, source, op)
+        packed = integer_lstm_prepare(context, node, direction, t, source, op)
         direction = dataclasses.replace(direction, packed=packed)
     else:
-        direction = _finish_direction(direction, t)
-    node.user_data = LstmData(direction, _lstm_options_run(options, not time_major), time_major, sequence)
+        direction = finish_direction(direction, t)
+    node.user_data = LstmData(direction, lstm_options_run(options, not time_major), time_major, sequence)
 
 
 def lstm_prepare(context, node):
@@ -92,7 +92,7 @@ def _lstm_arrays(context, node, data: LstmData):
     tensors = context.tensors
     source, out = tensors[node.inputs[0]].data, tensors[node.outputs[0]].data
     if data.sequence:
-        source, out = _time_major_view(source, data.time_major), _time_major_view(out, data.time_major)
+        source, out = time_major_view(source, data.time_major), time_major_view(out, data.time_major)
     else:
         source, out = source[None], out[None]
     batch = source.shape[1]
@@ -108,13 +108,13 @@ def lstm_invoke(context, node):
     direction = data.direction
     source, out, h, c = _lstm_arrays(context, node, data)
     if direction.integer:
-        _run_integer_lstm(direction.packed, source, h, c, out)
+        run_integer_lstm(direction.packed, source, h, c, out)
         return
-    weights = _direction_weights(context, node, direction)
-    _run_lstm(direction, weights, data.run, source, None, h, c, out, True)
+    weights = direction_weights(context, node, direction)
+    run_lstm(direction, weights, data.run, source, None, h, c, out, True)
 
 
-def _bound(runs: list[_PlainLstm]):
+def _bound(runs: list[PlainLstm]):
     def step(context, node):
         for run in runs:
             run()
@@ -123,17 +123,17 @@ def _bound(runs: list[_PlainLstm]):
 
 
 def lstm_bind(context, node):
-    """The check-free step of a _plain float LSTM with constant weights: its _PlainLstm, buffers and
+    """The check-free step of a plain float LSTM with constant weights: its PlainLstm, buffers and
     views made for this allocation (Registration.bind); other LSTMs run their invoke."""
     data = node.user_data
     if not isinstance(data, LstmData) or not _bindable(data.direction, data.run):
         return lstm_invoke
     source, out, h, c = _lstm_arrays(context, node, data)
-    return _bound([_PlainLstm(data.direction.packed.halved, data.run, source, None, h, c, out, True)])
+    return _bound([PlainLstm(data.direction.packed.halved, data.run, source, None, h, c, out, True)])
 
 
-def _bindable(direction: _LstmDirection, run: _LstmRun) -> bool:
-    return not direction.integer and direction.packed is not None and _plain(direction, run)
+def _bindable(direction: LstmDirection, run: LstmRun) -> bool:
+    return not direction.integer and direction.packed is not None and plain(direction, run)
 
 
 def bidirectional_lstm_prepare(context, node):
@@ -150,11 +150,11 @@ def bidirectional_lstm_prepare(context, node):
     )
     n_input = source.shape[2]
     op = "BIDIRECTIONAL_SEQUENCE_LSTM"
-    aux = _slot(context, node, {"aux": 39}, "aux")
-    fw_aux_forget = _slot(context, node, _BIDI_FW_SLOTS, "aux_to_forget")
+    aux = slot(context, node, {"aux": 39}, "aux")
+    fw_aux_forget = slot(context, node, BIDI_FW_SLOTS, "aux_to_forget")
     aux_roles = ("aux_to_cell", "aux_to_forget", "aux_to_output")
     present = [
-        _slot(context, node, s, r) is not None for s in (_BIDI_FW_SLOTS, _BIDI_BW_SLOTS) for r in aux_roles
+        slot(context, node, s, r) is not None for s in (BIDI_FW_SLOTS, BIDI_BW_SLOTS) for r in aux_roles
     ]
     ensure(all(present) or not any(present), "aux_inputs_weights_all_or_none was not true.")
     use_aux = fw_aux_forget is not None
@@ -169,14 +169,14 @@ def bidirectional_lstm_prepare(context, node):
             n_aux = aux.shape[2]
         else:
             ensure_eq(aux.shape[2], n_input, "aux_input->dims->data[2]")
-    fw_slots = dict(_BIDI_FW_SLOTS)
-    bw_slots = dict(_BIDI_BW_SLOTS)
+    fw_slots = dict(BIDI_FW_SLOTS)
+    bw_slots = dict(BIDI_BW_SLOTS)
     if not use_aux:
         for slots in (fw_slots, bw_slots):
             for role in ("aux_to_input", *aux_roles):
                 slots.pop(role)
-    fw, fw_t = _lstm_direction(context, node, fw_slots, n_input, n_aux, source.type, False, op)
-    bw, bw_t = _lstm_direction(context, node, bw_slots, n_input, n_aux, source.type, False, op)
+    fw, fw_t = lstm_direction(context, node, fw_slots, n_input, n_aux, source.type, False, op)
+    bw, bw_t = lstm_direction(context, node, bw_slots, n_input, n_aux, source.type, False, op)
     # TFLite checks both directions' tensors against each direction's sizes: they must agree.
     ensure_eq((bw.n_cell, bw.n_output), (fw.n_cell, fw.n_output), f"{op} backward cell and output sizes")
     if fw.hybrid != bw.hybrid:
@@ -204,11 +204,11 @@ def bidirectional_lstm_prepare(context, node):
     if not merged:
         context.resize_tensor(output_tensor(context, node, 1), (*lead, bw.n_output))
     for direction, slots in ((fw, fw_slots), (bw, bw_slots)):
-        _state_tensor(context, node, slots, "output_state", n_batch * direction.n_output)
-        _state_tensor(context, node, slots, "cell_state", n_batch * direction.n_cell)
+        state_tensor(context, node, slots, "output_state", n_batch * direction.n_output)
+        state_tensor(context, node, slots, "cell_state", n_batch * direction.n_cell)
     node.user_data = BidirectionalLstmData(
-        (_finish_direction(fw, fw_t), _finish_direction(bw, bw_t)),
-        _lstm_options_run(options, not time_major),
+        (finish_direction(fw, fw_t), finish_direction(bw, bw_t)),
+        lstm_options_run(options, not time_major),
         time_major,
         merged,
         use_aux,
@@ -217,25 +217,25 @@ def bidirectional_lstm_prepare(context, node):
 
 
 def _bidirectional_runs(context, node):
-    """Each direction's arguments to _run_lstm after its weights: (direction, sequence, aux, h, c,
+    """Each direction's arguments to run_lstm after its weights: (direction, sequence, aux, h, c,
     output, forward)."""
     data = node.user_data
     fw, bw = data.directions
     tensors = context.tensors
     tm = data.time_major
-    source = _time_major_view(tensors[node.inputs[0]].data, tm)
-    aux = _time_major_view(tensors[node.inputs[39]].data, tm) if data.has_aux_input else None
+    source = time_major_view(tensors[node.inputs[0]].data, tm)
+    aux = time_major_view(tensors[node.inputs[39]].data, tm) if data.has_aux_input else None
     # Stacking without cross links: the aux input is the backward cell's input, and no aux input is used.
     non_stacking = not data.use_aux and aux is not None
     bw_source = aux if non_stacking else source
     real_aux = None if non_stacking else aux
     batch = source.shape[1]
-    fw_out = _time_major_view(tensors[node.outputs[0]].data, tm)
+    fw_out = time_major_view(tensors[node.outputs[0]].data, tm)
     if data.merged:
         bw_out = fw_out[..., fw.n_output :]
         fw_out = fw_out[..., : fw.n_output]
     else:
-        bw_out = _time_major_view(tensors[node.outputs[1]].data, tm)
+        bw_out = time_major_view(tensors[node.outputs[1]].data, tm)
     for direction, states, target, sequence, forward in (
         (fw, (35, 36), fw_out, source, True),
         (bw, (37, 38), bw_out, bw_source, False),
@@ -248,17 +248,17 @@ def _bidirectional_runs(context, node):
 def bidirectional_lstm_invoke(context, node):
     run = node.user_data.run
     for direction, *arrays in _bidirectional_runs(context, node):
-        _run_lstm(direction, _direction_weights(context, node, direction), run, *arrays)
+        run_lstm(direction, direction_weights(context, node, direction), run, *arrays)
 
 
 def bidirectional_lstm_bind(context, node):
-    """As lstm_bind, when both directions are _plain with constant weights."""
+    """As lstm_bind, when both directions are plain with constant weights."""
     data = node.user_data
     if not all(_bindable(direction, data.run) for direction in data.directions):
         return bidirectional_lstm_invoke
     return _bound(
         [
-            _PlainLstm(direction.packed.halved, data.run, *arrays)
+            PlainLstm(direction.packed.halved, data.run, *arrays)
             for direction, *arrays in _bidirectional_runs(context, node)
         ]
     )

@@ -15,7 +15,7 @@ from ..quant.gemmlowp import FixedPointMath
 from ..quant.integer_gemm import gemm_requantizer
 from .activations import _sigmoid, _tanh
 from .common import T
-from .lstm_integer import _checked_log2, _fixed_point_table
+from .lstm_integer import checked_log2, fixed_point_table
 
 
 def basic_lstm_prepare(context, node):
@@ -70,7 +70,7 @@ class BasicLstmData(LstmKernelData):
 def _basic_quantized_prepare(host, batches, units, weights, bias, state_out) -> BasicLstmData:
     """TFLite's 8-bit LstmCell<4>: uint8 input and activation (zero point 128), int16 state in Q4.11."""
 
-    log2 = None if state_out.params is None else _checked_log2(state_out.params.scale)
+    log2 = None if state_out.params is None else checked_log2(state_out.params.scale)
     ensure(log2 is not None, "The internal state of a LSTM cell must have a power-of-two scale.")
     ensure(
         15 + log2 == 4,
@@ -129,7 +129,7 @@ def _basic_quantized_lstm(data, source, activation, bias, state, activ_out, stat
     acc = ((concat.astype(np.float64) - 128) @ data.weights).astype(np.int64) + bias
     gates[...] = np.clip(data.requantize(acc), -32768, 32767)
     raw = gates.astype(np.int64) + 32768  # table indices
-    logistic, tanh = _fixed_point_table("logistic", 3), _fixed_point_table("tanh", 3)
+    logistic, tanh = fixed_point_table("logistic", 3), fixed_point_table("tanh", 3)
     input_gate = logistic[raw[:, :units]]
     modulation = tanh[raw[:, units : 2 * units]]
     forget_gate = logistic[raw[:, 2 * units : 3 * units]]

@@ -15,11 +15,11 @@ from ...core.types import type_name
 from ...errors import KernelError, ensure, ensure_eq
 from ...fidelity.arithmetic import HostArithmetic
 from ..jit import compiled
-from .common import _WEIGHT_INT, F32, T
-from .hybrid import _hybrid_matrix, _HybridMatrix
+from .common import F32, WEIGHT_INT, T
+from .hybrid import HybridMatrix, hybrid_matrix
 
 # Positions of one LSTM direction's tensors in the node's inputs.
-_FULL_SLOTS = {
+FULL_SLOTS = {
     "input_to_input": 1,
     "input_to_forget": 2,
     "input_to_cell": 3,
@@ -44,8 +44,8 @@ _FULL_SLOTS = {
     "cell_layer_norm": 22,
     "output_layer_norm": 23,
 }
-_BIDI_FW_SLOTS = {
-    **{k: v for k, v in _FULL_SLOTS.items() if v <= 17},
+BIDI_FW_SLOTS = {
+    **{k: v for k, v in FULL_SLOTS.items() if v <= 17},
     "output_state": 35,
     "cell_state": 36,
     "aux_to_input": 40,
@@ -53,8 +53,8 @@ _BIDI_FW_SLOTS = {
     "aux_to_cell": 42,
     "aux_to_output": 43,
 }
-_BIDI_BW_SLOTS = {
-    **{k: v + 17 for k, v in _FULL_SLOTS.items() if v <= 17},
+BIDI_BW_SLOTS = {
+    **{k: v + 17 for k, v in FULL_SLOTS.items() if v <= 17},
     "output_state": 37,
     "cell_state": 38,
     "aux_to_input": 44,
@@ -65,7 +65,7 @@ _BIDI_BW_SLOTS = {
 _GATES = ("input", "forget", "cell", "output")
 
 
-def _slot(context, node, slots: dict, name: str):
+def slot(context, node, slots: dict, name: str):
     position = slots.get(name)
     if position is None or position >= len(node.inputs) or node.inputs[position] < 0:
         return None
@@ -73,7 +73,7 @@ def _slot(context, node, slots: dict, name: str):
 
 
 @dataclass(frozen=True)
-class _LstmDirection:
+class LstmDirection:
     """One LSTM direction: what prepare learned and, once the weights are known, their packed forms."""
 
     slots: dict
@@ -126,13 +126,13 @@ class _LstmFloatWeights:
 
 @dataclass
 class _LstmHybridWeights:
-    input_matrix: _HybridMatrix
-    aux_matrix: _HybridMatrix | None
-    recurrent_matrix: _HybridMatrix
+    input_matrix: HybridMatrix
+    aux_matrix: HybridMatrix | None
+    recurrent_matrix: HybridMatrix
     bias: np.ndarray
     peephole: dict = field(default_factory=dict)
     layer_norm: np.ndarray | None = None
-    projection: _HybridMatrix | None = None
+    projection: HybridMatrix | None = None
     projection_bias: np.ndarray | None = None
     step_operands: tuple | None = None  # lstm_float._step_operands, made on the first compiled run
 
@@ -149,11 +149,11 @@ def _lstm_gate_order(cifg: bool, peephole: bool) -> tuple[str, ...]:
     return order[1:] if cifg else order
 
 
-def _lstm_direction_tensors(context, node, direction: _LstmDirection) -> dict:
-    return {name: _slot(context, node, direction.slots, name) for name in direction.slots}
+def _lstm_direction_tensors(context, node, direction: LstmDirection) -> dict:
+    return {name: slot(context, node, direction.slots, name) for name in direction.slots}
 
 
-def _pack_lstm(direction: _LstmDirection, t: dict) -> Any:
+def _pack_lstm(direction: LstmDirection, t: dict) -> Any:
     order = direction.order
     n = direction.n_cell
     if direction.layer_norm:
@@ -214,13 +214,13 @@ def _halve_sigmoid_gates(weights: _LstmFloatWeights, sigmoid_width: int) -> _Lst
     )
 
 
-def _pack_lstm_hybrid(direction: _LstmDirection, t: dict, bias, layer_norm) -> _LstmHybridWeights:
+def _pack_lstm_hybrid(direction: LstmDirection, t: dict, bias, layer_norm) -> _LstmHybridWeights:
     order = direction.order
     n = direction.n_cell
 
     def matrix(prefix):
         blocks = [(t[f"{prefix}{g}"].data, t[f"{prefix}{g}"].params.scale) for g in order]
-        return _hybrid_matrix(blocks, direction.arithmetic, direction.row_sums, prefix)
+        return hybrid_matrix(blocks, direction.arithmetic, direction.row_sums, prefix)
 
     packed = _LstmHybridWeights(
         matrix("input_to_"),
@@ -238,7 +238,7 @@ def _pack_lstm_hybrid(direction: _LstmDirection, t: dict, bias, layer_norm) -> _
                 )
     if direction.projection:
         weights = t["projection_weights"]
-        packed.projection = _hybrid_matrix(
+        packed.projection = hybrid_matrix(
             [(weights.data, weights.params.scale)], direction.arithmetic, direction.row_sums, "projection"
         )
         if t["projection_bias"] is not None:
@@ -246,7 +246,7 @@ def _pack_lstm_hybrid(direction: _LstmDirection, t: dict, bias, layer_norm) -> _
     return packed
 
 
-def _lstm_weights_constant(direction: _LstmDirection, t: dict) -> bool:
+def lstm_weights_constant(direction: LstmDirection, t: dict) -> bool:
     skip = ("output_state", "cell_state")
     return all(
         tensor is None or tensor.is_constant_or_persistent for name, tensor in t.items() if name not in skip
@@ -254,7 +254,7 @@ def _lstm_weights_constant(direction: _LstmDirection, t: dict) -> bool:
 
 
 @dataclass(frozen=True)
-class _LstmRun:
+class LstmRun:
     """Per-invoke settings shared by the directions of an LSTM node."""
 
     activation: Any
@@ -265,7 +265,7 @@ class _LstmRun:
 
 
 def _check_lstm_direction(
-    context, node, direction: _LstmDirection, t: dict, use_layer_norm: bool, is_integer: bool, op: str
+    context, node, direction: LstmDirection, t: dict, use_layer_norm: bool, is_integer: bool, op: str
 ) -> None:
     """TFLite's CheckInputTensorDimensions for one direction's tensors."""
     n_cell, n_input, n_output = direction.n_cell, direction.n_input, direction.n_output
@@ -373,11 +373,11 @@ def _check_lstm_direction(
                 )
 
 
-def _lstm_direction(
+def lstm_direction(
     context, node, slots: dict, n_input: int, n_aux: int, source_type, use_layer_norm: bool, op: str
-) -> tuple[_LstmDirection, dict]:
+) -> tuple[LstmDirection, dict]:
     """Read and check one direction's tensors; returns the direction and its tensors by role."""
-    t = {name: _slot(context, node, slots, name) for name in slots}
+    t = {name: slot(context, node, slots, name) for name in slots}
     to_output = t["input_to_output"]
     ensure(to_output is not None, "Tensor input_to_output_weights is required")
     ensure_eq(len(to_output.shape), 2, "input_to_output_weights->dims->size")
@@ -396,8 +396,8 @@ def _lstm_direction(
     ensure_eq(recurrent.shape[0], n_cell, "recurrent_to_output_weights->dims->data[0]")
     n_output = recurrent.shape[0] if diag else recurrent.shape[1]
     is_integer = source_type == T.INT8
-    hybrid = source_type == T.FLOAT32 and to_output.type in _WEIGHT_INT
-    direction = _LstmDirection(
+    hybrid = source_type == T.FLOAT32 and to_output.type in WEIGHT_INT
+    direction = LstmDirection(
         slots=slots,
         n_input=n_input,
         n_aux=n_aux,
@@ -449,16 +449,16 @@ def _lstm_direction(
     return dataclasses.replace(direction, integer=is_integer, order=order), t
 
 
-def _state_tensor(context, node, slots: dict, name: str, elements: int):
-    tensor = _slot(context, node, slots, name)
+def state_tensor(context, node, slots: dict, name: str, elements: int):
+    tensor = slot(context, node, slots, name)
     ensure(tensor is not None and tensor.is_variable, f"{name} != nullptr was not true.")
     size = int(np.prod(tensor.shape, dtype=np.int64))
     ensure_eq(size, elements, f"NumElements({name})")
     return tensor
 
 
-def _lstm_options_run(options, batch_major: bool) -> _LstmRun:
-    return _LstmRun(
+def lstm_options_run(options, batch_major: bool) -> LstmRun:
+    return LstmRun(
         activation=options.fused_activation_function,
         cell_clip=float(options.cell_clip),
         proj_clip=float(options.proj_clip),
@@ -467,23 +467,23 @@ def _lstm_options_run(options, batch_major: bool) -> _LstmRun:
     )
 
 
-def _lstm_layer_norm_inputs(context, node) -> bool:
+def lstm_layer_norm_inputs(context, node) -> bool:
     count = len(node.inputs)
     if count == 24:
-        return _slot(context, node, _FULL_SLOTS, "forget_layer_norm") is not None
+        return slot(context, node, FULL_SLOTS, "forget_layer_norm") is not None
     if count == 20:
         return False
     raise KernelError(f"The LSTM Full kernel expects 20 or 24 inputs. Got {count} inputs")
 
 
-def _finish_direction(direction: _LstmDirection, t: dict) -> _LstmDirection:
+def finish_direction(direction: LstmDirection, t: dict) -> LstmDirection:
     """The direction with its weights packed when they are constant."""
-    if _lstm_weights_constant(direction, t):
+    if lstm_weights_constant(direction, t):
         return dataclasses.replace(direction, packed=_pack_lstm(direction, t))
     return direction
 
 
-def _direction_weights(context, node, direction: _LstmDirection):
+def direction_weights(context, node, direction: LstmDirection):
     if direction.packed is not None:
         return direction.packed
     return _pack_lstm(direction, _lstm_direction_tensors(context, node, direction))

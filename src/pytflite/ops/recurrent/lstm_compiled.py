@@ -13,12 +13,12 @@ import numba
 import numpy as np
 
 from ..jit import OPTIONS
-from .activations import _TANH_CLAMP, _TANH_P, _TANH_Q
+from .activations import TANH_CLAMP, TANH_P, TANH_Q
 
 _F32 = numba.float32
-_CLAMP = _TANH_CLAMP
-_P0, _P1, _P2, _P3 = _TANH_P
-_Q0, _Q1, _Q2, _Q3, _Q4 = _TANH_Q
+_CLAMP = TANH_CLAMP
+_P0, _P1, _P2, _P3 = TANH_P
+_Q0, _Q1, _Q2, _Q3, _Q4 = TANH_Q
 _HALF = np.float32(0.5)
 _ZERO = np.float32(0)
 

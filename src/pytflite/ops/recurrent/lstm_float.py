@@ -11,10 +11,10 @@ import numpy as np
 from ...model.options import ActivationFunctionType
 from ..common import clip
 from ..jit import compiled, read_only
-from .activations import _activation_function, _fast_sigmoid, _fast_tanh, _sigmoid, _tanh
-from .common import _ONE, F32, _sequence_matmul
-from .hybrid import _hybrid_product, hybrid_terms
-from .lstm_common import _LstmDirection, _LstmRun
+from .activations import _sigmoid, _tanh, activation_function, fast_sigmoid, fast_tanh
+from .common import F32, ONE, sequence_matmul
+from .hybrid import hybrid_product, hybrid_terms
+from .lstm_common import LstmDirection, LstmRun
 
 _HALF = np.array(0.5, F32)  # a 0-d array operand: faster ufunc calls than a scalar
 
@@ -30,16 +30,16 @@ def _layer_norm(x, coefficients, bias) -> None:
     squares /= n
     squares += F32(1e-8)
     np.sqrt(squares, out=squares)
-    np.divide(_ONE, squares, out=squares)
+    np.divide(ONE, squares, out=squares)
     np.multiply(diff, squares, out=x)
     x *= coefficients
     x += bias
 
 
-def _run_lstm(
-    direction: _LstmDirection,
+def run_lstm(
+    direction: LstmDirection,
     weights: Any,
-    run: _LstmRun,
+    run: LstmRun,
     x: np.ndarray,
     aux: np.ndarray | None,
     h: np.ndarray,
@@ -52,8 +52,8 @@ def _run_lstm(
     steps, batch = x.shape[0], x.shape[1]
     if steps == 0 or batch == 0:
         return
-    if _plain(direction, run):
-        _PlainLstm(weights.halved, run, x, aux, h, c, out, forward)()
+    if plain(direction, run):
+        PlainLstm(weights.halved, run, x, aux, h, c, out, forward)()
         return
     n = direction.n_cell
     hybrid = direction.hybrid
@@ -64,10 +64,10 @@ def _run_lstm(
             products.append((weights.aux_matrix, np.ascontiguousarray(aux).reshape(-1, aux.shape[2])))
         pre = hybrid_terms(weights.bias, steps * batch, products, run.asymmetric).reshape(steps, batch, -1)
     else:
-        pre = _sequence_matmul(x, weights.input_weights)
+        pre = sequence_matmul(x, weights.input_weights)
         pre += weights.bias
         if aux is not None:
-            pre += _sequence_matmul(aux, weights.aux_weights)
+            pre += sequence_matmul(aux, weights.aux_weights)
     scalar = None
     if hybrid:
         key, masks = (batch, run.batch_major), direction.scalar_mask
@@ -97,17 +97,17 @@ def _run_lstm(
     proj_clip = F32(run.proj_clip)
     cell_clip = F32(run.cell_clip)
     # Eigen's exact logistic and tanh where the results are requantized (hybrid), faster ones otherwise
-    sigmoid, tanh = (_sigmoid, _tanh) if hybrid else (_fast_sigmoid, _fast_tanh)
+    sigmoid, tanh = (_sigmoid, _tanh) if hybrid else (fast_sigmoid, fast_tanh)
     scalar_early = scalar_output = None
     if hybrid:
         scalar_early, scalar_output = scalar[:, sigmoid_early], scalar[:, direction.gate_slice("output")]
 
-    activate = _activation_function(run.activation, tanh)
+    activate = activation_function(run.activation, tanh)
     hidden = h  # the output state: h before the first step, then the last step's output
     for t in range(steps) if forward else range(steps - 1, -1, -1):
         if hybrid:
             if hidden.any():
-                np.add(pre[t], _hybrid_product(weights.recurrent_matrix, hidden, run.asymmetric), out=gates)
+                np.add(pre[t], hybrid_product(weights.recurrent_matrix, hidden, run.asymmetric), out=gates)
             else:
                 np.copyto(gates, pre[t])
         else:
@@ -132,7 +132,7 @@ def _run_lstm(
         # Cell state: c = f * c + i * g (CIFG: i = 1 - f), clipped.
         np.multiply(forget_gate, c, out=c)
         if input_gate is None:
-            np.subtract(_ONE, forget_gate, out=forget_gate)
+            np.subtract(ONE, forget_gate, out=forget_gate)
             np.multiply(cell_gate, forget_gate, out=scratch)
         else:
             np.multiply(cell_gate, input_gate, out=scratch)
@@ -212,7 +212,7 @@ def _step_operands(direction, weights) -> tuple[tuple, tuple]:
     return (*weights.recurrent_matrix.compiled_operands, *projection, bias), gates
 
 
-def _plain(direction: _LstmDirection, run: _LstmRun) -> bool:
+def plain(direction: LstmDirection, run: LstmRun) -> bool:
     """The common float LSTM: four gates (input, forget, output, cell: the packed order), tanh, and no
     peephole, layer norm or projection."""
     return (
@@ -236,8 +236,8 @@ def _rows(x: np.ndarray, columns: int) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return base.reshape(-1, base.shape[2]), result.reshape(-1, columns), steps
 
 
-class _PlainLstm:
-    """_run_lstm's steps for a _plain LSTM over given arrays, its buffers and per-step views made once
+class PlainLstm:
+    """run_lstm's steps for a plain LSTM over given arrays, its buffers and per-step views made once
     (the LSTM kernels' bind keeps one per allocation): nine NumPy calls a step, ten with a cell clip.
 
     The sigmoid gates are 0.5 * tanh(x / 2) + 0.5, from weights and bias with those gates' columns
@@ -246,7 +246,7 @@ class _PlainLstm:
     product. Where compiled kernels run (ops/jit.py), the steps are one call of
     lstm_compiled.plain_lstm_steps instead."""
 
-    def __init__(self, weights, run: _LstmRun, x, aux, h, c, out, forward: bool) -> None:
+    def __init__(self, weights, run: LstmRun, x, aux, h, c, out, forward: bool) -> None:
         width = weights.recurrent_weights.shape[1]
         n = width // 4
         x_rows, pre_rows, pre = _rows(x, width)
@@ -330,7 +330,7 @@ class _PlainLstm:
         c[...] = cell
 
 
-def _sigmoid_scalar_elements(direction: _LstmDirection, batch: int, batch_major: bool) -> np.ndarray:
+def _sigmoid_scalar_elements(direction: LstmDirection, batch: int, batch_major: bool) -> np.ndarray:
     """Which gate elements [batch, gates * n_cell] TFLite's Eigen logistic computes on its scalar path.
 
     Each gate has its own stretch of TFLite's scratch buffer (in the order input, cell, forget, output;
@@ -363,14 +363,14 @@ def _lstm_project(weights, hybrid: bool, asymmetric: bool, hidden: np.ndarray, h
         else:
             h[...] = weights.projection_bias
         if hidden.any():
-            h += _hybrid_product(weights.projection, hidden, asymmetric)
+            h += hybrid_product(weights.projection, hidden, asymmetric)
         return
     np.matmul(hidden, weights.projection, out=h)
     if weights.projection_bias is not None:
         h += weights.projection_bias
 
 
-def _zero_input_rows(direction: _LstmDirection, run: _LstmRun, x, aux) -> np.ndarray:
+def _zero_input_rows(direction: LstmDirection, run: LstmRun, x, aux) -> np.ndarray:
     """[time, batch] count of the nonzero input contributions TFLite sees at each step: its all-zero
     checks cover one batch row per step for batch-major sequences, the whole batch otherwise."""
 

@@ -18,8 +18,8 @@ from ..quant.fixed_point import (
     wrap,
 )
 from ..quant.gemmlowp import FixedPointMath, inv_sqrt_multiplier
-from .common import _ONE, F32
-from .lstm_common import _lstm_weights_constant, _LstmDirection
+from .common import F32, ONE
+from .lstm_common import LstmDirection, lstm_weights_constant
 
 
 @dataclass
@@ -63,7 +63,7 @@ class _IntegerLstm:
 _FIXED_POINT_TABLES: dict = {}
 
 
-def _fixed_point_table(function: str, integer_bits: int) -> np.ndarray:
+def fixed_point_table(function: str, integer_bits: int) -> np.ndarray:
     """gemmlowp's int16 logistic or tanh (input with `integer_bits`, output Q0.15) of every int16 value,
     indexed by value + 32768."""
     key = (function, integer_bits)
@@ -75,14 +75,14 @@ def _fixed_point_table(function: str, integer_bits: int) -> np.ndarray:
     return _FIXED_POINT_TABLES[key]
 
 
-def _checked_log2(value: float) -> int | None:
+def checked_log2(value: float) -> int | None:
     """TFLite's CheckedLog2: the rounded log2 of a float, or None unless it is within 1e-3 of it."""
-    log2 = F32(np.log(F32(value))) * (_ONE / F32(np.log(F32(2.0))))
+    log2 = F32(np.log(F32(value))) * (ONE / F32(np.log(F32(2.0))))
     rounded = F32(np.trunc(log2) + (np.sign(log2) if abs(log2 - np.trunc(log2)) >= 0.5 else 0))
     return int(rounded) if abs(F32(log2 - rounded)) < F32(1e-3) else None
 
 
-def _integer_lstm_prepare(context, node, direction: _LstmDirection, t: dict, source, op: str) -> _IntegerLstm:
+def integer_lstm_prepare(context, node, direction: LstmDirection, t: dict, source, op: str) -> _IntegerLstm:
 
     if op == "LSTM" and len(node.intermediates) == 12:
         raise KernelError("LSTM with 12 intermediates (TFLite's 8x8->8 integer kernel) is not supported")
@@ -90,7 +90,7 @@ def _integer_lstm_prepare(context, node, direction: _LstmDirection, t: dict, sou
     if direction.peephole and direction.n_output > direction.n_cell:
         # TFLite's integer peephole runs over n_output values per row: past the cell state here
         raise KernelError(f"{op} integer peephole with n_output > n_cell is not supported")
-    ensure(_lstm_weights_constant(direction, t), f"{op} with INT8 input needs constant weights")
+    ensure(lstm_weights_constant(direction, t), f"{op} with INT8 input needs constant weights")
     options = node.builtin_data
     output_state, cell_state = t["output_state"], t["cell_state"]
     output = output_tensor(context, node)
@@ -121,7 +121,7 @@ def _integer_lstm_prepare(context, node, direction: _LstmDirection, t: dict, sou
     def scale(tensor):
         return F32(tensor.params.scale)
 
-    cell_log2 = _checked_log2(cell_state.params.scale)
+    cell_log2 = checked_log2(cell_state.params.scale)
     ensure(cell_log2 is not None, "CheckedLog2(cell_state->params.scale, &cell_scale) was not true.")
     if op == "LSTM":
         ensure(cell_log2 <= -9, "cell_scale <= -9 was not true.")
@@ -143,7 +143,7 @@ def _integer_lstm_prepare(context, node, direction: _LstmDirection, t: dict, sou
         spec = _IntegerGate(
             input_scale=multiplier(scale(wx) * input_scale / scale_of[gate]),
             recurrent_scale=multiplier(scale(wh) * output_state_scale / scale_of[gate]),
-            table=_fixed_point_table("tanh" if gate == "cell" else "logistic", 3),
+            table=fixed_point_table("tanh" if gate == "cell" else "logistic", 3),
         )
         if direction.peephole and gate != "cell":
             weights = t[f"cell_to_{gate}"]
@@ -184,14 +184,14 @@ def _integer_lstm_prepare(context, node, direction: _LstmDirection, t: dict, sou
         recurrent_bias=np.concatenate(recurrent_bias),
         gates=gates,
         cell_shift=cell_log2,
-        cell_table=_fixed_point_table("tanh", tanh_bits),
+        cell_table=fixed_point_table("tanh", tanh_bits),
         hidden_scale=multiplier(F32(2.0**-15 / float(hidden_scale) * 2.0**-15)),
         hidden_zp=hidden_zp,
         output_zp=output_state_zp,
         projection=None if projection is None else projection.data.T.astype(np.float64),
         projection_bias=projection_bias,
         projection_scale=multiplier(
-            (scale(projection) if projection is not None else _ONE) * hidden_scale / output_state_scale
+            (scale(projection) if projection is not None else ONE) * hidden_scale / output_state_scale
         ),
         cell_clip=cell_clip,
         proj_clip=proj_clip,
@@ -244,7 +244,7 @@ def _integer_layer_norm(x: np.ndarray, spec: _IntegerGate) -> np.ndarray:
     return np.clip(scaled, -32768, 32767)
 
 
-def _run_integer_lstm(
+def run_integer_lstm(
     lstm: _IntegerLstm, x: np.ndarray, h: np.ndarray, c: np.ndarray, out: np.ndarray
 ) -> None:
     """TFLite's LstmStepInteger8x8_16 over a [time, batch, n_input] int8 sequence view; h (int8) and

@@ -22,7 +22,7 @@ import numba
 import numpy as np
 
 from ..jit import OPTIONS
-from .activations import _EXP_C1, _EXP_C2, _EXP_P, _LOG2E, _LOGISTIC_HIGHEST, _LOGISTIC_LOWEST
+from .activations import EXP_C1, EXP_C2, EXP_P, LOG2E, LOGISTIC_HIGHEST, LOGISTIC_LOWEST
 from .lstm_compiled import add_products, eigen_tanh
 from .rnn_compiled import HYBRID_MATRIX, add_hybrid_product, any_nonzero, copy_rows, quantize_hidden
 
@@ -30,7 +30,7 @@ _F32 = numba.float32
 _ZERO = np.float32(0)
 _HALF = np.float32(0.5)
 _ONE = np.float32(1)
-_P0, _P1, _P2, _P3 = _EXP_P
+_P0, _P1, _P2, _P3 = EXP_P
 _EPSILON = np.float32(1e-8)  # MeanStddevNormalization's
 _I64 = numba.int64
 # 2**m for the exponents eigen_sigmoid's vector path meets: x in [-104, 16.64] gives m in [-75, 13]
@@ -47,10 +47,10 @@ def _sigmoid_vector_path(x):
     """Eigen's vector-path logistic of one finite float32, without branches (so that a loop of it
     vectorizes): 0 below its lowest input; the exponent is computed from x clamped to that input, so that
     the power of two it looks up is in the table."""
-    half = min(max(x, _LOGISTIC_LOWEST), _LOGISTIC_HIGHEST) * _HALF
-    m = np.floor(half * _LOG2E + _HALF)
-    r = m * _EXP_C1 + half
-    r = r + m * _EXP_C2
+    half = min(max(x, LOGISTIC_LOWEST), LOGISTIC_HIGHEST) * _HALF
+    m = np.floor(half * LOG2E + _HALF)
+    r = m * EXP_C1 + half
+    r = r + m * EXP_C2
     r2 = r * r
     even = r2 * _P2 + _P0
     odd = (r2 * _P3 + _P1) * r
@@ -58,13 +58,13 @@ def _sigmoid_vector_path(x):
     odd = odd + (r + _ONE)
     e = odd * _POWERS_OF_TWO[int(m) - _LOWEST_POWER]  # ldexp: exact, the powers are normal floats
     e = e * e
-    return _ZERO if x < _LOGISTIC_LOWEST else e / (e + _ONE)
+    return _ZERO if x < LOGISTIC_LOWEST else e / (e + _ONE)
 
 
 @numba.njit(inline="always", **OPTIONS)
 def _sigmoid_scalar_path(x):
     """Eigen's scalar-path logistic of one finite float32: std::exp (in float64, rounded once)."""
-    e = np.float32(np.exp(np.float64(min(x, _LOGISTIC_HIGHEST))))
+    e = np.float32(np.exp(np.float64(min(x, LOGISTIC_HIGHEST))))
     return e / (e + _ONE)
 
 

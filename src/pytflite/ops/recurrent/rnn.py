@@ -16,9 +16,9 @@ from ...model.options import ActivationFunctionType
 from ..common import output_tensor
 from ..jit import compiled, read_only
 from ..registry import register_builtin
-from .activations import _activation_function, _fast_tanh, _tanh
-from .common import _WEIGHT_INT, F32, T, _sequence_matmul, _time_major_view
-from .hybrid import _hybrid_matrix, _hybrid_product, hybrid_terms
+from .activations import _tanh, activation_function, fast_tanh
+from .common import F32, WEIGHT_INT, T, sequence_matmul, time_major_view
+from .hybrid import hybrid_matrix, hybrid_product, hybrid_terms
 
 
 @dataclass(frozen=True)
@@ -41,13 +41,13 @@ def _rnn_cell(
 ) -> _RnnCell:
     """`row_sums`: the op data's cache of hybrid weight row sums (TFLite computes them once); `arithmetic`:
     the op data's host arithmetic."""
-    hybrid = input_weights.type in _WEIGHT_INT
+    hybrid = input_weights.type in WEIGHT_INT
 
     def packed(tensor, name: str):
         if tensor is None:
             return None
         if hybrid:
-            return _hybrid_matrix([(tensor.data, tensor.params.scale)], arithmetic, row_sums, name)
+            return hybrid_matrix([(tensor.data, tensor.params.scale)], arithmetic, row_sums, name)
         return np.ascontiguousarray(tensor.data.T.astype(F32))
 
     recurrent = packed(recurrent_weights, "recurrent")
@@ -98,7 +98,7 @@ def _input_terms(cell: _RnnCell, x, aux, asymmetric: bool) -> np.ndarray:
     pre = np.empty((steps, batch, cell.units), F32)
     pre[...] = cell.bias
     for weights, values in sources:
-        pre += _sequence_matmul(values, weights)
+        pre += sequence_matmul(values, weights)
     return pre
 
 
@@ -116,13 +116,13 @@ def _run_rnn(cell: _RnnCell, pre, h, out, activation, asymmetric: bool, forward:
     ):
         return
     recurrent = np.empty((batch, cell.units), F32)
-    activate = _activation_function(activation, _tanh if cell.hybrid else _fast_tanh)
+    activate = activation_function(activation, _tanh if cell.hybrid else fast_tanh)
     hidden = h  # the hidden state: h before the first step, then the last step's output
     for t in range(steps) if forward else range(steps - 1, -1, -1):
         step = out[t]
         if cell.hybrid:
             if hidden.any():
-                np.add(pre[t], _hybrid_product(cell.recurrent_weights, hidden, asymmetric), out=step)
+                np.add(pre[t], hybrid_product(cell.recurrent_weights, hidden, asymmetric), out=step)
             else:
                 step[...] = pre[t]
         else:
@@ -241,7 +241,7 @@ def rnn_invoke(context, node):
     options = node.builtin_data
     out = tensors[node.outputs[0]].data
     if data.sequence:
-        x, out = _time_major_view(source.data, data.time_major), _time_major_view(out, data.time_major)
+        x, out = time_major_view(source.data, data.time_major), time_major_view(out, data.time_major)
     else:
         x, out = source.data[None], out[None]
     asymmetric = bool(options.asymmetric_quantize_inputs)
@@ -270,7 +270,7 @@ def rnn_bind(context, node):
     source, state = tensors[node.inputs[0]].data, tensors[node.inputs[4]].data
     out = tensors[node.outputs[0]].data
     if data.sequence:
-        x, out = _time_major_view(source, data.time_major), _time_major_view(out, data.time_major)
+        x, out = time_major_view(source, data.time_major), time_major_view(out, data.time_major)
     else:
         x, out = source[None], out[None]
     if not (x.flags.c_contiguous and state.flags.c_contiguous) or 0 in x.shape:
@@ -360,7 +360,7 @@ def bidirectional_rnn_prepare(context, node):
         ensure_eq(len(state.shape), 2, f"NumDimensions({name})")
         ensure_eq(state.shape[0], batch, f"{name}->dims->data[0]")
         ensure_eq(state.shape[1], units, f"{name}->dims->data[1]")
-    hybrid = fw_w.type in _WEIGHT_INT
+    hybrid = fw_w.type in WEIGHT_INT
     aux_depth = 0
     if has_aux_weights:
         ensure(aux is not None, f"{op}: aux input weights need an aux input")
@@ -428,13 +428,13 @@ def bidirectional_rnn_invoke(context, node):
     tm = data.time_major
     hybrid = data.hybrid
     source = inputs[0].data
-    x = _time_major_view(source, tm)
+    x = time_major_view(source, tm)
     steps, batch, depth = x.shape
     aux_tensor = inputs[9]
     non_stacking = not data.aux_weights and data.aux_input
     # The backward cell reads the aux input instead of the input when stacking without cross links, but
     # only in TFLite's time-major loops: its batch-major loops read the input.
-    bw_x = _time_major_view(aux_tensor.data, tm) if non_stacking and tm else x
+    bw_x = time_major_view(aux_tensor.data, tm) if non_stacking and tm else x
     aux = None
     if data.aux_weights:
         aux_depth = aux_tensor.shape[2]
@@ -444,13 +444,13 @@ def bidirectional_rnn_invoke(context, node):
         elif hybrid:
             aux = _aux_steps(flat, steps, batch, aux_depth, depth, depth * steps)
         else:
-            aux = _time_major_view(aux_tensor.data, tm)
-    fw_out = _time_major_view(tensors[node.outputs[0]].data, tm)
+            aux = time_major_view(aux_tensor.data, tm)
+    fw_out = time_major_view(tensors[node.outputs[0]].data, tm)
     if data.merged:
         bw_out = fw_out[..., fw.units :]
         fw_out = fw_out[..., : fw.units]
     else:
-        bw_out = _time_major_view(tensors[node.outputs[1]].data, tm)
+        bw_out = time_major_view(tensors[node.outputs[1]].data, tm)
     activation = options.fused_activation_function
     asymmetric = bool(options.asymmetric_quantize_inputs)
     # TFLite's hybrid time-major kernel runs both passes once per time step (an outer loop over time).

@@ -21,7 +21,7 @@ import numba
 import numpy as np
 
 from ..jit import OPTIONS
-from ..quant.hybrid_inputs import _BELOW_HALF, _BLOCK, _HALF
+from ..quant.hybrid_inputs import BELOW_HALF, BLOCK, HALF
 from ..quant.hybrid_inputs_compiled import quantize_rows_asymmetric
 from .lstm_compiled import add_products, eigen_tanh
 
@@ -137,7 +137,7 @@ def _quantize_symmetric(values, out, factors):
     blocks and std::round in the tail, clamped to +-127; a row of zeros gives zeros and factor 1. False
     when a value is not finite."""
     rows, size = values.shape
-    blocked = size - size % _BLOCK
+    blocked = size - size % BLOCK
     for r in range(rows):
         row = values[r]
         extent = _ZERO
@@ -156,7 +156,7 @@ def _quantize_symmetric(values, out, factors):
         inverse = _127 / extent
         for i in range(size):
             p = row[i] * inverse
-            q = np.trunc(p + np.copysign(_HALF if i < blocked else _BELOW_HALF, p))
+            q = np.trunc(p + np.copysign(HALF if i < blocked else BELOW_HALF, p))
             target[i] = min(max(q, -_127), _127)
     return True
 

@@ -14,9 +14,9 @@ from ...model.options import ActivationFunctionType
 from ..common import output_tensor
 from ..quant.fixed_point import multiply_by_quantized_multiplier, quantize_multiplier, wrap
 from ..registry import register_builtin
-from .activations import _activation_function
-from .common import _WEIGHT_INT, F32, T
-from .hybrid import _hybrid_matrix, _hybrid_product, _HybridMatrix
+from .activations import activation_function
+from .common import F32, WEIGHT_INT, T
+from .hybrid import HybridMatrix, hybrid_matrix, hybrid_product
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class SvdfData:
     memory: int
     kind: str  # "float", "hybrid" or "integer"
     arithmetic: HostArithmetic  # the host's, read in prepare
-    feature: _HybridMatrix | None = None  # hybrid: constant weights (None: packed at each invoke)
+    feature: HybridMatrix | None = None  # hybrid: constant weights (None: packed at each invoke)
     time: np.ndarray | None = None  # hybrid: constant time weights [filters, memory] in float32
     scales: tuple = ()  # integer: the two (multiplier, shift) pairs
     zero_points: tuple = ()  # integer: input and output zero points
@@ -68,7 +68,7 @@ def svdf_prepare(context, node):
     context.resize_tensor(output, (batch, units))
     if source.type == T.INT8:
         kind = "integer"
-    elif feature.type in _WEIGHT_INT:
+    elif feature.type in WEIGHT_INT:
         kind = "hybrid"
     elif feature.type == T.FLOAT32:
         kind = "float"
@@ -85,7 +85,7 @@ def svdf_prepare(context, node):
             "SVDF float weights need FLOAT32 weights_time, bias and state",
         )
     else:
-        ensure(time.type in _WEIGHT_INT, "SVDF hybrid weights_time must be INT8")
+        ensure(time.type in WEIGHT_INT, "SVDF hybrid weights_time must be INT8")
         ensure(
             (bias is None or bias.type == T.FLOAT32) and state.type == T.FLOAT32,
             "SVDF hybrid needs FLOAT32 bias and state",
@@ -93,7 +93,7 @@ def svdf_prepare(context, node):
         matrix = None
         if feature.is_constant_or_persistent:
             blocks = [(feature.data, feature.params.scale)]
-            matrix = _hybrid_matrix(blocks, data.arithmetic, data.once, "feature")
+            matrix = hybrid_matrix(blocks, data.arithmetic, data.once, "feature")
         time_weights = _svdf_hybrid_time(time) if time.is_constant_or_persistent else None
         data = dataclasses.replace(data, feature=matrix, time=time_weights)
     node.user_data = data
@@ -164,21 +164,21 @@ def svdf_invoke(context, node):
         matrix = data.feature
         if matrix is None:  # runtime weights
             blocks = [(feature.data, feature.params.scale)]
-            matrix = _hybrid_matrix(blocks, data.arithmetic, data.once, "feature")
+            matrix = hybrid_matrix(blocks, data.arithmetic, data.once, "feature")
         weights_time = data.time
         if weights_time is None:  # runtime time weights: TFLite dequantizes them once, at the first invoke
             weights_time = data.once.get("time")
             if weights_time is None:
                 weights_time = data.once["time"] = _svdf_hybrid_time(time)
         if x.any():
-            state[:, :, -1] = _hybrid_product(matrix, x, bool(options.asymmetric_quantize_inputs))
+            state[:, :, -1] = hybrid_product(matrix, x, bool(options.asymmetric_quantize_inputs))
         else:
             state[:, :, -1] = 0
     products = np.einsum("bfm,fm->bf", state, weights_time, dtype=F32)
     np.sum(products.reshape(batch, data.units, data.rank), axis=2, out=out)
     if bias is not None:
         out += bias
-    activate = _activation_function(options.fused_activation_function)
+    activate = activation_function(options.fused_activation_function)
     if activate is not None:
         activate(out, out)
 

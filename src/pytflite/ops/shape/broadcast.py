@@ -9,9 +9,9 @@ from ...core.types import BuiltinOperator
 from ...errors import KernelError, ensure, ensure_eq, ensure_type, ensure_types_eq
 from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
-from .common import _INDEX, _SIZED, DynamicShapeData, T, _values
+from .common import INDEX, SIZED, DynamicShapeData, T, _values
 
-_BROADCAST_TO_TYPES = (*_SIZED, T.COMPLEX128)
+_BROADCAST_TO_TYPES = (*SIZED, T.COMPLEX128)
 
 
 def _broadcast_to_shape(source_shape: tuple[int, ...], shape_tensor) -> tuple[int, ...]:
@@ -32,7 +32,7 @@ def broadcast_to_prepare(context, node):
         input_tensor(context, node, 1),
         output_tensor(context, node),
     )
-    ensure_type(shape, _INDEX, "shape", "BROADCAST_TO")
+    ensure_type(shape, INDEX, "shape", "BROADCAST_TO")
     ensure_types_eq(source, output, "BROADCAST_TO input/output types")
     ensure_type(source, _BROADCAST_TO_TYPES, "input", "BROADCAST_TO")
     if shape.is_constant_or_persistent:
@@ -58,7 +58,7 @@ def broadcast_args_prepare(context, node):
         input_tensor(context, node, 1),
         output_tensor(context, node),
     )
-    ensure_type(first, _INDEX, "shape1", "BROADCAST_ARGS")
+    ensure_type(first, INDEX, "shape1", "BROADCAST_ARGS")
     ensure_types_eq(first, second, "BROADCAST_ARGS shape1/shape2 types")
     ensure_types_eq(first, output, "BROADCAST_ARGS shape1/output types")
     ensure_eq(len(first.shape), 1, "BROADCAST_ARGS shape1 rank")
@@ -91,7 +91,7 @@ register_builtin(
 register_builtin(
     BuiltinOperator.BROADCAST_ARGS,
     (1, 1),
-    types=_INDEX,
+    types=INDEX,
     prepare=broadcast_args_prepare,
     invoke=broadcast_args_invoke,
 )

@@ -16,7 +16,7 @@ from ...errors import ensure, ensure_eq
 T = TensorType
 
 # Element types whose width is 8, 16, 32 or 64 bits: what TFLite's copy kernels switch on.
-_SIZED = (
+SIZED = (
     T.FLOAT32,
     T.FLOAT16,
     T.BFLOAT16,
@@ -34,24 +34,24 @@ _SIZED = (
     T.FLOAT8_E4M3FN,
     T.FLOAT8_E5M2,
 )
-_INDEX = (T.INT32, T.INT64)
+INDEX = (T.INT32, T.INT64)
 
 
-def _set_persistent_ro(context, tensor, shape: Sequence[int]) -> None:
+def set_persistent_ro(context, tensor, shape: Sequence[int]) -> None:
     """An output known in prepare whatever the inputs' values (SHAPE, RANK): the runtime computes it
     right after prepare and downstream kernels read it as a constant (SetTensorToPersistentRo)."""
     context.set_tensor_to_persistent_ro(tensor)
     context.resize_tensor(tensor, shape)
 
 
-def _set_type(tensor, tensor_type: TensorType) -> None:
+def set_type(tensor, tensor_type: TensorType) -> None:
     """Give an output the type the kernel produces, as TFLite kernels do (`output->type = ...`)."""
     if tensor.type != tensor_type:
         tensor.type = tensor_type
         tensor.data = None  # memory of the old type is dropped; the following resize gives new memory
 
 
-def _ensure_same_quantization(source, output, op: str) -> None:
+def ensure_same_quantization(source, output, op: str) -> None:
     ensure_eq(source.params.scale, output.params.scale, f"{op} input/output scale")
     ensure_eq(source.params.zero_point, output.params.zero_point, f"{op} input/output zero point")
 
@@ -61,7 +61,7 @@ def _values(tensor) -> list[int]:
     return [int(v) for v in tensor.data.reshape(-1).tolist()]
 
 
-def _scalar_value(tensor) -> int:
+def scalar_value(tensor) -> int:
     """The first element of an int32 or int64 axis tensor (TFLite reads element 0)."""
     values = _values(tensor)
     ensure(len(values) > 0, "axis tensor is empty")
@@ -75,7 +75,7 @@ def _copy(context, node) -> None:
     np.copyto(out, tensors[node.inputs[0]].data.reshape(out.shape))
 
 
-def _prod64(dims) -> int:
+def prod64(dims) -> int:
     """int(np.prod(dims, dtype=np.int64)) without NumPy's per-call cost (which prepare pays at every
     WHILE iteration that re-prepares a RESHAPE); NumPy's wrap-around is kept for overflowing products."""
     product = math.prod(dims)

@@ -15,7 +15,7 @@ from ...errors import ensure, ensure_eq, ensure_type, ensure_types_eq
 from ...model.options import ActivationFunctionType
 from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
-from .common import T, _prod64
+from .common import T, prod64
 
 _CONCATENATION_TYPES = (
     T.FLOAT32,
@@ -125,7 +125,7 @@ def concatenation_prepare(context, node):
         for t in inputs:
             ensure_eq(t.params.zero_point, 0, "CONCATENATION int16 input zero point")
         ensure_eq(output.params.zero_point, 0, "CONCATENATION int16 output zero point")
-    empty = _prod64(shape) == 0
+    empty = prod64(shape) == 0
     nonempty = () if empty else tuple([i for i, t in zip(node.inputs, inputs) if t.shape[axis] > 0])
     pieces = None if empty else _concatenation_rescaling(inputs, node.inputs, output, axis)
     kept = node.user_data  # (a WHILE body may prepare it again at every iteration, mostly alike)

@@ -7,14 +7,14 @@ from ...errors import ensure, ensure_eq, ensure_type
 from ..common import ANY_TYPE, check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
 from .common import (
-    _INDEX,
+    INDEX,
     DynamicShapeData,
     T,
     _copy,
-    _ensure_same_quantization,
-    _scalar_value,
-    _set_type,
     _values,
+    ensure_same_quantization,
+    scalar_value,
+    set_type,
 )
 
 
@@ -28,7 +28,7 @@ def _expanded_shape(shape: tuple[int, ...], axis: int) -> tuple[int, ...]:
 
 def _expand_dims_axis(axis) -> int:
     ensure_eq(len(_values(axis)), 1, "EXPAND_DIMS axis element count")
-    return _scalar_value(axis)
+    return scalar_value(axis)
 
 
 def expand_dims_prepare(context, node):
@@ -39,9 +39,9 @@ def expand_dims_prepare(context, node):
         output_tensor(context, node),
     )
     ensure_type(source, ANY_TYPE, "input", "EXPAND_DIMS")
-    ensure_type(axis, _INDEX, "axis", "EXPAND_DIMS")
-    _set_type(output, source.type)
-    _ensure_same_quantization(source, output, "EXPAND_DIMS")
+    ensure_type(axis, INDEX, "axis", "EXPAND_DIMS")
+    set_type(output, source.type)
+    ensure_same_quantization(source, output, "EXPAND_DIMS")
     if source.type == T.INT16:
         ensure_eq(source.params.zero_point, 0, "EXPAND_DIMS int16 input zero point")
     if axis.is_constant_or_persistent:

@@ -9,16 +9,16 @@ from ...errors import KernelError, ensure_eq, ensure_type
 from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
 from .common import (
-    _INDEX,
-    _SIZED,
+    INDEX,
+    SIZED,
     DynamicShapeData,
     T,
-    _ensure_same_quantization,
-    _set_type,
     _values,
+    ensure_same_quantization,
+    set_type,
 )
 
-_FILL_TYPES = (*_SIZED, T.STRING)
+_FILL_TYPES = (*SIZED, T.STRING)
 
 
 def _fill_shape(dims) -> tuple[int, ...]:
@@ -36,11 +36,11 @@ def fill_prepare(context, node):
         output_tensor(context, node),
     )
     ensure_eq(len(dims.shape), 1, "FILL dims rank")
-    ensure_type(dims, _INDEX, "dims", "FILL")
+    ensure_type(dims, INDEX, "dims", "FILL")
     ensure_eq(len(value.shape), 0, "FILL value rank")
     ensure_type(value, _FILL_TYPES, "value", "FILL")
-    _set_type(output, value.type)
-    _ensure_same_quantization(value, output, "FILL")
+    set_type(output, value.type)
+    ensure_same_quantization(value, output, "FILL")
     if value.type == T.INT16:
         ensure_eq(value.params.zero_point, 0, "FILL int16 value zero point")
     if dims.is_constant_or_persistent:

@@ -10,7 +10,7 @@ from ...core.types import BuiltinOperator, type_name
 from ...errors import KernelError, ensure, ensure_eq, ensure_types_eq
 from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
-from .common import T, _ensure_same_quantization
+from .common import T, ensure_same_quantization
 
 _PACK_TYPES = (T.INT32, T.FLOAT32, T.UINT8, T.UINT32, T.INT8, T.INT16, T.INT64)
 
@@ -37,7 +37,7 @@ def pack_prepare(context, node):
         ensure_types_eq(first, t, "PACK input types")
     ensure_types_eq(output, first, "PACK output/input types")
     for t in inputs:
-        _ensure_same_quantization(t, output, "PACK")
+        ensure_same_quantization(t, output, "PACK")
     node.user_data = AxisData(axis)
     context.resize_tensor(output, (*first.shape[:axis], len(inputs), *first.shape[axis:]))
 

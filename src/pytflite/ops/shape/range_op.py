@@ -8,7 +8,7 @@ from ...core.types import BuiltinOperator, type_name
 from ...errors import KernelError, ensure, ensure_eq, ensure_types_eq
 from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
-from .common import DynamicShapeData, T, _set_type
+from .common import DynamicShapeData, T, set_type
 
 _RANGE_TYPES = (T.FLOAT32, T.INT32, T.INT64)
 
@@ -46,7 +46,7 @@ def range_prepare(context, node):
         raise KernelError(f"Unknown index output data type: {type_name(start.type)}")
     ensure_types_eq(limit, start, "RANGE limit/start types")
     ensure_types_eq(delta, start, "RANGE delta/start types")
-    _set_type(output, start.type)
+    set_type(output, start.type)
     if (
         start.is_constant_or_persistent
         and limit.is_constant_or_persistent

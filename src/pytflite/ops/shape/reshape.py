@@ -9,7 +9,7 @@ from ...core.types import BuiltinOperator, Status, TensorType
 from ...errors import KernelError, ensure, ensure_eq
 from ..common import ANY_TYPE, check_arity, copy_step, input_tensor, optional_input_tensor, output_tensor
 from ..registry import register_builtin
-from .common import _prod64
+from .common import prod64
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ def _requested_shape(context, node) -> list[int]:
 
 def resolve_reshape(input_shape: tuple[int, ...], requested: list[int]) -> tuple[int, ...]:
     """Fill in the one -1 dimension and check the element counts agree (reshape_utils)."""
-    count = _prod64(input_shape)
+    count = prod64(input_shape)
     stretch = requested.count(-1)
     ensure(stretch <= 1, "Reshape: only one dimension may be -1")
     ensure(min(requested, default=0) >= -1, "output shape contains negative dimension")
@@ -37,14 +37,14 @@ def resolve_reshape(input_shape: tuple[int, ...], requested: list[int]) -> tuple
     if stretch:
         at = requested.index(-1)
         known = requested[:at] + requested[at + 1 :]
-        known_nonzero = _prod64([d for d in known if d != 0])
-        if count == 0 and _prod64(known) != 0:
+        known_nonzero = prod64([d for d in known if d != 0])
+        if count == 0 and prod64(known) != 0:
             shape[at] = 0
         elif known_nonzero:
-            shape[at] = _prod64([d for d in input_shape if d != 0]) // known_nonzero
+            shape[at] = prod64([d for d in input_shape if d != 0]) // known_nonzero
         else:
             shape[at] = 0
-    total = _prod64(shape)
+    total = prod64(shape)
     if total != count:
         raise KernelError(f"num_input_elements != num_output_elements ({count} != {total})")
     return tuple(shape)

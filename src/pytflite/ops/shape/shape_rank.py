@@ -8,7 +8,7 @@ from ...core.types import TFLITE_TYPE_NUMBER, BuiltinOperator
 from ...errors import KernelError, ensure_type
 from ..common import ANY_TYPE, check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
-from .common import _INDEX, T, _set_persistent_ro, _set_type
+from .common import INDEX, T, set_persistent_ro, set_type
 
 
 def shape_prepare(context, node):
@@ -16,10 +16,10 @@ def shape_prepare(context, node):
     source, output = input_tensor(context, node, 0), output_tensor(context, node)
     ensure_type(source, ANY_TYPE, "input", "SHAPE")
     out_type = node.builtin_data.out_type
-    if out_type not in _INDEX:
+    if out_type not in INDEX:
         raise KernelError(f"Unknown shape output data type: {TFLITE_TYPE_NUMBER.get(out_type, 0)}")
-    _set_type(output, out_type)
-    _set_persistent_ro(context, output, (len(source.shape),))
+    set_type(output, out_type)
+    set_persistent_ro(context, output, (len(source.shape),))
 
 
 def shape_invoke(context, node):
@@ -31,8 +31,8 @@ def rank_prepare(context, node):
     check_arity(node, 1)
     source, output = input_tensor(context, node, 0), output_tensor(context, node)
     ensure_type(source, ANY_TYPE, "input", "RANK")
-    _set_type(output, T.INT32)
-    _set_persistent_ro(context, output, ())
+    set_type(output, T.INT32)
+    set_persistent_ro(context, output, ())
 
 
 def rank_invoke(context, node):

@@ -15,7 +15,7 @@ from ...core.types import BuiltinOperator
 from ...errors import KernelError, ensure, ensure_eq, ensure_type
 from ..common import input_tensor
 from ..registry import register_builtin
-from .common import _INDEX, T, _scalar_value, _set_type, _values
+from .common import INDEX, T, _values, scalar_value, set_type
 
 _SPLIT_TYPES = (T.FLOAT32, T.UINT8, T.INT8, T.INT16, T.INT32, T.INT64)
 
@@ -26,7 +26,7 @@ class SplitData:
 
 
 def _split_axis(axis_tensor, rank: int) -> int:
-    axis = _scalar_value(axis_tensor)
+    axis = scalar_value(axis_tensor)
     if axis < 0:
         axis += rank
     ensure(axis >= 0, "axis_value >= 0 was not true.")
@@ -59,7 +59,7 @@ def _split_plan(context, node) -> tuple[tuple[slice, ...], ...]:
 
 def _prepare_split_outputs(context, node, source, known: bool, plan) -> None:
     for i in node.outputs:
-        _set_type(context.tensors[i], source.type)
+        set_type(context.tensors[i], source.type)
     if known:
         node.user_data = SplitData(plan(context, node))
     else:
@@ -73,7 +73,7 @@ def split_prepare(context, node):
     ensure_eq(len(node.outputs), node.builtin_data.num_splits, "SPLIT output count vs num_splits")
     axis, source = input_tensor(context, node, 0), input_tensor(context, node, 1)
     ensure_type(source, _SPLIT_TYPES, "input", "SPLIT")
-    ensure_type(axis, _INDEX, "axis", "SPLIT")
+    ensure_type(axis, INDEX, "axis", "SPLIT")
     _prepare_split_outputs(context, node, source, axis.is_constant_or_persistent, _split_plan)
 
 
@@ -113,7 +113,7 @@ def split_invoke(context, node):
 
 def _split_v_plan(context, node) -> tuple[tuple[slice, ...], ...]:
     source, size_splits, axis_tensor = (input_tensor(context, node, i) for i in range(3))
-    axis = _scalar_value(axis_tensor)
+    axis = scalar_value(axis_tensor)
     if axis < 0:
         axis += len(source.shape)
     sizes = _values(size_splits)
@@ -139,9 +139,9 @@ def split_v_prepare(context, node):
     ensure_eq(len(node.outputs), node.builtin_data.num_splits, "SPLIT_V output count vs num_splits")
     source, size_splits, axis = (input_tensor(context, node, i) for i in range(3))
     ensure_type(source, _SPLIT_TYPES, "input", "SPLIT_V")
-    if size_splits.type not in _INDEX:
+    if size_splits.type not in INDEX:
         raise KernelError("size_splits only support type int32|int64.")
-    ensure_type(axis, _INDEX, "axis", "SPLIT_V")
+    ensure_type(axis, INDEX, "axis", "SPLIT_V")
     ensure_eq(len(size_splits.shape), 1, "SPLIT_V size_splits rank")
     ensure_eq(len(node.outputs), size_splits.shape[0], "SPLIT_V output count vs size_splits size")
     known = size_splits.is_constant_or_persistent and axis.is_constant_or_persistent

@@ -10,9 +10,9 @@ from ...core.types import BuiltinOperator, type_name
 from ...errors import KernelError, ensure_eq, ensure_type, ensure_types_eq
 from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
-from .common import _INDEX, _SIZED, T, _values
+from .common import INDEX, SIZED, T, _values
 
-_TILE_TYPES = (*_SIZED, T.STRING)
+_TILE_TYPES = (*SIZED, T.STRING)
 _INT32_MAX = 2**31 - 1
 
 
@@ -57,7 +57,7 @@ def tile_prepare(context, node):
         output_tensor(context, node),
     )
     ensure_types_eq(source, output, "TILE input/output types")
-    if multiples.type not in _INDEX:
+    if multiples.type not in INDEX:
         raise KernelError(f"Multipliers of type '{type_name(multiples.type)}' are not supported by tile.")
     ensure_type(source, _TILE_TYPES, "input", "TILE")
     if multiples.is_constant_or_persistent:

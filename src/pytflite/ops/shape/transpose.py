@@ -10,7 +10,7 @@ from ...core.types import BuiltinOperator
 from ...errors import ensure, ensure_eq, ensure_type, ensure_types_eq
 from ..common import check_arity, copy_step, input_tensor, output_tensor
 from ..registry import register_builtin
-from .common import _SIZED, T, _values
+from .common import SIZED, T, _values
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ def transpose_prepare(context, node):
     )
     ensure(len(source.shape) <= 8, "Transpose op only supports 1D-8D input arrays.")
     ensure_types_eq(source, output, "TRANSPOSE input/output types")
-    ensure_type(source, _SIZED, "input", "TRANSPOSE")
+    ensure_type(source, SIZED, "input", "TRANSPOSE")
     ensure_type(perm, T.INT32, "perm", "TRANSPOSE")
     if not perm.is_constant_or_persistent:
         node.user_data = TransposeData(None)
@@ -73,7 +73,7 @@ def transpose_bind(context, node):
 register_builtin(
     BuiltinOperator.TRANSPOSE,
     (1, 9),
-    types=_SIZED,
+    types=SIZED,
     op_data=TransposeData,
     prepare=transpose_prepare,
     invoke=transpose_invoke,

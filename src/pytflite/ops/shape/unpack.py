@@ -10,7 +10,7 @@ from ...core.types import BuiltinOperator, type_name
 from ...errors import KernelError, ensure, ensure_eq, ensure_types_eq
 from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
-from .common import T, _ensure_same_quantization
+from .common import T, ensure_same_quantization
 
 _UNPACK_TYPES = (T.INT32, T.FLOAT32, T.FLOAT16, T.BFLOAT16, T.UINT8, T.INT8, T.INT16, T.BOOL)
 
@@ -37,7 +37,7 @@ def unpack_prepare(context, node):
     for i in range(len(node.outputs)):
         output = output_tensor(context, node, i)
         ensure_types_eq(output, source, "UNPACK output/input types")
-        _ensure_same_quantization(source, output, "UNPACK")
+        ensure_same_quantization(source, output, "UNPACK")
         context.resize_tensor(output, out_shape)
     node.user_data = UnpackData(tuple((slice(None),) * axis + (i,) for i in range(options.num)))
 
