@@ -63,3 +63,14 @@ def test_no_module_imports_a_layer_above_its_own():
             if _layer(target) > _layer(module):
                 upward.append(f"{'/'.join(module)}.py:{line} imports {'.'.join(target)}")
     assert upward == []
+
+
+def test_no_module_imports_another_modules_private_names():
+    """A name a module leaves private (a leading underscore) is its own: what siblings share is public."""
+    found = []
+    for path in sorted(SOURCE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                names = [a.name for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+                found += [f"{path.relative_to(SOURCE)}:{node.lineno} imports {name}" for name in names]
+    assert found == []

@@ -291,7 +291,7 @@ class Interpreter:
 
     def set_tensor(self, tensor_index: int, value: Any) -> None:
         tensor = self._numberings[0].tensor(_tensor_index(tensor_index, "set_tensor"))
-        _set_tensor(self._subgraphs[0], tensor.index, value)
+        set_tensor_checked(self._subgraphs[0], tensor.index, value)
 
     def get_tensor(self, tensor_index: int, subgraph_index: int = 0) -> np.ndarray:
         subgraph = self._subgraph(subgraph_index)
@@ -502,7 +502,7 @@ class SignatureRunner:
             Interpreter._resize(subgraph, self._inputs[name], array.shape, strict=False)
         _allocate(subgraph)
         for name, value in kwargs.items():  # the values themselves: a string input must be an array
-            _set_tensor(subgraph, self._inputs[name], value)
+            set_tensor_checked(subgraph, self._inputs[name], value)
         _invoke(subgraph)
         result = {}
         for name, index in self._outputs.items():
@@ -645,7 +645,7 @@ def _checked_value(tensor: Tensor, index: int, value: Any) -> np.ndarray:
     return array
 
 
-def _set_tensor(subgraph: Subgraph, index: int, value: Any) -> None:
+def set_tensor_checked(subgraph: Subgraph, index: int, value: Any) -> None:
     """Copy `value` into a tensor, with LiteRT's checks and messages, in LiteRT's order."""
     _check_tensor_index(subgraph, index)
     tensor = subgraph.tensors[index]

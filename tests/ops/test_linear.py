@@ -655,7 +655,7 @@ def test_corpus_fully_connected_layers():
                     "x",
                     tensor_type_for_dtype(x.dtype),
                     x.shape,
-                    quantization=_quantization(details[op["inputs"][0]]),
+                    quantization=per_tensor_quantization(details[op["inputs"][0]]),
                 )
             ]
             for k, index in enumerate(op["inputs"][1:]):
@@ -669,12 +669,15 @@ def test_corpus_fully_connected_layers():
                         tensor_type_for_dtype(value.dtype),
                         value.shape,
                         data=value,
-                        quantization=_quantization(details[index]),
+                        quantization=per_tensor_quantization(details[index]),
                     )
                 )
             out_detail = details[op["outputs"][0]]
             output = builder.add_tensor(
-                "out", tensor_type_for_dtype(out_detail["dtype"]), [], quantization=_quantization(out_detail)
+                "out",
+                tensor_type_for_dtype(out_detail["dtype"]),
+                [],
+                quantization=per_tensor_quantization(out_detail),
             )
             builder.add_output(output)
             builder.add_operator(Op.FULLY_CONNECTED, inputs, [output], options, version=12)
@@ -684,7 +687,7 @@ def test_corpus_fully_connected_layers():
     assert checked == 13
 
 
-def _quantization(detail):
+def per_tensor_quantization(detail):
     parameters = detail["quantization_parameters"]
     if not len(parameters["scales"]):
         return None

@@ -23,13 +23,13 @@ RNG = np.random.default_rng(5)
 THREADS = [None, 2]
 
 
-def _quantization(scale, dimension: int = 0) -> AffineQuantization:
+def per_tensor_quantization(scale, dimension: int = 0) -> AffineQuantization:
     scale = np.atleast_1d(np.asarray(scale, np.float32))
     return AffineQuantization(scale, np.zeros(scale.size, np.int64), dimension)
 
 
 def _per_channel(channels: int, dimension: int) -> AffineQuantization:
-    return _quantization(np.linspace(0.01, 0.05, channels), dimension)
+    return per_tensor_quantization(np.linspace(0.01, 0.05, channels), dimension)
 
 
 def _operands(kind: str, x_shape, w_shape, channel_dimension: int, weights_constant: bool = True):
@@ -39,7 +39,7 @@ def _operands(kind: str, x_shape, w_shape, channel_dimension: int, weights_const
     x = RNG.standard_normal(x_shape).astype(np.float32)
     w = RNG.standard_normal(w_shape).astype(np.float32)
     per_channel = _per_channel(channels, channel_dimension)
-    bias_quantization = _quantization(np.full(channels, 1e-3))
+    bias_quantization = per_tensor_quantization(np.full(channels, 1e-3))
     if kind == "f32":
         return (
             [Operand(x), Operand(w, weights_constant), Operand(np.zeros(channels, np.float32), True)],
@@ -58,16 +58,16 @@ def _operands(kind: str, x_shape, w_shape, channel_dimension: int, weights_const
                     weights_constant,
                     quantization=AffineQuantization([0.05], [128]),
                 ),
-                Operand(np.zeros(channels, np.int32), True, quantization=_quantization(0.005)),
+                Operand(np.zeros(channels, np.int32), True, quantization=per_tensor_quantization(0.005)),
             ],
             T.UINT8,
             AffineQuantization([0.2], [128]),
         )
     source, bias, output = {
         "i8": ((x * 10).astype(np.int8), np.int32, AffineQuantization([0.2], [2])),
-        "i16": ((x * 100).astype(np.int16), np.int64, _quantization(0.02)),
+        "i16": ((x * 100).astype(np.int16), np.int64, per_tensor_quantization(0.02)),
     }[kind]
-    input_quantization = AffineQuantization([0.1], [1]) if kind == "i8" else _quantization(0.01)
+    input_quantization = AffineQuantization([0.1], [1]) if kind == "i8" else per_tensor_quantization(0.01)
     return (
         [
             Operand(source, quantization=input_quantization),
@@ -149,7 +149,7 @@ def test_conv2d_filter_computed_ahead(producer, resolver):
     ones = np.ones((4, 3, 3, 3), np.float32)
     if producer == "DEQUANTIZE":
         packed = builder.add_tensor(
-            "w8", T.INT8, ones.shape, data=ones.astype(np.int8), quantization=_quantization(0.1)
+            "w8", T.INT8, ones.shape, data=ones.astype(np.int8), quantization=per_tensor_quantization(0.1)
         )
         builder.add_operator(Op.DEQUANTIZE, [packed], [weights], {}, version=2)
     else:

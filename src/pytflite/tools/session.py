@@ -15,7 +15,7 @@ import numpy as np
 
 from ..core.blas_threads import ONE_BLAS_THREAD
 from ..core.node import OPTIONAL_TENSOR
-from ..interpreter import Interpreter, _set_tensor, tensor_details, tensor_value
+from ..interpreter import Interpreter, set_tensor_checked, tensor_details, tensor_value
 from .loading import ToolError
 
 
@@ -69,7 +69,7 @@ class Session:
             self.allocate(shapes)
         for name, index, value in zip(self.input_names, self.input_indices, values):
             try:
-                _set_tensor(self.subgraph, index, value)
+                set_tensor_checked(self.subgraph, index, value)
             except ValueError as error:
                 raise ToolError(f"input {name}: {error}") from None
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..common import clip
-from .common import _INF, _MINUS_INF, _ZERO
+from .common import INF, MINUS_INF, ZERO
 
 # x where x > 0 (LEAKY_RELU) / x >= 0 (PRELU), else alpha * x. With 0 < alpha <= 1 that is
 # max(x, alpha*x), with alpha >= 1 min(x, alpha*x); with any finite alpha max(x, 0) + alpha*min(x, 0)
@@ -25,19 +25,19 @@ def _scaled_pick(pick: np.ufunc) -> Callable:
 
 
 def _split_scale(x, alpha, out):
-    clip(x, _MINUS_INF, _ZERO, out=out)
+    clip(x, MINUS_INF, ZERO, out=out)
     out *= alpha
-    out += clip(x, _ZERO, _INF)
+    out += clip(x, ZERO, INF)
 
 
 def select_above(x, alpha, out):
     np.multiply(x, alpha, out=out)
-    np.copyto(out, x, where=x > _ZERO)
+    np.copyto(out, x, where=x > ZERO)
 
 
 def select_at_or_above(x, alpha, out):
     np.multiply(x, alpha, out=out)
-    np.copyto(out, x, where=x >= _ZERO)
+    np.copyto(out, x, where=x >= ZERO)
 
 
 def alpha_compute(alpha: np.ndarray | None, select: Callable) -> Callable:

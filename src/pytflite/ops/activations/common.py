@@ -15,10 +15,10 @@ from ..common import check_arity, input_tensor, output_tensor, unary_step
 from ..registry import register_builtin
 
 FLOAT = (TensorType.FLOAT32,)
-_U8, _I8, _I16 = TensorType.UINT8, TensorType.INT8, TensorType.INT16
-BYTES = (_U8, _I8)
-QUANTIZED = (_U8, _I8, _I16)
-DTYPES = {_U8: np.dtype(np.uint8), _I8: np.dtype(np.int8), _I16: np.dtype(np.int16)}
+U8, I8, I16 = TensorType.UINT8, TensorType.INT8, TensorType.INT16
+BYTES = (U8, I8)
+QUANTIZED = (U8, I8, I16)
+DTYPES = {U8: np.dtype(np.uint8), I8: np.dtype(np.int8), I16: np.dtype(np.int16)}
 ALL = FLOAT + QUANTIZED
 
 
@@ -26,15 +26,15 @@ def f32(value: float) -> np.ndarray:
     return np.array(value, np.float32)
 
 
-_ZERO, _ONE, _MINUS_ONE, _THREE, _SIX = f32(0), f32(1), f32(-1), f32(3), f32(6)
-_INF, _MINUS_INF = f32(np.inf), f32(-np.inf)
+ZERO, ONE, MINUS_ONE, THREE, SIX = f32(0), f32(1), f32(-1), f32(3), f32(6)
+INF, MINUS_INF = f32(np.inf), f32(-np.inf)
 
 # Long ufunc chains run block by block over the flattened tensor, so that their intermediates stay in
 # the CPU cache instead of streaming whole-tensor temporaries through memory.
 BLOCK = 32768
 
 
-def _blockwise(compute: Callable, block: int = BLOCK) -> Callable:
+def in_blocks(compute: Callable, block: int = BLOCK) -> Callable:
     """`compute(x, out)` applied to consecutive blocks of `block` elements (a multiple of 4)."""
 
     def run(x, out):
@@ -136,5 +136,5 @@ def nonempty_invoke(context, node):
         node.user_data.compute(tensors[node.inputs[0]].data, out)
 
 
-def _rows(x: np.ndarray) -> np.ndarray:
+def as_rows(x: np.ndarray) -> np.ndarray:
     return x.reshape(-1, x.shape[-1]) if x.ndim else x.reshape(1, 1)

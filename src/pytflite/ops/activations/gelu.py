@@ -15,23 +15,23 @@ from ..jit import compiled, read_only
 from ..quant.lut import erfcf, int16_table, populate_8bit, table_kernel, tanhf
 from ..registry import register_builtin
 from .common import (
-    _MINUS_INF,
-    _ONE,
-    _ZERO,
     ALL,
     BLOCK,
     BYTES,
     DTYPES,
     FLOAT,
+    MINUS_INF,
+    ONE,
     QUANTIZED,
+    ZERO,
     ActivationData,
-    _blockwise,
     check_unary,
     compute_invoke,
     f32,
+    in_blocks,
     unary_bind,
 )
-from .quantized import F32_ONE, _quantization
+from .quantized import F32_ONE, per_tensor_quantization
 
 
 class _WorkRows:
@@ -90,7 +90,7 @@ def _gelu_tanh_block(x, out, work: _WorkRows):
     p *= z2
     p += z
     p /= q  # tanh(z)
-    p += _ONE
+    p += ONE
     np.multiply(x, _HALF, out=out)
     out *= p.reshape(out.shape)
 
@@ -121,7 +121,7 @@ def _gelu_erf_block(x, out, work: _WorkRows):
     """x * Phi(x) = 0.5 * x * erfc(-x / sqrt(2)), computed as relu(x) - |x| Q(|x|)."""
     table, (a, t, *higher) = work.get(x.size)  # |x|, then the powers of t
     np.absolute(x.reshape(-1), a)
-    clip(a, _ZERO, GELU_A_MAX, a)
+    clip(a, ZERO, GELU_A_MAX, a)
     np.add(a, GELU_T_SCALE, t)
     np.divide(GELU_T_SCALE, t, t)
     previous = t
@@ -135,7 +135,7 @@ def _gelu_erf_block(x, out, work: _WorkRows):
     np.multiply(tail, gauss, out=tail)
     tail *= a
     # relu(x) as x - min(x, 0), so that -inf gives NaN as TFLite's 0.5*x*erfc(...) does
-    clip(x, _MINUS_INF, _ZERO, out=out)
+    clip(x, MINUS_INF, ZERO, out=out)
     np.subtract(x, out, out=out)
     out -= tail.reshape(out.shape)
 
@@ -159,7 +159,7 @@ def _gelu(approximate: bool, size: int) -> Callable:
 def _gelu_numpy(approximate: bool, size: int) -> Callable:
     compute, rows, block = (_gelu_tanh_block, 4, BLOCK) if approximate else (_gelu_erf_block, 10, BLOCK // 2)
     work = _WorkRows(rows, size, block)
-    return _blockwise(lambda x, out: compute(x, out, work), block)
+    return in_blocks(lambda x, out: compute(x, out, work), block)
 
 
 def gelu_prepare(context, node):
@@ -183,8 +183,8 @@ def _gelu_transform(approximate: bool) -> Callable:
 
 
 def _gelu_quantized(source, output, approximate: bool) -> Callable:
-    in_scale, in_zero = _quantization(source, "input", "GELU")
-    out_scale, out_zero = _quantization(output, "output", "GELU")
+    in_scale, in_zero = per_tensor_quantization(source, "input", "GELU")
+    out_scale, out_zero = per_tensor_quantization(output, "output", "GELU")
     dtype = DTYPES[source.type]
     transform = _gelu_transform(approximate)
     if source.type in BYTES:

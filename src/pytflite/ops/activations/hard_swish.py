@@ -10,8 +10,8 @@ from ...errors import ensure
 from ..common import clip
 from ..quant.fixed_point import wrap
 from ..quant.lut import every_value, table_kernel
-from .common import _SIX, _THREE, _ZERO, BYTES, DTYPES, FLOAT, _blockwise, f32, unary_kernel
-from .quantized import Q15, _multiplier, _quantization
+from .common import BYTES, DTYPES, FLOAT, SIX, THREE, ZERO, f32, in_blocks, unary_kernel
+from .quantized import Q15, checked_multiplier, per_tensor_quantization
 
 _ONE_SIXTH = f32(1.0 / 6.0)
 
@@ -21,8 +21,8 @@ def _hard_swish_block(x, out):
     # blocks of 4, computing (x * (1/6)) * clamp, and its scalar loop on the last size % 4 elements,
     # computing (x * clamp) * (1/6): the two round differently and overflow differently near the top of
     # the float range, so both are reproduced.
-    np.add(x, _THREE, out=out)
-    clip(out, _ZERO, _SIX, out=out)
+    np.add(x, THREE, out=out)
+    clip(out, ZERO, SIX, out=out)
     size = out.size
     tail = size % 4
     if tail:
@@ -33,13 +33,13 @@ def _hard_swish_block(x, out):
         out.flat[size - tail :] = tail_values
 
 
-_hard_swish = _blockwise(_hard_swish_block)
+_hard_swish = in_blocks(_hard_swish_block)
 
 
 # HARD_SWISH (uint8/int8): TFLite's int16 fixed-point evaluation of x * relu6(x + 3) / 6.
 def _int16_multiplier(real) -> tuple[int, int]:
     """QuantizeMultiplier, then the multiplier rounded down to 16 bits (DownScaleInt32ToInt16Multiplier)."""
-    multiplier, exponent = _multiplier(real, "HARD_SWISH")
+    multiplier, exponent = checked_multiplier(real, "HARD_SWISH")
     if multiplier >= 2**31 - 1 - (1 << 15):
         return 32767, exponent
     return (multiplier + (1 << 15)) >> 16, exponent
@@ -53,8 +53,8 @@ def _rounding_divide_int16(x: np.ndarray, exponent: int) -> np.ndarray:
 
 
 def _hard_swish_table(source, output) -> np.ndarray:
-    in_scale, in_zero = _quantization(source, "input", "HARD_SWISH")
-    out_scale, out_zero = _quantization(output, "output", "HARD_SWISH")
+    in_scale, in_zero = per_tensor_quantization(source, "input", "HARD_SWISH")
+    out_scale, out_zero = per_tensor_quantization(output, "output", "HARD_SWISH")
     hires_input_scale = np.float32(1.0 / 128.0) * in_scale
     output_multiplier, output_exponent = _int16_multiplier(hires_input_scale / out_scale)
     ensure(output_exponent <= 0, "params->output_multiplier_exponent <= 0 was not true.")

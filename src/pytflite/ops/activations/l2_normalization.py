@@ -14,8 +14,8 @@ from ..common import check_arity, clip, input_tensor, output_tensor
 from ..quant.fixed_point import multiply_by_quantized_multiplier, wrap
 from ..quant.gemmlowp import inv_sqrt_multiplier
 from ..registry import register_builtin
-from .common import _U8, BYTES, DTYPES, FLOAT, ActivationData, _rows, f32, nonempty_invoke
-from .quantized import _quantization
+from .common import BYTES, DTYPES, FLOAT, U8, ActivationData, as_rows, f32, nonempty_invoke
+from .quantized import per_tensor_quantization
 
 _L2_EPSILON = f32(1e-6)
 
@@ -48,15 +48,15 @@ def _l2_normalization(x, out):
 
 
 def _l2_normalization_quantized(source, output) -> Callable:
-    out_scale, out_zero = _quantization(output, "output", "L2_NORMALIZATION")
-    _, in_zero = _quantization(source, "input", "L2_NORMALIZATION")
+    out_scale, out_zero = per_tensor_quantization(output, "output", "L2_NORMALIZATION")
+    _, in_zero = per_tensor_quantization(source, "input", "L2_NORMALIZATION")
     ensure(float(out_scale) == 1.0 / 128, f"L2_NORMALIZATION output scale {out_scale} != 1/128")
-    ensure_eq(out_zero, 128 if source.type == _U8 else 0, "L2_NORMALIZATION output zero point")
-    unsigned = source.type == _U8
+    ensure_eq(out_zero, 128 if source.type == U8 else 0, "L2_NORMALIZATION output zero point")
+    unsigned = source.type == U8
     info = np.iinfo(DTYPES[source.type])
 
     def compute(x, out):
-        differences = _rows(x).astype(np.int64) - in_zero
+        differences = as_rows(x).astype(np.int64) - in_zero
         squares = wrap(np.add.reduce(differences * differences, axis=-1), 32)
         multiplier, shift = inv_sqrt_multiplier(squares)
         multiplier, shift = multiplier[:, None], shift[:, None]

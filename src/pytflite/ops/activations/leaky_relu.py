@@ -11,8 +11,8 @@ from ..quant.fixed_point import multiply_by_quantized_multiplier, wrap
 from ..quant.lut import every_value, table_kernel
 from ..registry import register_builtin
 from .alpha import AlphaData, alpha_compute, alpha_invoke, select_above
-from .common import _I16, ALL, DTYPES, FLOAT, QUANTIZED, check_unary, f32
-from .quantized import _multiplier, _quantization, ensure_zero_points
+from .common import ALL, DTYPES, FLOAT, I16, QUANTIZED, check_unary, f32
+from .quantized import checked_multiplier, ensure_zero_points, per_tensor_quantization
 
 
 def leaky_relu_prepare(context, node):
@@ -26,17 +26,17 @@ def leaky_relu_prepare(context, node):
 
 
 def _leaky_relu_table(source, output, alpha: float) -> np.ndarray:
-    in_scale, in_zero = _quantization(source, "input", "LEAKY_RELU")
-    out_scale, out_zero = _quantization(output, "output", "LEAKY_RELU")
-    alpha_multiplier, alpha_shift = _multiplier(in_scale * np.float32(alpha) / out_scale, "LEAKY_RELU")
-    identity_multiplier, identity_shift = _multiplier(in_scale / out_scale, "LEAKY_RELU")
-    if source.type == _I16:
+    in_scale, in_zero = per_tensor_quantization(source, "input", "LEAKY_RELU")
+    out_scale, out_zero = per_tensor_quantization(output, "output", "LEAKY_RELU")
+    alpha_multiplier, alpha_shift = checked_multiplier(in_scale * np.float32(alpha) / out_scale, "LEAKY_RELU")
+    identity_multiplier, identity_shift = checked_multiplier(in_scale / out_scale, "LEAKY_RELU")
+    if source.type == I16:
         ensure_zero_points("LEAKY_RELU", ("input", in_zero), ("output", out_zero))
     dtype = DTYPES[source.type]
     info = np.iinfo(dtype)
     values = every_value(dtype) - in_zero
     positive = multiply_by_quantized_multiplier(values, identity_multiplier, identity_shift)
-    if source.type == _I16:  # the optimized int16 kernel applies the signed multiplier directly
+    if source.type == I16:  # the optimized int16 kernel applies the signed multiplier directly
         negative = multiply_by_quantized_multiplier(values, alpha_multiplier, alpha_shift)
     else:  # the reference kernel scales by |multiplier| and negates (the same result)
         scaled = multiply_by_quantized_multiplier(values, abs(alpha_multiplier), alpha_shift)

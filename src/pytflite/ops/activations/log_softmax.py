@@ -21,10 +21,10 @@ from ..quant.fixed_point import (
 from ..quant.gemmlowp import log_x_for_x_greater_than_or_equal_to_1
 from ..quant.lut import logf
 from ..registry import register_builtin
-from .common import _U8, BYTES, DTYPES, FLOAT, ActivationData, _rows, check_unary, nonempty_invoke
-from .quantized import _quantization
+from .common import BYTES, DTYPES, FLOAT, U8, ActivationData, as_rows, check_unary, nonempty_invoke
+from .quantized import per_tensor_quantization
 from .softmax_common import (
-    _distances,
+    distances_below_max,
     fixed_point_exps,
     float_exp_table,
     sequential_row_sums,
@@ -56,16 +56,16 @@ def _log_softmax_prepare(reference: bool) -> Callable:
 
 
 def _log_softmax_float_table(source, output, arithmetic: HostArithmetic) -> Callable:
-    in_scale, _ = _quantization(source, "input", "LOG_SOFTMAX")
-    out_scale, out_zero = _quantization(output, "output", "LOG_SOFTMAX")
+    in_scale, _ = per_tensor_quantization(source, "input", "LOG_SOFTMAX")
+    out_scale, out_zero = per_tensor_quantization(output, "output", "LOG_SOFTMAX")
     table = float_exp_table(in_scale, np.float32(1))
     ratio = in_scale / out_scale
     info = np.iinfo(DTYPES[source.type])
 
     def compute(x, out):
-        rows = _rows(x)
+        rows = as_rows(x)
         maxima = np.maximum.reduce(rows, axis=-1).astype(np.float32)
-        exps = table[_distances(x)]
+        exps = table[distances_below_max(x)]
         log_sums = _logf_rows(sequential_row_sums(exps))
         offsets = (in_scale * maxima + log_sums) / out_scale
         log_probabilities = ratio * rows.astype(np.float32)
@@ -90,14 +90,14 @@ def _logf_rows(values: np.ndarray) -> np.ndarray:
 
 
 def _log_softmax_reference(source, output) -> Callable:
-    in_scale, _ = _quantization(source, "input", "LOG_SOFTMAX")
+    in_scale, _ = per_tensor_quantization(source, "input", "LOG_SOFTMAX")
     multiplier, left_shift, diff_min = softmax_input_scaling(in_scale, 1.0, "LOG_SOFTMAX")
     table = fixed_point_exps(multiplier, left_shift, diff_min)
     reverse_multiplier, reverse_shift = quantize_multiplier((1 << (31 - left_shift)) / float(multiplier))
     info = np.iinfo(DTYPES[source.type])
 
     def compute(x, out):
-        distances = _distances(x)
+        distances = distances_below_max(x)
         sums = wrap(np.add.reduce(table.summands[distances], axis=-1), 32)
         log_sums = log_x_for_x_greater_than_or_equal_to_1(sums, 12, 5)[:, None]
         limit = multiply_by_quantized_multiplier(
@@ -113,9 +113,9 @@ def _log_softmax_reference(source, output) -> Callable:
 
 
 def _log_softmax_quantized(source, output, reference: bool, arithmetic: HostArithmetic) -> Callable:
-    out_scale, out_zero = _quantization(output, "output", "LOG_SOFTMAX")
+    out_scale, out_zero = per_tensor_quantization(output, "output", "LOG_SOFTMAX")
     ensure(float(out_scale) == 16.0 / 256, f"LOG_SOFTMAX output scale {out_scale} != 16/256")
-    ensure_eq(out_zero, 255 if source.type == _U8 else 127, "LOG_SOFTMAX output zero point")
+    ensure_eq(out_zero, 255 if source.type == U8 else 127, "LOG_SOFTMAX output zero point")
     if reference:
         return _log_softmax_reference(source, output)
     return _log_softmax_float_table(source, output, arithmetic)

@@ -15,8 +15,8 @@ from ..quant.fixed_point import multiply_by_quantized_multiplier, wrap
 from ..quant.lut import every_value
 from ..registry import register_builtin
 from .alpha import AlphaData, alpha_compute, alpha_invoke, select_at_or_above
-from .common import _I8, _I16, _U8, ALL, DTYPES
-from .quantized import _multiplier, _quantization
+from .common import ALL, DTYPES, I8, I16, U8
+from .quantized import checked_multiplier, per_tensor_quantization
 
 # Up to this many elements, a constant PRELU alpha is expanded to the input's shape in prepare: a
 # same-shape multiply runs several times faster than one broadcasting a few channels.
@@ -49,16 +49,16 @@ def prelu_prepare(context, node):
 
 # PRELU: x >= 0 rescaled by in_scale / out_scale, x < 0 multiplied by alpha and rescaled by
 # in_scale * alpha_scale / out_scale (TFLite's reference kernel, which its optimized one calls).
-_PRELU_ALPHA_TYPES = {TensorType.FLOAT32: TensorType.FLOAT32, _U8: _U8, _I8: _I8, _I16: _I8}
+_PRELU_ALPHA_TYPES = {TensorType.FLOAT32: TensorType.FLOAT32, U8: U8, I8: I8, I16: I8}
 
 
 def _prelu_arithmetic(source, alpha, output) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     """f(x, a): the quantized PRELU of int64 input and alpha values (broadcasting)."""
-    in_scale, in_zero = _quantization(source, "input", "PRELU")
-    alpha_scale, alpha_zero = _quantization(alpha, "alpha", "PRELU")
-    out_scale, out_zero = _quantization(output, "output", "PRELU")
-    identity_multiplier, identity_shift = _multiplier(in_scale / out_scale, "PRELU")
-    alpha_multiplier, alpha_shift = _multiplier(in_scale * alpha_scale / out_scale, "PRELU")
+    in_scale, in_zero = per_tensor_quantization(source, "input", "PRELU")
+    alpha_scale, alpha_zero = per_tensor_quantization(alpha, "alpha", "PRELU")
+    out_scale, out_zero = per_tensor_quantization(output, "output", "PRELU")
+    identity_multiplier, identity_shift = checked_multiplier(in_scale / out_scale, "PRELU")
+    alpha_multiplier, alpha_shift = checked_multiplier(in_scale * alpha_scale / out_scale, "PRELU")
     info = np.iinfo(DTYPES[source.type])
 
     def prelu(x: np.ndarray, a: np.ndarray) -> np.ndarray:
@@ -92,7 +92,7 @@ def _prelu_quantized(source, alpha, output, shape) -> AlphaData:
     arithmetic = _prelu_arithmetic(source, alpha, output)
     dtype = DTYPES[source.type]
     values = every_value(dtype)
-    if source.type == _I16:
+    if source.type == I16:
         distinct, slots = (
             np.unique(alpha.data, return_inverse=True) if alpha.is_constant_or_persistent else (None, None)
         )

@@ -15,7 +15,7 @@ from ..quant.gemmlowp import FixedPointMath
 # multipliers derived from them are computed in float32 where TFLite's C++ does (float * float).
 
 
-def _quantization(tensor, what: str, op_name: str) -> tuple[np.float32, int]:
+def per_tensor_quantization(tensor, what: str, op_name: str) -> tuple[np.float32, int]:
     """(float32 scale, zero point) of a per-tensor quantized tensor."""
     scale, zero_point = np.float32(tensor.params.scale), int(tensor.params.zero_point)
     ensure(
@@ -30,7 +30,7 @@ def ensure_zero_points(op_name: str, *pairs) -> None:
         ensure_eq(zero_point, 0, f"{op_name} int16 {what} zero point")
 
 
-def _multiplier(real, op_name: str) -> tuple[int, int]:
+def checked_multiplier(real, op_name: str) -> tuple[int, int]:
     """QuantizeMultiplier of a finite real multiplier. A left shift above 31 (a multiplier of 2**31 or
     more) acts as shift % 32 in TFLite's x * (1 << shift) on x86, whose shift instructions take the count
     modulo 32; kept on every host, since AArch64's LSLV on 32-bit registers does the same (armv7's

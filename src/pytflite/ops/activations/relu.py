@@ -12,26 +12,26 @@ from ...fidelity.arithmetic import HostArithmetic
 from ..common import clip
 from ..quant.fixed_point import multiply_by_quantized_multiplier, round_half_away, wrap
 from ..quant.lut import every_value, table_kernel
-from .common import _I16, _INF, _MINUS_ONE, _ONE, _SIX, _ZERO, ALL, BYTES, DTYPES, FLOAT, unary_kernel
-from .quantized import _multiplier, _quantization, ensure_zero_points, wrap_to
+from .common import ALL, BYTES, DTYPES, FLOAT, I16, INF, MINUS_ONE, ONE, SIX, ZERO, unary_kernel
+from .quantized import checked_multiplier, ensure_zero_points, per_tensor_quantization, wrap_to
 
 # TFLite clamps with comparisons that let NaN through; so does clip.
 
 
 def _relu(x, out):
-    clip(x, _ZERO, _INF, out=out)
+    clip(x, ZERO, INF, out=out)
 
 
 def _relu6(x, out):
-    clip(x, _ZERO, _SIX, out=out)
+    clip(x, ZERO, SIX, out=out)
 
 
 def _relu_n1_to_1(x, out):
-    clip(x, _MINUS_ONE, _ONE, out=out)
+    clip(x, MINUS_ONE, ONE, out=out)
 
 
 def _relu_0_to_1(x, out):
-    clip(x, _ZERO, _ONE, out=out)
+    clip(x, ZERO, ONE, out=out)
 
 
 # RELU family: (TFLite's QuantizedReluX) out_zp + rescale(x - in_zp), clamped to the quantized bounds.
@@ -45,10 +45,10 @@ _RELU_BOUNDS = {
 
 def _relu_quantized(op: BuiltinOperator) -> Callable:
     def quantized(source, output, arithmetic: HostArithmetic):
-        in_scale, in_zero = _quantization(source, "input", op.name)
-        out_scale, out_zero = _quantization(output, "output", op.name)
-        multiplier, shift = _multiplier(in_scale / out_scale, op.name)
-        if source.type == _I16:
+        in_scale, in_zero = per_tensor_quantization(source, "input", op.name)
+        out_scale, out_zero = per_tensor_quantization(output, "output", op.name)
+        multiplier, shift = checked_multiplier(in_scale / out_scale, op.name)
+        if source.type == I16:
             ensure_zero_points(op.name, ("input", in_zero), ("output", out_zero))
         dtype = DTYPES[source.type]
         info = np.iinfo(dtype)

@@ -24,10 +24,10 @@ from ..quant.fixed_point import (
 from ..quant.gemmlowp import count_leading_zeros32, get_reciprocal
 from ..quant.lut import c_double_function, lookup_16bit, populate_16bit
 from ..registry import register_builtin
-from .common import _I8, _I16, _U8, ALL, DTYPES, ActivationData, _rows, f32, nonempty_invoke
-from .quantized import Q31, _multiplier, _quantization, ensure_zero_points
+from .common import ALL, DTYPES, I8, I16, U8, ActivationData, as_rows, f32, nonempty_invoke
+from .quantized import Q31, checked_multiplier, ensure_zero_points, per_tensor_quantization
 from .softmax_common import (
-    _distances,
+    distances_below_max,
     fixed_point_exps,
     float_exp_table,
     sequential_row_sums,
@@ -161,14 +161,14 @@ def _softmax_calls(x, out, beta, peak, total) -> tuple:
 
 
 def _softmax_float_table(source, output, beta: np.float32, arithmetic: HostArithmetic) -> Callable:
-    in_scale, _ = _quantization(source, "input", "SOFTMAX")
-    out_scale, out_zero = _quantization(output, "output", "SOFTMAX")
+    in_scale, _ = per_tensor_quantization(source, "input", "SOFTMAX")
+    out_scale, out_zero = per_tensor_quantization(output, "output", "SOFTMAX")
     table = float_exp_table(in_scale, beta)
-    if output.type == _I8:
+    if output.type == I8:
         return _softmax_int8_table(tuple(source.shape), table, out_scale)
     out_info = np.iinfo(DTYPES[output.type])
     # x86 rounds uint8 results as int(p + 0.5f), and that specialization leaves out the zero point
-    truncating = output.type == _U8
+    truncating = output.type == U8
     offset = 0 if truncating else out_zero
 
     def convert(values):  # probabilities below 2**31: a plain cast
@@ -180,7 +180,7 @@ def _softmax_float_table(source, output, beta: np.float32, arithmetic: HostArith
     half = np.float32(0.5)
 
     def compute(x, out):
-        exps = table[_distances(x)]
+        exps = table[distances_below_max(x)]
         inverse = np.float32(1) / (sequential_row_sums(exps) * out_scale)
         exps *= inverse[:, None]
         quantized = convert(np.trunc(exps + half) if truncating else round_non_negative(exps))
@@ -198,7 +198,7 @@ def _softmax_int8_table(shape: tuple[int, ...], table: np.ndarray, out_scale: np
     (exact where it matters: p + 128.5 is within float64 rounding of an integer only when it is one),
     and clamping floor(p + 128.5) to 383 (an output of 127) and casting it to the output's uint8 view
     takes the 256 away."""
-    rows = (math.prod(shape[:-1]), shape[-1]) if shape else (1, 1)  # as _rows views x
+    rows = (math.prod(shape[:-1]), shape[-1]) if shape else (1, 1)  # as as_rows views x
     peak = np.empty((rows[0], 1), np.int8)
     distances, indices = np.empty(rows, np.int8), np.empty(rows, np.intp)  # take converts other types
     exps, sums = np.empty(rows, np.float32), np.empty(rows, np.float32)
@@ -250,13 +250,13 @@ def _nothing(context, node):
 
 
 def _softmax_reference(source, output, beta: float) -> Callable:
-    in_scale, _ = _quantization(source, "input", "SOFTMAX")
+    in_scale, _ = per_tensor_quantization(source, "input", "SOFTMAX")
     table = fixed_point_exps(*softmax_input_scaling(in_scale, beta, "SOFTMAX"))
     out_info = np.iinfo(DTYPES[output.type])
     out_bits = 8 * DTYPES[output.type].itemsize
 
     def compute(x, out):
-        distances = _distances(x)
+        distances = distances_below_max(x)
         exps = table.exps[distances]
         reciprocal, bits_over_unit = get_reciprocal(
             wrap(np.add.reduce(table.summands[distances], axis=-1), 32), 12
@@ -272,8 +272,8 @@ def _softmax_reference(source, output, beta: float) -> Callable:
 
 
 def _softmax_int16(source, output, beta: float) -> Callable:
-    in_scale, in_zero = _quantization(source, "input", "SOFTMAX")
-    _, out_zero = _quantization(output, "output", "SOFTMAX")
+    in_scale, in_zero = per_tensor_quantization(source, "input", "SOFTMAX")
+    _, out_zero = per_tensor_quantization(output, "output", "SOFTMAX")
     ensure_zero_points("SOFTMAX", ("input", in_zero), ("output", out_zero))
     exp_lut = populate_16bit(c_double_function("exp"), 10.0 / 65535, 32767, 2.0 / 65535, 0, np.float64)
     reciprocal_lut = populate_16bit(
@@ -282,14 +282,14 @@ def _softmax_int16(source, output, beta: float) -> Callable:
     # scale * beta in float32, as C++ multiplies two floats, then divided in double (a float32 scalar
     # divided by a Python float would stay float32 under NumPy 2's promotion rules)
     rescale = float(np.float32(in_scale) * np.float32(beta)) / (10.0 / 65535.0)
-    multiplier, shift = _multiplier(rescale, "SOFTMAX")
+    multiplier, shift = checked_multiplier(rescale, "SOFTMAX")
     # exp(x - max) of every difference 0, -1, ..., -65535 (Q0.15 via the table)
     differences = -np.arange(65536, dtype=np.int64)
     scaled = clip(multiply_by_quantized_multiplier(differences, multiplier, shift) + 32767, -32768, 32767)
     exps_by_distance = lookup_16bit(scaled, exp_lut)
 
     def compute(x, out):
-        rows = _rows(x).astype(np.int64)
+        rows = as_rows(x).astype(np.int64)
         exps = exps_by_distance[np.maximum.reduce(rows, axis=-1, keepdims=True) - rows]
         total = wrap(np.add.reduce(exps, axis=-1), 32)
         headroom_plus_one = count_leading_zeros32(total & 0xFFFFFFFF)
@@ -304,27 +304,27 @@ def _softmax_int16(source, output, beta: float) -> Callable:
 
 _SOFTMAX_OUTPUTS = {
     TensorType.FLOAT32: (TensorType.FLOAT32,),
-    _U8: (_U8, _I16),
-    _I8: (_I8, _I16),
-    _I16: (_I16,),
+    U8: (U8, I16),
+    I8: (I8, I16),
+    I16: (I16,),
 }
 
 
 def _softmax_quantized(source, output, beta: float, reference: bool, arithmetic: HostArithmetic) -> Callable:
-    out_scale, out_zero = _quantization(output, "output", "SOFTMAX")
-    if source.type == _I8 and output.type == _I8:
+    out_scale, out_zero = per_tensor_quantization(output, "output", "SOFTMAX")
+    if source.type == I8 and output.type == I8:
         ensure_eq(out_zero, -128, "SOFTMAX int8 output zero point")
         ensure(
             abs(out_scale - np.float32(1 / 256)) <= np.float32(0.001 / 256),
             "SOFTMAX int8 output scale != 1/256",
         )
-    if output.type == _I16 and source.type == _I16:
+    if output.type == I16 and source.type == I16:
         ensure_eq(out_zero, 0, "SOFTMAX int16 output zero point")
         ensure(
             abs(out_scale - np.float32(1 / 32768)) <= np.float32(0.001 / 32768),
             "SOFTMAX int16 output scale != 1/32768",
         )
-    if source.type == _I16:
+    if source.type == I16:
         return _softmax_int16(source, output, beta)
     if reference:
         return _softmax_reference(source, output, beta)

@@ -12,7 +12,7 @@ import numpy as np
 from ...errors import ensure
 from ..quant.fixed_point import quantize_multiplier, rounding_divide_by_pot, wrap
 from ..quant.lut import expf
-from .common import _rows
+from .common import as_rows
 from .quantized import Q31
 
 # SOFTMAX, LOG_SOFTMAX of uint8/int8: the optimized kernels work in float32 with a table of
@@ -21,9 +21,9 @@ from .quantized import Q31
 # fixed-point kernel in both, with 513-entry exp and 1/(1+x) tables.
 
 
-def _distances(x: np.ndarray) -> np.ndarray:
+def distances_below_max(x: np.ndarray) -> np.ndarray:
     """Each element's distance below its row's maximum (int32 rows)."""
-    rows = _rows(x).astype(np.int32)
+    rows = as_rows(x).astype(np.int32)
     return np.subtract(np.maximum.reduce(rows, axis=-1, keepdims=True), rows, out=rows)
 
 

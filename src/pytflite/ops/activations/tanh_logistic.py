@@ -23,8 +23,8 @@ from ..quant.lut import (
     table_kernel,
     tanhf,
 )
-from .common import _MINUS_INF, _ONE, ALL, BLOCK, BYTES, DTYPES, _blockwise, f32, unary_kernel
-from .quantized import F32_ONE, Q15, _quantization, ensure_zero_points
+from .common import ALL, BLOCK, BYTES, DTYPES, MINUS_INF, ONE, f32, in_blocks, unary_kernel
+from .quantized import F32_ONE, Q15, ensure_zero_points, per_tensor_quantization
 
 # Above this exp(x)/(1 + exp(x)) rounds to 1 (TFLite clamps its exp argument at the same point).
 _LOGISTIC_HIGHEST = f32(16.6355324)
@@ -33,9 +33,9 @@ _LOGISTIC_HIGHEST = f32(16.6355324)
 def _logistic_into(x, out, scratch):
     """e / (1 + e) with e = exp(x): accurate for negative x down to the denormals, 1 above the clamp;
     `scratch`, an array of out's shape, takes 1 + e."""
-    clip(x, _MINUS_INF, _LOGISTIC_HIGHEST, out)
+    clip(x, MINUS_INF, _LOGISTIC_HIGHEST, out)
     np.exp(out, out)
-    np.add(out, _ONE, scratch)
+    np.add(out, ONE, scratch)
     np.divide(out, scratch, out)
 
 
@@ -43,7 +43,7 @@ def _logistic_block(x, out):
     _logistic_into(x, out, np.empty_like(out))
 
 
-_logistic = _blockwise(_logistic_block)
+_logistic = in_blocks(_logistic_block)
 
 
 def _logistic_step(x, out):
@@ -53,9 +53,9 @@ def _logistic_step(x, out):
         return None
     scratch = np.empty_like(out)
     return Direct(
-        partial(clip, x, _MINUS_INF, _LOGISTIC_HIGHEST, out),
+        partial(clip, x, MINUS_INF, _LOGISTIC_HIGHEST, out),
         partial(np.exp, out, out),
-        partial(np.add, out, _ONE, scratch),
+        partial(np.add, out, ONE, scratch),
         partial(np.divide, out, scratch, out),
     )
 
@@ -96,8 +96,8 @@ def _tanh_logistic_quantized(op: BuiltinOperator, reference: bool) -> Callable:
     tanh = op == BuiltinOperator.TANH
 
     def quantized(source, output, arithmetic: HostArithmetic):
-        in_scale, in_zero = _quantization(source, "input", op.name)
-        out_scale, out_zero = _quantization(output, "output", op.name)
+        in_scale, in_zero = per_tensor_quantization(source, "input", op.name)
+        out_scale, out_zero = per_tensor_quantization(output, "output", op.name)
         dtype = DTYPES[source.type]
         if source.type in BYTES:
             if not tanh:

@@ -27,7 +27,7 @@ _EXACT_FLOAT32 = 1 << 24  # every integer of smaller magnitude is a float32, and
 ALL = slice(None)
 
 
-def _draft(init_value, *owned: str) -> SimpleNamespace:
+def draft_of(init_value, *owned: str) -> SimpleNamespace:
     """What a convolution's prepare plans into, step by step: the fields of a fresh value of the op-data
     class of `init_value` (its defaults, and the temporaries init made, the `owned` fields). Prepare ends
     with `node.user_data = Class(**vars(draft))`, the frozen op data."""
@@ -48,7 +48,7 @@ def check_bias(bias, channels: int, op: str) -> None:
     ensure_eq(count, channels, f"{op} bias size")
 
 
-def _positive(values: Sequence[int], what: str) -> None:
+def ensure_positive(values: Sequence[int], what: str) -> None:
     ensure(all(v > 0 for v in values), f"{what} must be positive, got {list(values)}")
 
 
@@ -60,7 +60,7 @@ def constant_data(tensor) -> np.ndarray | None:
     )
 
 
-def _bias_row(bias: np.ndarray, width: int) -> np.ndarray:
+def tiled_bias(bias: np.ndarray, width: int) -> np.ndarray:
     """The bias repeated over one output row, so that adding it runs one long loop per row."""
     return np.tile(bias.reshape(-1), width)
 
@@ -107,7 +107,7 @@ def _filter_quantization(weights, channels: int, op: str) -> AffineQuantization:
     return quantization
 
 
-def _multipliers(
+def output_multipliers(
     source, weights, output, channels: int, op: str, per_tensor_product: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
     """PopulateConvolutionQuantizationParams: per channel, input_scale * filter_scale / output_scale as
@@ -178,7 +178,7 @@ def integer_checks(source, weights, bias, output, op: str, bias_types) -> None:
         ensure_eq(bias.params.zero_point, 0, f"{op} bias zero point")
 
 
-def _quantized_bias_type(options, bias, op: str) -> TensorType | None:
+def declared_bias_type(options, bias, op: str) -> TensorType | None:
     """16x8: the options' quantized_bias_type (INT32 or INT64, matching the bias), None when unset."""
     chosen = getattr(options, "quantized_bias_type", TensorType.FLOAT32)
     if chosen in (None, TensorType.FLOAT32):
@@ -200,7 +200,7 @@ def float_dtype(bound: float) -> type:
     return np.float32 if bound < _EXACT_FLOAT32 else np.float64
 
 
-def _activation_range(options, output) -> tuple[int, int]:
+def output_activation_range(options, output) -> tuple[int, int]:
     low, high = RANGES[output.type]
     return fp.activation_range(
         options.fused_activation_function, _legacy_scale(output), output.params.zero_point, low, high
@@ -213,7 +213,7 @@ def input_magnitude(source) -> int:
     return max(abs(low), abs(high))
 
 
-def _filter_offset(weights) -> int:
+def filter_zero_offset(weights) -> int:
     """uint8 filters carry a zero point (subtracted from the weights); int8/int16 kernels need none."""
     return weights.params.zero_point if weights.type == TensorType.UINT8 else 0
 

@@ -36,33 +36,33 @@ from .common import (
     FLOAT,
     FLOAT_TYPES,
     INTEGER,
-    _activation_range,
-    _filter_offset,
-    _multipliers,
-    _quantized_bias_type,
     check_uint8_bias_scale,
     constant_data,
+    declared_bias_type,
+    filter_zero_offset,
     float_dtype,
     input_magnitude,
     input_quantizer,
     integer_checks,
     may_leave_int32,
+    output_activation_range,
+    output_multipliers,
     quantize_input,
     shared_constant,
 )
 from .im2col import (
     ConvState,
-    _col,
-    _stage,
     conv_compute,
     conv_draft,
     conv_init,
     conv_product,
     float_program,
+    im2col_scratch,
     owned,
     plan_conv,
     plan_float_bias,
     product_calls,
+    staging_scratch,
 )
 from .program import Program
 from .requant import Requant
@@ -276,7 +276,7 @@ def _conv2d_integer(context, node, state, options, source, weights, bias, output
     integer_checks(source, weights, bias, output, op, wide_types)
     uint8 = source.type == TensorType.UINT8
     if source.type == TensorType.INT16:
-        chosen = _quantized_bias_type(options, bias, op)
+        chosen = declared_bias_type(options, bias, op)
         # TFLite's 16x8 kernel reads the bias as int64 unless quantized_bias_type says INT32
         ensure(
             bias.type == TensorType.INT64 or chosen == TensorType.INT32,
@@ -285,8 +285,10 @@ def _conv2d_integer(context, node, state, options, source, weights, bias, output
         )
     if uint8:
         check_uint8_bias_scale(source, weights, bias, output, op)
-    multiplier, shift = _multipliers(source, weights, output, out_channels, op, per_tensor_product=uint8)
-    low, high = _activation_range(options, output)
+    multiplier, shift = output_multipliers(
+        source, weights, output, out_channels, op, per_tensor_product=uint8
+    )
+    low, high = output_activation_range(options, output)
     groups = source.shape[3] // weights.shape[3]
     # int64 bias: the reference kernel; grouped: the reference kernel too; else cpu_backend_gemm
     if bias.type == TensorType.INT64:
@@ -302,7 +304,7 @@ def _conv2d_integer(context, node, state, options, source, weights, bias, output
         )
     else:
         rounding = "scalar"
-    offset = _filter_offset(weights)
+    offset = filter_zero_offset(weights)
     magnitude = input_magnitude(source)
     zero_point = source.params.zero_point
     constant = constant_data(weights)
@@ -487,12 +489,14 @@ def _conv2d_hybrid_invoke(context, node, state: ConvState) -> None:
     batches, channels = out.shape[0], out.shape[-1]
     acc = tensors[state.acc].data
     if hybrid.product is not None:
-        hybrid.product.run(state, quantized, _stage(tensors, state), _col(tensors, state), acc)
+        hybrid.product.run(
+            state, quantized, staging_scratch(tensors, state), im2col_scratch(tensors, state), acc
+        )
     else:
         conv_product(tensors, state, quantized, w, acc.reshape(-1, channels))
     if hybrid.pairs is not None:  # the windows the product read, back to TFLite's raw values
         pixels = acc.shape[0]
-        col = _col(tensors, state)
+        col = im2col_scratch(tensors, state)
         windows = quantized.reshape(pixels, -1) if col is None else col.T if state.mode == "im2col_t" else col
         raw = windows.reshape(pixels, -1) + np.repeat(zero_points, pixels // batches)[:, None]
         acc -= hybrid.pairs.correction(raw)
@@ -557,7 +561,9 @@ def _conv2d_integer_invoke(context, node, state: ConvState) -> None:
     x, acc = tensors[node.inputs[0]].data, tensors[state.acc].data
     wide = tensors[state.wide].data
     if integer.program is not None:
-        integer.program.run(state, x, out, _stage(tensors, state), _col(tensors, state), acc, wide)
+        integer.program.run(
+            state, x, out, staging_scratch(tensors, state), im2col_scratch(tensors, state), acc, wide
+        )
         if integer.requantizes:
             return
         terms = integer.bias
@@ -568,7 +574,7 @@ def _conv2d_integer_invoke(context, node, state: ConvState) -> None:
         terms = integer.bias_terms(tensors[node.inputs[2]].data, sums)
         conv_product(tensors, state, x, w, acc)
         if integer.pairs is not None:  # the windows the product read: im2col's [pixels, K] (or [K, pixels])
-            col = _col(tensors, state)
+            col = im2col_scratch(tensors, state)
             windows = col.T if state.mode == "im2col_t" else col.reshape(acc.shape[0], -1)
             acc -= integer.pairs.correction(windows)
     integer.requant.requantize(acc.reshape(out.shape), terms, wide.reshape(out.shape), out)
@@ -602,7 +608,9 @@ def conv2d_bind(context, node):
     quantize, scales, zero_points = kernel
     batches, channels = out.shape[0], out.shape[-1]
     values, quantized = x.reshape(batches, -1), staged.reshape(batches, -1)
-    product = _hybrid_product_calls(state, staged, _stage(tensors, state), _col(tensors, state), acc)
+    product = _hybrid_product_calls(
+        state, staged, staging_scratch(tensors, state), im2col_scratch(tensors, state), acc
+    )
     shaped = out.reshape(batches, -1, channels)
     scale_back = partial(
         hybrid.scale_back,

@@ -16,7 +16,7 @@ from ..common import (
 )
 from ..registry import register_builtin
 from ..windows import output_size, padding_before_after
-from .common import FLOAT, _positive, check_bias, check_float, constant_data, shared_constant
+from .common import FLOAT, check_bias, check_float, constant_data, ensure_positive, shared_constant
 from .im2col import (
     ConvState,
     conv_compute,
@@ -52,8 +52,8 @@ def conv3d_prepare(context, node):
         check_bias(bias, out_channels, "CONV_3D")
     strides = (options.stride_d, options.stride_h, options.stride_w)
     dilation = (options.dilation_d_factor, options.dilation_h_factor, options.dilation_w_factor)
-    _positive(strides, "CONV_3D strides")
-    _positive(dilation, "CONV_3D dilation")
+    ensure_positive(strides, "CONV_3D strides")
+    ensure_positive(dilation, "CONV_3D dilation")
     in_spatial, kernel = source.shape[1:4], weights.shape[:3]
     out_spatial = tuple(
         output_size(options.padding, in_spatial[i], kernel[i], strides[i], dilation[i], checked=True)

@@ -54,18 +54,18 @@ from .common import (
     FLOAT,
     FLOAT_TYPES,
     INTEGER,
-    _activation_range,
-    _draft,
-    _filter_offset,
-    _multipliers,
-    _positive,
     check_uint8_bias_scale,
     constant_data,
+    draft_of,
+    ensure_positive,
+    filter_zero_offset,
     float_dtype,
     input_magnitude,
     input_quantizer,
     integer_checks,
     may_leave_int32,
+    output_activation_range,
+    output_multipliers,
     quantize_input,
     shared_constant,
 )
@@ -202,7 +202,7 @@ _OWNED = ("scratch", "acc", "wide")  # the temporaries init makes
 
 def depthwise_prepare(optimized: bool):
     def prepare(context, node):
-        state = _draft(node.user_data, *_OWNED)
+        state = draft_of(node.user_data, *_OWNED)
         _depthwise_prepare(context, node, state, optimized)
         state.weights = shared_constant(context, node, "weights", state.weights)
         if state.bias_constant:
@@ -224,8 +224,8 @@ def _depthwise_prepare(context, node, state, optimized: bool) -> None:
     ensure_eq(len(source.shape), 4, f"{op} input rank")
     ensure_eq(len(weights.shape), 4, f"{op} filter rank")
     dilation = (options.dilation_h_factor, options.dilation_w_factor)
-    _positive(dilation, f"{op} dilation")
-    _positive((options.stride_h, options.stride_w), f"{op} strides")
+    ensure_positive(dilation, f"{op} dilation")
+    ensure_positive((options.stride_h, options.stride_w), f"{op} strides")
     for tensor, name in ((source, "input"), (weights, "filter")):  # TFLite's checks, in its order
         for axis in (1, 2, 3):
             ensure(tensor.shape[axis] > 0, f"SizeOfDimension({name}, {axis}) > 0 was not true.")
@@ -321,8 +321,10 @@ def _depthwise_integer(context, node, state, options, source, weights, bias, out
         _depthwise_multiplier(options, channels, out_channels, op)
     if uint8:
         check_uint8_bias_scale(source, weights, bias, output, op)
-    multiplier, shift = _multipliers(source, weights, output, out_channels, op, per_tensor_product=uint8)
-    low, high = _activation_range(options, output)
+    multiplier, shift = output_multipliers(
+        source, weights, output, out_channels, op, per_tensor_product=uint8
+    )
+    low, high = output_activation_range(options, output)
     if source.type == TensorType.INT16:
         rounding, scalar_from = "wide", None
     elif source.type == TensorType.INT8 and optimized:
@@ -341,7 +343,7 @@ def _depthwise_integer(context, node, state, options, source, weights, bias, out
         rounding, scalar_from = "simd", None
     else:
         rounding, scalar_from = "scalar", None
-    offset = _filter_offset(weights)
+    offset = filter_zero_offset(weights)
     magnitude = input_magnitude(source)
     constant = constant_data(weights)
     taps = weights.shape[1] * weights.shape[2]

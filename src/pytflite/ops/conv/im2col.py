@@ -18,7 +18,7 @@ from ...fidelity.eigen_order import eigen_product, sequential_products
 from ..common import add_scratch_tensors, scratch_tensor
 from ..jit import read_only
 from ..windows import Staging, byte_strides, make_staging, padded_copies, staged_input
-from .common import FLOAT_TYPES, _draft, constant_data
+from .common import FLOAT_TYPES, constant_data, draft_of
 from .program import Program
 from .rows import apply_row, bias_and_clamp_calls, channel_row, fill_row
 
@@ -82,7 +82,7 @@ _OWNED = ("stage", "scratch", "acc", "wide")  # the temporaries init makes
 
 def conv_draft(node):
     """A fresh draft of the node's ConvState for prepare (common._draft)."""
-    return _draft(node.user_data, *_OWNED)
+    return draft_of(node.user_data, *_OWNED)
 
 
 def owned(state) -> tuple[int, ...]:
@@ -196,16 +196,18 @@ def _bias(tensors, state: ConvState) -> np.ndarray:
 
 def conv_product(tensors, state: ConvState, x: np.ndarray, w: np.ndarray, rows: np.ndarray) -> None:
     """rows [pixels, O] = the windows of x times the weights (one matrix product per group)."""
-    for call in product_calls(state, x, _stage(tensors, state), _col(tensors, state), w, rows):
+    for call in product_calls(
+        state, x, staging_scratch(tensors, state), im2col_scratch(tensors, state), w, rows
+    ):
         call()
 
 
-def _stage(tensors, state: ConvState) -> np.ndarray | None:
+def staging_scratch(tensors, state: ConvState) -> np.ndarray | None:
     """The staged input's scratch, or None (no padding)."""
     return None if state.staging is None else tensors[state.stage].data
 
 
-def _col(tensors, state: ConvState) -> np.ndarray | None:
+def im2col_scratch(tensors, state: ConvState) -> np.ndarray | None:
     """The im2col scratch, or None (direct mode)."""
     return None if state.mode == "direct" else tensors[state.scratch].data
 
@@ -280,7 +282,9 @@ def conv_compute(context, node, state: ConvState) -> None:
     x = tensors[node.inputs[0]].data
     if state.program is not None:
         bias = tensors[state.bias].data if state.bias >= 0 else None
-        state.program.run(state, x, out, _stage(tensors, state), _col(tensors, state), bias)
+        state.program.run(
+            state, x, out, staging_scratch(tensors, state), im2col_scratch(tensors, state), bias
+        )
         return
     pixels = out.size // out.shape[-1]
     rows = out.reshape(pixels, -1)

@@ -42,20 +42,20 @@ from .common import (
     FLOAT_TYPES,
     INTEGER,
     RANGES,
-    _activation_range,
-    _bias_row,
-    _draft,
-    _filter_offset,
-    _multipliers,
-    _positive,
-    _quantized_bias_type,
     check_bias,
     check_float,
     check_uint8_bias_scale,
     constant_data,
+    declared_bias_type,
+    draft_of,
+    ensure_positive,
+    filter_zero_offset,
     float_dtype,
     integer_checks,
     may_leave_int32,
+    output_activation_range,
+    output_multipliers,
+    tiled_bias,
 )
 from .requant import Requant
 
@@ -176,7 +176,7 @@ def _transpose_plan(
                 filled[targets] += 1
             return TransposePlan(shape, "gather", rows=rows)
     steps = tuple(((ALL, *tap.source, ALL), (ALL, *tap.out, t, ALL)) for t, tap in taps)
-    bias_row = None if state.bias_data is None else _bias_row(state.bias_data, shape[-2])
+    bias_row = None if state.bias_data is None else tiled_bias(state.bias_data, shape[-2])
     return TransposePlan(shape, "scatter", steps, bias_row=bias_row)
 
 
@@ -215,8 +215,8 @@ def transpose_prepare(
     state.bias = node.inputs[3] if bias is not None and not quantized else -1
     if state.bias >= 0 and constant_data(bias) is not None:
         state.bias_data = np.array(bias.data, np.float32).reshape(-1)
-    _positive(state.strides, f"{op} strides")
-    _positive(state.dilation, f"{op} dilation")
+    ensure_positive(state.strides, f"{op} strides")
+    ensure_positive(state.dilation, f"{op} dilation")
     state.padding = options.padding
     state.taps = int(np.prod(state.kernel, dtype=np.int64))
     state.dtype = np.dtype(np.float32)
@@ -267,7 +267,7 @@ def _transpose_integer(state, options, source, weights, bias, output, optimized:
     out_channels = state.out_channels
     wide_bias = False
     if source.type == TensorType.INT16:
-        chosen = _quantized_bias_type(options, bias, op)
+        chosen = declared_bias_type(options, bias, op)
         ensure(
             bias is None or bias.type == TensorType.INT64 or chosen == TensorType.INT32,
             f"{op} with int16 input and an INT32 bias needs quantized_bias_type INT32 "
@@ -276,8 +276,10 @@ def _transpose_integer(state, options, source, weights, bias, output, optimized:
         wide_bias = chosen != TensorType.INT32
     if uint8:
         check_uint8_bias_scale(source, weights, bias, output, op)
-    multiplier, shift = _multipliers(source, weights, output, out_channels, op, per_tensor_product=uint8)
-    low, high = _activation_range(options, output)
+    multiplier, shift = output_multipliers(
+        source, weights, output, out_channels, op, per_tensor_product=uint8
+    )
+    low, high = output_activation_range(options, output)
     scalar_from = None
     if wide_bias:
         rounding = "wide"
@@ -286,7 +288,7 @@ def _transpose_integer(state, options, source, weights, bias, output, optimized:
     else:
         rounding = "simd"
         scalar_from = None if uint8 else out_channels - out_channels % 8
-    offset = _filter_offset(weights)
+    offset = filter_zero_offset(weights)
     zero_point = source.params.zero_point
     lowest, highest = RANGES[source.type]
     magnitude = max(abs(lowest - zero_point), abs(highest - zero_point))  # the input is offset first
@@ -337,7 +339,7 @@ def _transpose_sums(
         if state.bias >= 0:
             bias_row = plan.bias_row
             if bias_row is None or bias_row.shape[0] != out.shape[-2] * out.shape[-1]:
-                bias_row = _bias_row(tensors[state.bias].data, out.shape[-2])
+                bias_row = tiled_bias(tensors[state.bias].data, out.shape[-2])
             np.copyto(out.reshape(-1, bias_row.shape[0]), bias_row)
         else:
             out.fill(0)
@@ -398,7 +400,7 @@ def _owned(state) -> tuple[int, ...]:
 
 def transpose_draft(node):
     """A fresh draft of the node's TransposeState for prepare (common._draft)."""
-    return _draft(node.user_data, *_OWNED)
+    return draft_of(node.user_data, *_OWNED)
 
 
 def transpose_conv_prepare(optimized: bool):

@@ -15,15 +15,15 @@ from .binary import BinaryOp, binary_init_with_scratch, register_binary
 from .common import (
     QUANTIZED,
     T,
-    _activation,
     activation_bounds,
     binary_tensors,
     float64_operands,
+    fused_activation,
     output_shape,
     zero_check,
 )
 from .quantized import quantized_arithmetic, quantized_prepare
-from .widened import _widened
+from .widened import widened_ufunc
 
 _NUMERIC = (T.FLOAT32, T.INT32, T.INT64)
 
@@ -37,7 +37,7 @@ def _arithmetic_prepare(op_name: str, ufunc: np.ufunc, types: tuple[TensorType, 
             quantized_prepare(context, node, op_name, first, second, output, optimized)
             return
         ensure_types_eq(first, output, f"{op_name} input/output types")
-        activation = _activation(node)
+        activation = fused_activation(node)
         if kind == T.COMPLEX64:
             ensure(
                 activation == ActivationFunctionType.NONE, "Activation is not allowed for COMPLEX64 input."
@@ -49,7 +49,7 @@ def _arithmetic_prepare(op_name: str, ufunc: np.ufunc, types: tuple[TensorType, 
         context.resize_tensor(output, shape)
         if op_name == "DIV" and kind == T.INT32:
             return BinaryOp(_int_divide(second, low, high, shape))
-        return BinaryOp(_widened(ufunc, first, second, shape), low, high)
+        return BinaryOp(widened_ufunc(ufunc, first, second, shape), low, high)
 
     return prepare
 

@@ -9,7 +9,7 @@ from ...errors import ensure
 from ..common import clip
 from .binary import BinaryOp, register_binary
 from .common import T, binary_tensors, output_shape
-from .widened import _widened
+from .widened import widened_ufunc
 
 _BITWISE = (T.UINT8, T.INT8, T.UINT16, T.INT16, T.UINT32, T.INT32)
 
@@ -22,7 +22,7 @@ def _bitwise_xor_prepare(context, node):
         f"got {type_name(first.type)}",
     )
     context.resize_tensor(output, output_shape(first, second, "BITWISE_XOR"))
-    return BinaryOp(_widened(np.bitwise_xor, first, second, output.shape))
+    return BinaryOp(widened_ufunc(np.bitwise_xor, first, second, output.shape))
 
 
 def _right_shift_prepare(context, node):

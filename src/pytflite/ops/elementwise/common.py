@@ -42,7 +42,7 @@ def output_shape(first, second, op_name: str, capped: bool = True) -> tuple[int,
     return shape
 
 
-def _activation(node) -> ActivationFunctionType:
+def fused_activation(node) -> ActivationFunctionType:
     value = getattr(node.builtin_data, "fused_activation_function", None)
     return ActivationFunctionType(value) if value is not None else ActivationFunctionType.NONE
 

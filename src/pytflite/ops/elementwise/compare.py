@@ -14,7 +14,7 @@ from ..quant.fixed_point import quantize_multiplier
 from .binary import BinaryOp, register_binary
 from .common import T, binary_tensors, output_shape
 from .requantize import mbqm_smaller_than_one
-from .widened import _widened
+from .widened import widened_ufunc
 
 _ORDER_TYPES = (T.FLOAT32, T.FLOAT16, T.INT16, T.INT32, T.INT64, T.UINT8, T.INT8)
 _EQUALITY_TYPES = (T.BOOL, *_ORDER_TYPES, T.STRING)
@@ -34,7 +34,7 @@ def _comparison_prepare(op_name: str, ufunc: np.ufunc, types: tuple[TensorType, 
         )
         compute = _rescaled(op_name, ufunc, first, second) if rescaled else ufunc
         if isinstance(compute, np.ufunc):
-            compute = _widened(compute, first, second, output.shape)
+            compute = widened_ufunc(compute, first, second, output.shape)
         return BinaryOp(compute, elementwise=True)
 
     return prepare

@@ -8,7 +8,7 @@ from ...core.types import BuiltinOperator, type_name
 from ...errors import ensure
 from .binary import BinaryOp, register_binary
 from .common import T, binary_tensors, float64_operands, output_shape, zero_check
-from .widened import _widened
+from .widened import widened_ufunc
 
 _FLOOR_DIV_TYPES = (T.FLOAT32, T.INT32, T.INT16, T.INT8)
 _FLOOR_MOD_TYPES = (T.FLOAT32, T.INT32, T.INT64, T.INT16, T.INT8)
@@ -47,7 +47,7 @@ def _floor_mod_prepare(context, node):
     ensure(first.type in _FLOOR_MOD_TYPES, f"Type '{type_name(first.type)}' is not supported by floor_mod.")
     context.resize_tensor(output, output_shape(first, second, "FLOOR_MOD"))
     if first.type == T.FLOAT32:  # fmod, then the divisor's sign; x mod 0 is NaN
-        return BinaryOp(_widened(np.remainder, first, second, output.shape))
+        return BinaryOp(widened_ufunc(np.remainder, first, second, output.shape))
     if _never_zero(second):
         return BinaryOp(np.remainder, elementwise=True)
     checked = zero_check(second, "Division by 0")

@@ -14,11 +14,11 @@ from ..quant.fixed_point import rounding_divide_by_pot, saturating_rounding_doub
 from .common import T
 from .quant_params import TYPE_RANGE, QuantParams, Rescale
 from .requantize import (
-    _clamp,
-    _clamped,
-    _requantize,
+    activation_clamp_values,
+    clamp_in_place,
     mbqm_smaller_than_one,
     mbqm_smaller_than_one_vectorized,
+    requantize_in_place,
     wrap32,
 )
 
@@ -52,11 +52,11 @@ def add_sub_formulas(p: QuantParams, sign: int, tensor_type, simd: bool) -> dict
             if vectorized:
                 total = mbqm_smaller_than_one_vectorized(total, out.multiplier, out.shift)
             elif out.shift <= 0:
-                total = _requantize(total, out.multiplier, out.shift)
+                total = requantize_in_place(total, out.multiplier, out.shift)
             else:  # SUB's output multiplier above 1: see _divide_by_pot_x86
                 total = mbqm_smaller_than_one(total, out.multiplier, out.shift)
             total += out.offset
-            return _clamped(total, p.low, p.high, simd_clamp)
+            return clamp_in_place(total, p.low, p.high, simd_clamp)
 
         return combine
 
@@ -88,7 +88,7 @@ def add_sub_formulas(p: QuantParams, sign: int, tensor_type, simd: bool) -> dict
             saturating_rounding_doubling_high_mul(v1 + v2, out.multiplier), -out.shift
         )
         result = saturate(wrap(wrap(result, 16) + out.offset, 16), type_low, type_high)
-        return _clamp(result, p.low, p.high, simd=True)
+        return activation_clamp_values(result, p.low, p.high, simd=True)
 
     last = Separable(shifted_last(one), shifted_last(two), narrowed)
     formulas[BROADCAST_BLOCK] = last
@@ -105,7 +105,7 @@ def pot_formulas(first_shift: int, second_shift: int, sign: int, low: int, high:
     def combine(v1, v2):
         total = np.asarray(np.add(v1, v2, dtype=np.int64))
         np.clip(total, -32768, 32767, out=total)
-        return _clamped(total, low, high, simd=False)
+        return clamp_in_place(total, low, high, simd=False)
 
     return {
         SCALAR: Separable(
@@ -120,9 +120,9 @@ def mul_formulas(p: QuantParams, tensor_type, simd: bool) -> dict[str, Callable]
     one, two, out = p.first, p.second, p.output
 
     def scalar(x1, x2):
-        product = _requantize((x1 + one.offset) * (x2 + two.offset), out.multiplier, out.shift)
+        product = requantize_in_place((x1 + one.offset) * (x2 + two.offset), out.multiplier, out.shift)
         product += out.offset
-        return _clamped(product, p.low, p.high, simd=False)
+        return clamp_in_place(product, p.low, p.high, simd=False)
 
     formulas = {SCALAR: scalar}
     if not simd:
@@ -137,7 +137,7 @@ def mul_formulas(p: QuantParams, tensor_type, simd: bool) -> dict[str, Callable]
                 rounding_divide_by_pot(saturating_rounding_doubling_high_mul(product, out.multiplier), right)
             )
             result = saturate(wrap(product + out.offset, 16), type_low, type_high)
-            return _clamp(result, p.low, p.high, simd=True)
+            return activation_clamp_values(result, p.low, p.high, simd=True)
 
         return compute
 
@@ -188,7 +188,7 @@ def div_formulas(p: QuantParams) -> dict[str, Callable]:
         quotient = saturating_rounding_doubling_high_mul(numerator << headroom, reciprocal)
         total_shift = out.shift - reciprocal_shift - headroom
         result = mbqm_smaller_than_one(quotient, out.multiplier, total_shift) + out.offset
-        return _clamp(result, p.low, p.high, simd=False)
+        return activation_clamp_values(result, p.low, p.high, simd=False)
 
     return {SCALAR: scalar}
 
@@ -233,6 +233,6 @@ def squared_difference_formulas(p: QuantParams) -> dict[str, Callable]:
         difference = mbqm_smaller_than_one((x1 + one.offset) << shift, one.multiplier, one.shift)
         difference = difference - mbqm_smaller_than_one((x2 + two.offset) << shift, two.multiplier, two.shift)
         result = mbqm_smaller_than_one(difference * difference, out.multiplier, out.shift) + out.offset
-        return _clamp(result, p.low, p.high, simd=False)
+        return activation_clamp_values(result, p.low, p.high, simd=False)
 
     return {SCALAR: scalar}

@@ -10,7 +10,7 @@ from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
 from .binary import BinaryOp, register_binary
 from .common import T, binary_tensors, output_shape
-from .widened import _widened
+from .widened import widened_ufunc
 
 
 def _logical_prepare(op_name: str, ufunc: np.ufunc):
@@ -18,7 +18,7 @@ def _logical_prepare(op_name: str, ufunc: np.ufunc):
         first, second, output = binary_tensors(context, node, op_name)
         ensure(first.type == T.BOOL, "Logical ops only support bool type.")
         context.resize_tensor(output, output_shape(first, second, op_name))
-        return BinaryOp(_widened(ufunc, first, second, output.shape))
+        return BinaryOp(widened_ufunc(ufunc, first, second, output.shape))
 
     return prepare
 

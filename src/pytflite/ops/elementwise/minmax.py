@@ -8,7 +8,7 @@ from ...core.types import BuiltinOperator
 from ...errors import ensure_type
 from .binary import BinaryOp, register_binary
 from .common import T, binary_tensors, output_shape
-from .widened import _widened
+from .widened import widened_ufunc
 
 _MIN_MAX_TYPES = (T.FLOAT32, T.FLOAT16, T.UINT8, T.INT8, T.INT16, T.INT32, T.INT64)
 
@@ -35,7 +35,7 @@ def _min_max_prepare(op_name: str, propagating: np.ufunc, ignoring: np.ufunc):
                 propagating(out, b, out=out)
 
         return BinaryOp(
-            _widened(ufunc, first, second, output.shape) if isinstance(ufunc, np.ufunc) else ufunc,
+            widened_ufunc(ufunc, first, second, output.shape) if isinstance(ufunc, np.ufunc) else ufunc,
             elementwise=True,
         )
 

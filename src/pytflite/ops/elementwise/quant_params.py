@@ -11,7 +11,7 @@ import numpy as np
 from ...core.types import type_name
 from ...errors import KernelError, ensure, ensure_eq
 from ..quant.fixed_point import activation_range, quantize_multiplier, round_half_away
-from .common import T, _activation
+from .common import T, fused_activation
 
 TYPE_RANGE = {T.INT8: (-128, 127), T.UINT8: (0, 255), T.INT16: (-32768, 32767)}
 
@@ -71,7 +71,9 @@ def _smaller_than_one(real: float, what: str) -> tuple[int, int]:
 def _activation_limits(node, output, op_name: str) -> tuple[int, int]:
     low, high = TYPE_RANGE[output.type]
     try:
-        return activation_range(_activation(node), output.params.scale, output.params.zero_point, low, high)
+        return activation_range(
+            fused_activation(node), output.params.scale, output.params.zero_point, low, high
+        )
     except OverflowError:
         raise KernelError("no_integer_overflow_from_quantization was not true.") from None
 

@@ -38,7 +38,7 @@ def mbqm_smaller_than_one_vectorized(x: np.ndarray, multiplier: int, shift: int)
     return (x >> 31) + ((x & mask) > threshold)
 
 
-def _clamp(x: np.ndarray, low: int, high: int, simd: bool) -> np.ndarray:
+def activation_clamp_values(x: np.ndarray, low: int, high: int, simd: bool) -> np.ndarray:
     """The activation clamp: scalar code is min(high, max(low, x)), NEON max(low, min(high, x)) (they
     would differ only for an empty activation range)."""
     if simd:
@@ -46,7 +46,7 @@ def _clamp(x: np.ndarray, low: int, high: int, simd: bool) -> np.ndarray:
     return np.minimum(np.maximum(x, low), high)
 
 
-def _requantize(total: np.ndarray, multiplier: int, shift: int) -> np.ndarray:
+def requantize_in_place(total: np.ndarray, multiplier: int, shift: int) -> np.ndarray:
     """MultiplyByQuantizedMultiplier of int32 values held in an int64 array, computed in place: the left
     shift (wrapping in int32), the doubling high multiply (TFLite's scalar one and vqrdmulh agree: the
     high half of 2*x*m rounded half up), the right shift rounding halves away from zero."""
@@ -68,8 +68,8 @@ def _requantize(total: np.ndarray, multiplier: int, shift: int) -> np.ndarray:
     return total
 
 
-def _clamped(result: np.ndarray, low: int, high: int, simd: bool) -> np.ndarray:
-    """_clamp in place."""
+def clamp_in_place(result: np.ndarray, low: int, high: int, simd: bool) -> np.ndarray:
+    """activation_clamp_values in place."""
     result = np.asarray(result)
     if simd and low > high:
         result[...] = low

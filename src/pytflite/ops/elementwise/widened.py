@@ -1,4 +1,4 @@
-"""_widened: a per-channel broadcast ([C] against [N,H,W,C]) computed over wide rows, several times faster."""
+"""widened_ufunc: a per-channel broadcast ([C] against [N,H,W,C]) computed over wide rows, several times faster."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import numpy as np
 _WIDE_ROW = 8192
 
 
-def _widened(ufunc: np.ufunc, first, second, shape: tuple[int, ...]) -> Callable[..., Any]:
+def widened_ufunc(ufunc: np.ufunc, first, second, shape: tuple[int, ...]) -> Callable[..., Any]:
     """`ufunc`, or a faster equivalent for a per-channel broadcast: one operand has the output's shape,
     the other its trailing dimensions (say [C] against [N,H,W,C]). NumPy loops over rows of only C
     elements there; viewing the output as rows of C*k elements against the small operand tiled k times

@@ -10,7 +10,7 @@ from ...core.types import type_name
 from ...errors import ensure
 from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
-from .common import Op, T, _unsupported
+from .common import Op, T, unsupported_type
 
 _BUCKETIZE_TYPES = (T.FLOAT32, T.FLOAT64, T.INT32, T.INT64)
 
@@ -27,7 +27,7 @@ def bucketize_prepare(context, node):
     boundaries = np.array(node.builtin_data.boundaries or (), np.float32)
     ensure(not (boundaries[1:] < boundaries[:-1]).any(), "Expected sorted boundaries")
     if source.type not in _BUCKETIZE_TYPES:
-        raise _unsupported(source, "Type '%s' is not supported by bucketize.")
+        raise unsupported_type(source, "Type '%s' is not supported by bucketize.")
     ensure(output.type == T.INT32, f"BUCKETIZE output type {type_name(output.type)} != INT32")
     if source.type == T.FLOAT64:
         node.user_data = BucketizeData(boundaries.astype(np.float64), None)

@@ -31,7 +31,7 @@ EMBEDDING_TYPES = (
 )
 
 
-def _unsupported(tensor, message: str) -> KernelError:
+def unsupported_type(tensor, message: str) -> KernelError:
     """TFLite's "... of type 'X' ..." error, `message` holding one %s for the type name."""
     return KernelError(message % type_name(tensor.type))
 

@@ -12,7 +12,7 @@ from ...core.quantization import AffineQuantization
 from ...errors import KernelError, ensure, ensure_condition_eq, ensure_type_condition, ensure_types_eq
 from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
-from .common import EMBEDDING_TYPES, Op, T, _unsupported
+from .common import EMBEDDING_TYPES, Op, T, unsupported_type
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ def embedding_lookup_prepare(context, node):
     if value.type != output.type and float_output:
         # TFLite's hybrid lookup reads the table as int8 bytes (uint8 values' bits included)
         if value.type not in _HYBRID_LOOKUP_VALUES:
-            raise _unsupported(value, "Type '%s' is not supported by a dequantizing embedding_lookup.")
+            raise unsupported_type(value, "Type '%s' is not supported by a dequantizing embedding_lookup.")
         per_row = isinstance(quantization, AffineQuantization) and quantization.scale.size > 1
         scale = np.float32(value.params.scale)
         packed = value.type if value.type in (T.INT4, T.INT2) else None
@@ -82,7 +82,7 @@ def embedding_lookup_prepare(context, node):
         )
     else:
         if value.type not in EMBEDDING_TYPES:
-            raise _unsupported(value, "Type '%s' is not supported by embedding_lookup.")
+            raise unsupported_type(value, "Type '%s' is not supported by embedding_lookup.")
         ensure_types_eq(output, value, "EMBEDDING_LOOKUP output type")
     node.user_data = data
     context.resize_tensor(output, lookup.shape + value.shape[1:])

@@ -13,7 +13,7 @@ from ...errors import KernelError, ensure, ensure_condition_eq, ensure_types_eq
 from ..common import as_indices, check_arity, input_tensor, output_tensor
 from ..jit import compiled, read_only
 from ..registry import register_builtin
-from .common import INDEX_TYPES, Op, T, _unsupported
+from .common import INDEX_TYPES, Op, T, unsupported_type
 
 _GATHER_TYPES = (
     T.FLOAT32,
@@ -45,9 +45,9 @@ def gather_prepare(context, node):
     params, positions = input_tensor(context, node, 0), input_tensor(context, node, 1)
     output = output_tensor(context, node)
     if positions.type not in INDEX_TYPES:
-        raise _unsupported(positions, "Positions of type '%s' are not supported by gather.")
+        raise unsupported_type(positions, "Positions of type '%s' are not supported by gather.")
     if params.type not in _GATHER_TYPES:
-        raise _unsupported(params, "Type '%s' is not supported by gather.")
+        raise unsupported_type(params, "Type '%s' is not supported by gather.")
     ensure_types_eq(output, params, "GATHER output type")
     rank, positions_rank = len(params.shape), len(positions.shape)
     if params.type == T.STRING:

@@ -10,7 +10,7 @@ import numpy as np
 from ...errors import KernelError, ensure, ensure_types_eq
 from ..common import as_indices, check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
-from .common import INDEX_TYPES, Op, T, _unsupported, row_strides
+from .common import INDEX_TYPES, Op, T, row_strides, unsupported_type
 
 _GATHER_ND_TYPES = (
     T.FLOAT32,
@@ -40,9 +40,9 @@ def gather_nd_prepare(context, node):
     params, indices = input_tensor(context, node, 0), input_tensor(context, node, 1)
     output = output_tensor(context, node)
     if params.type not in _GATHER_ND_TYPES:
-        raise _unsupported(params, "Params of type '%s' are not supported by gather_nd.")
+        raise unsupported_type(params, "Params of type '%s' are not supported by gather_nd.")
     if indices.type not in INDEX_TYPES:
-        raise _unsupported(indices, "Indices of type '%s' are not supported by gather_nd.")
+        raise unsupported_type(indices, "Indices of type '%s' are not supported by gather_nd.")
     ensure_types_eq(output, params, "GATHER_ND output type")
     params_rank, indices_rank = len(params.shape), len(indices.shape)
     ensure(params_rank >= 1, "Params must be at least a vector.")

@@ -10,7 +10,7 @@ import numpy as np
 from ...errors import ensure, ensure_types_eq
 from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
-from .common import Op, T, _unsupported
+from .common import Op, T, unsupported_type
 
 _DIAG_TYPES = (T.FLOAT32, T.INT64, T.INT32, T.INT16, T.INT8, T.UINT8)
 
@@ -20,7 +20,7 @@ def matrix_diag_prepare(context, node):
     source, output = input_tensor(context, node, 0), output_tensor(context, node)
     ensure(len(source.shape) >= 1, "input_dims_size >= 1 was not true.")
     if source.type not in _DIAG_TYPES:
-        raise _unsupported(source, "Type '%s' is not supported by matrix_diag.")
+        raise unsupported_type(source, "Type '%s' is not supported by matrix_diag.")
     ensure_types_eq(output, source, "MATRIX_DIAG output type")
     context.resize_tensor(output, source.shape + source.shape[-1:])
 
@@ -50,7 +50,7 @@ def matrix_set_diag_prepare(context, node):
     output = output_tensor(context, node)
     ensure(len(source.shape) >= 2, "input_dims_size >= 2 was not true.")
     if source.type not in _DIAG_TYPES:
-        raise _unsupported(source, "Type '%s' is not supported by matrix_set_diag.")
+        raise unsupported_type(source, "Type '%s' is not supported by matrix_set_diag.")
     ensure_types_eq(diagonal, source, "MATRIX_SET_DIAG diagonal type")
     ensure_types_eq(output, source, "MATRIX_SET_DIAG output type")
     rows, cols = source.shape[-2:]

@@ -11,7 +11,7 @@ from ...core.types import type_name
 from ...errors import ensure, ensure_condition_eq, ensure_type_condition, ensure_types_eq
 from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
-from .common import Op, T, _unsupported
+from .common import Op, T, unsupported_type
 
 # TFLite's prepare also lets INT16 through, but its invoke has no INT16 case and fails.
 _ONE_HOT_TYPES = (T.FLOAT32, T.INT32, T.INT64, T.INT8, T.UINT8, T.BOOL)
@@ -33,7 +33,7 @@ def one_hot_prepare(context, node):
     indices, depth, on_value, off_value = (input_tensor(context, node, i) for i in range(4))
     output = output_tensor(context, node)
     if on_value.type not in _ONE_HOT_TYPES:
-        raise _unsupported(on_value, "Unknown output data type: %s")
+        raise unsupported_type(on_value, "Unknown output data type: %s")
     ensure(
         indices.type in (T.INT32, T.INT64),
         "op_context.indices->type == kTfLiteInt32 || op_context.indices->type == kTfLiteInt64 was not true.",

@@ -11,7 +11,7 @@ import numpy as np
 from ...errors import KernelError, ensure, ensure_condition_eq, ensure_types_eq
 from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
-from .common import Op, T, _unsupported, row_strides
+from .common import Op, T, row_strides, unsupported_type
 
 _SCATTER_TYPES = (T.FLOAT32, T.UINT8, T.BOOL, T.INT8, T.INT64, T.INT32)
 
@@ -67,10 +67,10 @@ def scatter_nd_prepare(context, node):
     indices, updates, shape = (input_tensor(context, node, i) for i in range(3))
     output = output_tensor(context, node)
     if updates.type not in _SCATTER_TYPES:
-        raise _unsupported(updates, "Updates of type '%s' are not supported by scatter_nd.")
+        raise unsupported_type(updates, "Updates of type '%s' are not supported by scatter_nd.")
     ensure(indices.type == shape.type, "Indices and shape must have the same type.")
     if indices.type != T.INT32:
-        raise _unsupported(indices, "Indices of type '%s' are not supported by scatter_nd.")
+        raise unsupported_type(indices, "Indices of type '%s' are not supported by scatter_nd.")
     ensure_types_eq(output, updates, "SCATTER_ND output type")
     ensure(
         len(indices.shape) >= 1 and len(updates.shape) >= 1 and len(shape.shape) == 1,

@@ -12,7 +12,7 @@ from ...core.step_program import Direct
 from ...errors import KernelError, ensure, ensure_type_condition, ensure_types_eq
 from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
-from .common import EMBEDDING_TYPES, Op, T, _unsupported
+from .common import EMBEDDING_TYPES, Op, T, unsupported_type
 
 # SELECT switches on the element size: 8, 16, 32 or 64 bits.
 _SELECT_TYPES = tuple(t for t in EMBEDDING_TYPES if t != T.COMPLEX128)
@@ -38,7 +38,7 @@ def _select_prepare(op_name: str, broadcast: bool):
         ensure_type_condition(condition, T.BOOL, "input_condition->type != kTfLiteBool")
         ensure_type_condition(y, x.type, "input_x->type != input_y->type")
         if x.type not in _SELECT_TYPES:
-            raise _unsupported(x, f"Type '%s' is not supported by {op_name}.")
+            raise unsupported_type(x, f"Type '%s' is not supported by {op_name}.")
         ensure_types_eq(output, x, f"{op_name} output type")
         sizes = (math.prod(condition.shape), math.prod(x.shape), math.prod(y.shape), math.prod(output.shape))
         if sizes == (1, 1, 1, 1):  # TFLite keeps the output's own (one-element) shape here

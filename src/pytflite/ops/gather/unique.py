@@ -9,7 +9,7 @@ from ...core.types import type_name
 from ...errors import KernelError, ensure_condition_eq, ensure_type_condition
 from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
-from .common import Op, T, _unsupported
+from .common import Op, T, unsupported_type
 
 _UNIQUE_TYPES = (T.INT8, T.INT16, T.INT32, T.INT64, T.FLOAT32, T.UINT8)
 
@@ -24,7 +24,7 @@ def unique_prepare(context, node):
             f"Unique index output array can only be Int32 or Int64, requested: {type_name(T(index_type))}"
         )
     if source.type not in _UNIQUE_TYPES:
-        raise _unsupported(source, "Currently Unique doesn't support type: %s")
+        raise unsupported_type(source, "Currently Unique doesn't support type: %s")
     ensure_type_condition(values, source.type, "output_unique_tensor->type != input->type")
     ensure_type_condition(index, T(index_type), "output_index_tensor->type != params->index_out_type")
     ensure_condition_eq(len(source.shape), 1, "NumDimensions(input) != 1")

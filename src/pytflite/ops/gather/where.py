@@ -8,7 +8,7 @@ from ...core.types import AllocationType, type_name
 from ...errors import ensure
 from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
-from .common import Op, T, _unsupported
+from .common import Op, T, unsupported_type
 
 _WHERE_TYPES = (T.BOOL, T.FLOAT32, T.INT64, T.INT32, T.INT8, T.UINT8, T.UINT32)
 
@@ -21,7 +21,7 @@ def where_prepare(context, node):
     check_arity(node, 1)
     condition, output = input_tensor(context, node, 0), output_tensor(context, node)
     if condition.type not in _WHERE_TYPES:
-        raise _unsupported(condition, "Condition tensor has unsupported type: '%s'.")
+        raise unsupported_type(condition, "Condition tensor has unsupported type: '%s'.")
     ensure(output.type == T.INT64, f"WHERE output type {type_name(output.type)} != INT64")
     if not condition.is_constant_or_persistent:
         context.set_tensor_to_dynamic(output)

@@ -39,7 +39,7 @@ EXP_P += tuple(map(F32, (4.1898667812347412109375e-2, 8.334713056683540344238281
 _TANH_PQ = np.array([(F32(0), *TANH_P), TANH_Q], F32).T[:, :, None]  # [step, 2, 1]
 
 
-def _tanh(x, out) -> None:
+def tanh_into(x, out) -> None:
     z = clip(x, -TANH_CLAMP, TANH_CLAMP).reshape(-1)
     z2 = z * z
     pq = np.multiply(z2, _TANH_PQ[0])  # [2, size]: Horner's scheme on P and Q at once
@@ -54,7 +54,7 @@ def _tanh(x, out) -> None:
     np.divide(p.reshape(x.shape), q.reshape(x.shape), out=out)
 
 
-def _sigmoid(x, out, scalar=None) -> None:
+def sigmoid_into(x, out, scalar=None) -> None:
     """Eigen's logistic; `scalar`: a boolean mask of the elements TFLite computes on its scalar path."""
     below = x < LOGISTIC_LOWEST
     half = clip(x, _NEG_INF, LOGISTIC_HIGHEST)
@@ -100,7 +100,7 @@ def fast_tanh(x, out) -> None:
     np.tanh(x, out=out)
 
 
-def activation_function(activation, tanh=_tanh):
+def activation_function(activation, tanh=tanh_into):
     """TFLite's ApplyActivationToVector as a function (x, out); None for NONE, which leaves `out`
     unwritten (as TFLite does)."""
     if activation == ActivationFunctionType.NONE:

@@ -13,7 +13,7 @@ from ...fidelity.ruy import gemm_rounding
 from ..quant.fixed_point import quantize_multiplier, rounding_divide_by_pot
 from ..quant.gemmlowp import FixedPointMath
 from ..quant.integer_gemm import gemm_requantizer
-from .activations import _sigmoid, _tanh
+from .activations import sigmoid_into, tanh_into
 from .common import T
 from .lstm_integer import checked_log2, fixed_point_table
 
@@ -104,16 +104,16 @@ def basic_lstm_invoke(context, node):
         gates[:, k * units : (k + 1) * units] for k in range(4)
     )
     i = np.empty_like(input_gate)
-    _sigmoid(input_gate, i)
+    sigmoid_into(input_gate, i)
     g = np.empty_like(new_input)
-    _tanh(new_input, g)
+    tanh_into(new_input, g)
     f = np.empty_like(forget_gate)
-    _sigmoid(forget_gate, f)
+    sigmoid_into(forget_gate, f)
     np.multiply(i, g, out=state_out)
     state_out += f * state
     o = np.empty_like(output_gate)
-    _sigmoid(output_gate, o)
-    _tanh(state_out, activ_out)
+    sigmoid_into(output_gate, o)
+    tanh_into(state_out, activ_out)
     activ_out *= o
     _basic_write_back(tensors, node, activ_out, state_out)
 

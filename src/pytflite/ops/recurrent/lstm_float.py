@@ -11,7 +11,7 @@ import numpy as np
 from ...model.options import ActivationFunctionType
 from ..common import clip
 from ..jit import compiled, read_only
-from .activations import _sigmoid, _tanh, activation_function, fast_sigmoid, fast_tanh
+from .activations import activation_function, fast_sigmoid, fast_tanh, sigmoid_into, tanh_into
 from .common import F32, ONE, sequence_matmul
 from .hybrid import hybrid_product, hybrid_terms
 from .lstm_common import LstmDirection, LstmRun
@@ -97,7 +97,7 @@ def run_lstm(
     proj_clip = F32(run.proj_clip)
     cell_clip = F32(run.cell_clip)
     # Eigen's exact logistic and tanh where the results are requantized (hybrid), faster ones otherwise
-    sigmoid, tanh = (_sigmoid, _tanh) if hybrid else (fast_sigmoid, fast_tanh)
+    sigmoid, tanh = (sigmoid_into, tanh_into) if hybrid else (fast_sigmoid, fast_tanh)
     scalar_early = scalar_output = None
     if hybrid:
         scalar_early, scalar_output = scalar[:, sigmoid_early], scalar[:, direction.gate_slice("output")]

@@ -16,7 +16,7 @@ from ...model.options import ActivationFunctionType
 from ..common import output_tensor
 from ..jit import compiled, read_only
 from ..registry import register_builtin
-from .activations import _tanh, activation_function, fast_tanh
+from .activations import activation_function, fast_tanh, tanh_into
 from .common import F32, WEIGHT_INT, T, sequence_matmul, time_major_view
 from .hybrid import hybrid_matrix, hybrid_product, hybrid_terms
 
@@ -116,7 +116,7 @@ def _run_rnn(cell: _RnnCell, pre, h, out, activation, asymmetric: bool, forward:
     ):
         return
     recurrent = np.empty((batch, cell.units), F32)
-    activate = activation_function(activation, _tanh if cell.hybrid else fast_tanh)
+    activate = activation_function(activation, tanh_into if cell.hybrid else fast_tanh)
     hidden = h  # the hidden state: h before the first step, then the last step's output
     for t in range(steps) if forward else range(steps - 1, -1, -1):
         step = out[t]

@@ -9,14 +9,14 @@ from ...core.types import BuiltinOperator
 from ...errors import KernelError, ensure, ensure_eq, ensure_type, ensure_types_eq
 from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
-from .common import INDEX, SIZED, DynamicShapeData, T, _values
+from .common import INDEX, SIZED, DynamicShapeData, T, int_values
 
 _BROADCAST_TO_TYPES = (*SIZED, T.COMPLEX128)
 
 
 def _broadcast_to_shape(source_shape: tuple[int, ...], shape_tensor) -> tuple[int, ...]:
     ensure_eq(len(shape_tensor.shape), 1, "BROADCAST_TO shape rank")
-    target = _values(shape_tensor)
+    target = int_values(shape_tensor)
     message = "Output shape must be broadcastable from input shape."
     ensure(len(source_shape) <= len(target), message)
     extra = len(target) - len(source_shape)

@@ -56,19 +56,19 @@ def ensure_same_quantization(source, output, op: str) -> None:
     ensure_eq(source.params.zero_point, output.params.zero_point, f"{op} input/output zero point")
 
 
-def _values(tensor) -> list[int]:
+def int_values(tensor) -> list[int]:
     """The integer values of a shape/axis/multiples tensor."""
     return [int(v) for v in tensor.data.reshape(-1).tolist()]
 
 
 def scalar_value(tensor) -> int:
     """The first element of an int32 or int64 axis tensor (TFLite reads element 0)."""
-    values = _values(tensor)
+    values = int_values(tensor)
     ensure(len(values) > 0, "axis tensor is empty")
     return values[0]
 
 
-def _copy(context, node) -> None:
+def copy_invoke(context, node) -> None:
     """Invoke for a kernel whose output holds the input's elements in the same order."""
     tensors = context.tensors
     out = tensors[node.outputs[0]].data

@@ -10,9 +10,9 @@ from .common import (
     INDEX,
     DynamicShapeData,
     T,
-    _copy,
-    _values,
+    copy_invoke,
     ensure_same_quantization,
+    int_values,
     scalar_value,
     set_type,
 )
@@ -27,7 +27,7 @@ def _expanded_shape(shape: tuple[int, ...], axis: int) -> tuple[int, ...]:
 
 
 def _expand_dims_axis(axis) -> int:
-    ensure_eq(len(_values(axis)), 1, "EXPAND_DIMS axis element count")
+    ensure_eq(len(int_values(axis)), 1, "EXPAND_DIMS axis element count")
     return scalar_value(axis)
 
 
@@ -58,7 +58,7 @@ def expand_dims_invoke(context, node):
         source = tensors[node.inputs[0]]
         axis = _expand_dims_axis(tensors[node.inputs[1]])
         context.resize_tensor(tensors[node.outputs[0]], _expanded_shape(source.shape, axis))
-    _copy(context, node)
+    copy_invoke(context, node)
 
 
 register_builtin(

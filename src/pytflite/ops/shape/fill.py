@@ -13,8 +13,8 @@ from .common import (
     SIZED,
     DynamicShapeData,
     T,
-    _values,
     ensure_same_quantization,
+    int_values,
     set_type,
 )
 
@@ -22,7 +22,7 @@ _FILL_TYPES = (*SIZED, T.STRING)
 
 
 def _fill_shape(dims) -> tuple[int, ...]:
-    shape = _values(dims)
+    shape = int_values(dims)
     if any(d < 0 for d in shape):
         raise KernelError(f"Fill dimensions must be >= 0 got {TFLITE_TYPE_NUMBER[dims.type]}")
     return tuple(shape)

@@ -11,7 +11,7 @@ from ...core.types import BuiltinOperator, type_name
 from ...errors import KernelError, ensure, ensure_eq, ensure_types_eq
 from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
-from .common import T, _values
+from .common import T, int_values
 
 _REVERSE_TYPES = (T.INT32, T.FLOAT32, T.UINT8, T.INT8, T.INT16, T.INT64, T.BOOL, T.FLOAT16, T.BFLOAT16)
 
@@ -55,7 +55,7 @@ def reverse_prepare(context, node):
         node.user_data = ReverseData(None)
         return
     try:  # TFLite checks the axes when it invokes the node: so do we, with the constant resolved now
-        node.user_data = ReverseData(_reverse_axes(_values(axis), len(source.shape)))
+        node.user_data = ReverseData(_reverse_axes(int_values(axis), len(source.shape)))
     except KernelError as error:
         node.user_data = ReverseData(None, str(error))
 
@@ -68,7 +68,7 @@ def reverse_invoke(context, node):
     source = tensors[node.inputs[0]].data
     axes = data.axes
     if axes is None:
-        axes = _reverse_axes(_values(tensors[node.inputs[1]]), source.ndim)
+        axes = _reverse_axes(int_values(tensors[node.inputs[1]]), source.ndim)
     np.copyto(tensors[node.outputs[0]].data, np.flip(source, axes) if axes else source)
 
 

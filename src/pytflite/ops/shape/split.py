@@ -15,7 +15,7 @@ from ...core.types import BuiltinOperator
 from ...errors import KernelError, ensure, ensure_eq, ensure_type
 from ..common import input_tensor
 from ..registry import register_builtin
-from .common import INDEX, T, _values, scalar_value, set_type
+from .common import INDEX, T, int_values, scalar_value, set_type
 
 _SPLIT_TYPES = (T.FLOAT32, T.UINT8, T.INT8, T.INT16, T.INT32, T.INT64)
 
@@ -116,7 +116,7 @@ def _split_v_plan(context, node) -> tuple[tuple[slice, ...], ...]:
     axis = scalar_value(axis_tensor)
     if axis < 0:
         axis += len(source.shape)
-    sizes = _values(size_splits)
+    sizes = int_values(size_splits)
     unknown = [i for i, s in enumerate(sizes) if s == -1]
     if len(unknown) > 1:
         raise KernelError("The size_splits contains more than one -1.")

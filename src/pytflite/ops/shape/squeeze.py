@@ -6,7 +6,7 @@ from ...core.types import BuiltinOperator
 from ...errors import ensure, ensure_type, ensure_types_eq
 from ..common import ANY_TYPE, check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
-from .common import _copy
+from .common import copy_invoke
 
 
 def squeeze_prepare(context, node):
@@ -34,4 +34,4 @@ def squeeze_prepare(context, node):
     context.resize_tensor(output, tuple(d for i, d in enumerate(shape) if i not in squeezed))
 
 
-register_builtin(BuiltinOperator.SQUEEZE, (1, 2), types=ANY_TYPE, prepare=squeeze_prepare, invoke=_copy)
+register_builtin(BuiltinOperator.SQUEEZE, (1, 2), types=ANY_TYPE, prepare=squeeze_prepare, invoke=copy_invoke)

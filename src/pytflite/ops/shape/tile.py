@@ -10,7 +10,7 @@ from ...core.types import BuiltinOperator, type_name
 from ...errors import KernelError, ensure_eq, ensure_type, ensure_types_eq
 from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
-from .common import INDEX, SIZED, T, _values
+from .common import INDEX, SIZED, T, int_values
 
 _TILE_TYPES = (*SIZED, T.STRING)
 _INT32_MAX = 2**31 - 1
@@ -31,7 +31,7 @@ def _tile_plan(context, node) -> TilePlan:
     tensors = context.tensors
     source, multiples, output = tensors[node.inputs[0]], tensors[node.inputs[1]], tensors[node.outputs[0]]
     shape = source.shape
-    counts = _values(multiples)
+    counts = int_values(multiples)
     ensure_eq(len(shape), len(counts), "TILE input rank vs multiples count")
     out_shape = []
     for d, m in zip(shape, counts):

@@ -10,7 +10,7 @@ from ...core.types import BuiltinOperator
 from ...errors import ensure, ensure_eq, ensure_type, ensure_types_eq
 from ..common import check_arity, copy_step, input_tensor, output_tensor
 from ..registry import register_builtin
-from .common import SIZED, T, _values
+from .common import SIZED, T, int_values
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,7 @@ def _resolve_perm(shape: tuple[int, ...], perm_tensor) -> tuple[int, ...]:
     ensure_eq(len(perm_tensor.shape), 1, "TRANSPOSE perm rank")
     ensure_eq(perm_tensor.shape[0], rank, "TRANSPOSE perm size vs input rank")
     perm = []
-    for value in _values(perm_tensor):
+    for value in int_values(perm_tensor):
         ensure(-rank <= value < rank, "Transpose op permutations array is out of bounds.")
         perm.append(value + rank if value < 0 else value)
     ensure(len(set(perm)) == rank, f"Transpose op permutations array {perm} repeats a dimension.")
