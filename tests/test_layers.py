@@ -74,3 +74,41 @@ def test_no_module_imports_another_modules_private_names():
                 names = [a.name for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
                 found += [f"{path.relative_to(SOURCE)}:{node.lineno} imports {name}" for name in names]
     assert found == []
+
+
+# Underscored names that are public API all the same: namedtuple's, and LiteRT's Interpreter method that
+# applications call (pytflite keeps it for drop-in use)
+_PUBLIC_UNDERSCORED = {"_fields", "_replace", "_asdict", "_make", "_get_full_signature_list"}
+
+
+def _private_names_defined(tree: ast.Module) -> set[str]:
+    """The underscored names a module gives its own functions, classes, attributes and slots."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            names.add(node.attr)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            names.add(node.value)  # __slots__ entries
+    return {name for name in names if name.startswith("_")}
+
+
+def test_no_module_reads_another_modules_private_attributes():
+    """obj._name outside `self`/`cls` only where this module defines _name (its own class's state)."""
+    found = []
+    for path in sorted(SOURCE.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        own = _private_names_defined(tree) | _PUBLIC_UNDERSCORED
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Attribute) and node.attr.startswith("_")) or node.attr.startswith(
+                "__"
+            ):
+                continue
+            if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+                continue
+            if node.attr not in own:
+                found.append(f"{path.relative_to(SOURCE)}:{node.lineno} reads {ast.unparse(node)}")
+    assert found == []

@@ -382,6 +382,8 @@ class Interpreter:
     # --- signatures -----------------------------------------------------------------------------------
 
     def _get_full_signature_list(self) -> dict[str, dict[str, dict[str, int]]]:
+        """Each signature's inputs and outputs by name, with their tensor indices (LiteRT's own name for
+        it, underscore included, which applications call)."""
         # LiteRT keeps signature inputs and outputs in std::maps, so they come out sorted by name
         return {
             signature.key: {
@@ -397,7 +399,8 @@ class Interpreter:
             for key, entry in self._get_full_signature_list().items()
         }
 
-    def _signature_subgraph_index(self, signature_key: str) -> int:
+    def signature_subgraph_index(self, signature_key: str) -> int:
+        """The subgraph a signature runs (a pytflite extra)."""
         for signature in self._model.signatures:
             if signature.key == signature_key:
                 return signature.subgraph_index
@@ -482,7 +485,7 @@ class SignatureRunner:
         self._signature_key = signature_key
         self._inputs = signature_defs[signature_key]["inputs"]
         self._outputs = signature_defs[signature_key]["outputs"]
-        self._subgraph_index = interpreter._signature_subgraph_index(signature_key)
+        self._subgraph_index = interpreter.signature_subgraph_index(signature_key)
 
     def __call__(self, **kwargs: Any) -> dict[str, np.ndarray]:
         if len(kwargs) != len(self._inputs):

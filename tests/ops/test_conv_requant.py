@@ -50,7 +50,7 @@ def test_cases_cover_every_finish():
         low, high = clamp if clamp is not None else RANGES[dtype]
         requant = Requant(np.array(multipliers), np.array(shifts), zero_point, low, high, dtype)
         requant.product_bound = bound
-        fast = requant._float_constants(None)
+        fast = requant.float_constants(None)
         seen.add((fast.low.dtype.name, fast.back is not None))
     assert {("int16", False), ("int32", False), ("int16", True)} <= seen
 
@@ -67,7 +67,7 @@ def test_float_path_matches_simd_rounding(dtype, multipliers, shifts, zero_point
         acc = _accumulators(rng, pixels, channels, bound)
         requant = Requant(multiplier, shift, zero_point, low, high, dtype)
         requant.product_bound = bound
-        assert requant._float_constants(terms) is not None, "the float64 path must be the one tested"
+        assert requant.float_constants(terms) is not None, "the float64 path must be the one tested"
         out = np.empty((1, pixels, channels), dtype)
         wide = np.empty(out.shape, np.int64)
         product = acc.astype(np.float32).reshape(out.shape)
@@ -94,7 +94,7 @@ def test_folded_product_finish_matches_simd_rounding(
     acc = _accumulators(rng, 500, channels, bound)
     requant = Requant(multiplier, shift, zero_point, low, high, dtype)
     requant.product_bound = bound
-    fast = requant._float_constants(terms)
+    fast = requant.float_constants(terms)
     scaled = acc * fast.scale + fast.constant  # exact: the integer numerators stay below 2**53
     out = np.empty(acc.shape, dtype)
     calls = requant.finish_calls(scaled, out, np.empty(acc.shape, np.int32), terms)

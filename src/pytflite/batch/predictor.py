@@ -147,6 +147,12 @@ class Predictor:
         return _restore, (self._arguments,)
 
     @property
+    def arguments(self) -> dict[str, Any]:
+        """What the Predictor was made with (by name), as it pickles: its model, custom ops and
+        delegates by path and importable reference."""
+        return dict(self._arguments)
+
+    @property
     def cached_batch_sizes(self) -> tuple[Any, ...]:
         """The keys of the allocated interpreters, least recently used first (for tests and tuning)."""
         return tuple(self._sessions)

@@ -150,7 +150,7 @@ def run_ray(
     chunk at a time, and travel to the actors as rows keyed by their name."""
     if not ray.is_initialized():
         ray.init(address=address) if address else ray.init()
-    arguments = dict(predictor._arguments)
+    arguments = predictor.arguments
     model_path = arguments.pop("model_path")
 
     def score(keys, items, sink, report) -> None:

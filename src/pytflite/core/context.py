@@ -45,7 +45,7 @@ class Context:
         self.host: HostProfile = config.host if config.host is not None else HostProfile.detect()
         self.profiler: Any = None
         self._external_contexts: dict[Any, Any] = {}
-        self._delegate_depth = 0  # > 0 while a delegate's prepare runs
+        self.delegate_depth = 0  # > 0 while a delegate's prepare runs
 
     @property
     def subgraph(self) -> Subgraph:
@@ -105,7 +105,7 @@ class Context:
     # --- delegate services (only during a delegate's prepare) -------------------------------------
 
     def _require_delegate(self) -> None:
-        if self._delegate_depth <= 0:
+        if self.delegate_depth <= 0:
             raise KernelError(FORBIDDEN_OUTSIDE_DELEGATE)
 
     def get_execution_plan(self) -> tuple[int, ...]:

@@ -55,7 +55,7 @@ class Delegation:
         """
         subgraph = self._subgraph
         if delegate is None:
-            subgraph._fail("Null delegate.", Status.DELEGATE_ERROR)
+            subgraph.fail("Null delegate.", Status.DELEGATE_ERROR)
         self.redo_all_delegates()
         flags = DelegateFlags(delegate.flags)
         allows_dynamic = bool(flags & DelegateFlags.ALLOW_DYNAMIC_TENSORS)
@@ -64,7 +64,7 @@ class Delegation:
         if subgraph.state == SubgraphState.INVOKABLE_AND_IMMUTABLE:
             subgraph.state = SubgraphState.UNINVOKABLE  # shapes are static already: just re-allocate later
         elif not allows_dynamic and not fully_delegated_hint:
-            subgraph._prepare_ops_starting_at(0)  # propagate shapes to find dynamic tensors
+            subgraph.prepare_ops_starting_at(0)  # propagate shapes to find dynamic tensors
             if subgraph.has_dynamic_tensors:
                 dynamic = next(
                     (
@@ -75,7 +75,7 @@ class Delegation:
                     -1,
                 )
                 self._ensure_memory_allocations()
-                subgraph._fail(
+                subgraph.fail(
                     "Attempting to use a delegate that only supports static-sized tensors with a graph that has "
                     f"dynamic-sized tensors (tensor#{dynamic} is a dynamic-sized tensor).",
                     Status.APPLICATION_ERROR,
@@ -83,21 +83,21 @@ class Delegation:
         if not self.applied:
             self.pre_delegation_plan = list(subgraph.execution_plan)
 
-        subgraph.context._delegate_depth += 1
+        subgraph.context.delegate_depth += 1
         error = None
         try:
             if delegate.prepare is None:
                 raise KernelError(f"delegate {delegate.name} has no prepare")
             status = delegate.prepare(subgraph.context, delegate)
         except Exception as caught:  # the delegate's own failure; the graph must be restored
-            status, error = subgraph._report_exception(caught), caught
+            status, error = subgraph.report_exception(caught), caught
         finally:
-            subgraph.context._delegate_depth -= 1
+            subgraph.context.delegate_depth -= 1
         if status not in OK_STATUSES:
             self._restore_after_delegate_failure(error)
 
         if fully_delegated_hint and not self.is_fully_delegated:
-            subgraph._fail(
+            subgraph.fail(
                 "Hint fully delegated to single delegate is set, but the graph is not fully delegated.",
                 Status.APPLICATION_ERROR,
             )
@@ -108,12 +108,12 @@ class Delegation:
             subgraph.state = SubgraphState.INVOKABLE_AND_IMMUTABLE
         elif state_before == SubgraphState.INVOKABLE_AND_IMMUTABLE:
             try:
-                subgraph._prepare_ops_starting_at(0)
+                subgraph.prepare_ops_starting_at(0)
             except InterpreterError as caught:
                 self._restore_after_delegate_failure(caught)
             if subgraph.has_dynamic_tensors:
                 self.remove_all_delegates()
-                subgraph._fail(
+                subgraph.fail(
                     "Cannot allow dynamic tensors due to previous delegation, resetting to original execution plan.",
                     Status.APPLICATION_ERROR,
                 )
@@ -131,7 +131,7 @@ class Delegation:
 
     def _restore_after_delegate_failure(self, cause: BaseException | None) -> NoReturn:
         self.remove_all_delegates()
-        self._subgraph._fail(
+        self._subgraph.fail(
             "Restored original execution plan after delegate application failure.",
             Status.DELEGATE_ERROR,
             cause,
@@ -139,7 +139,7 @@ class Delegation:
 
     def _ensure_memory_allocations(self) -> None:
         """Plan the current execution plan afresh and allocate (EnsureMemoryAllocations)."""
-        self._subgraph._invalidate()
+        self._subgraph.invalidate()
         self._subgraph.allocate_tensors()
 
     @property
@@ -155,12 +155,12 @@ class Delegation:
         for node_index in subgraph.execution_plan:
             node, registration = subgraph.nodes[node_index]
             if node.delegate is not None:
-                subgraph._free_node(node, registration)
+                subgraph.free_node(node, registration)
         subgraph.execution_plan = self.pre_delegation_plan
         self.pre_delegation_plan = None
         self._undo_float16_remapping()
         del subgraph.nodes[max(subgraph.execution_plan, default=-1) + 1 :]  # the appended DELEGATE nodes
-        subgraph._invalidate()
+        subgraph.invalidate()
         self._undone = True
 
     def _undo_float16_remapping(self) -> None:
@@ -285,7 +285,7 @@ class Delegation:
         subgraph = self._subgraph
         tensor = subgraph.tensors[index]
         if tensor.delegate is not None and tensor.delegate is not delegate:
-            subgraph._fail(f"Tensor {index} belongs to another delegate.")
+            subgraph.fail(f"Tensor {index} belongs to another delegate.")
         if tensor.buffer_handle != NULL_BUFFER_HANDLE and delegate.free_buffer_handle is not None:
             delegate.free_buffer_handle(subgraph.context, delegate, tensor.buffer_handle)
         tensor.delegate = delegate
@@ -299,10 +299,10 @@ class Delegation:
             return
         delegate = tensor.delegate
         if delegate is None or tensor.buffer_handle == -1 or delegate.copy_from_buffer_handle is None:
-            subgraph._fail(f"Tensor {index} is stale but its delegate cannot copy it back.")
+            subgraph.fail(f"Tensor {index} is stale but its delegate cannot copy it back.")
         status = delegate.copy_from_buffer_handle(subgraph.context, delegate, tensor.buffer_handle, tensor)
         if status not in OK_STATUSES:
-            subgraph._fail(f"Copying tensor {index} from its delegate buffer failed.", Status(status))
+            subgraph.fail(f"Copying tensor {index} from its delegate buffer failed.", Status(status))
         tensor.data_is_stale = False
 
     def free_buffer_handles(self) -> None:

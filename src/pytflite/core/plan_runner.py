@@ -1,7 +1,7 @@
 """PlanRunner: what invoke runs for one prepared execution plan.
 
 Built as one value by allocate_tensors from the plan and the prepared subgraph, and thrown away, never
-patched, when the graph, its plan or its input shapes change (Subgraph._invalidate,
+patched, when the graph, its plan or its input shapes change (Subgraph.invalidate,
 resize_input_tensor). Two loops:
 
 - the fast one runs a precomputed list of (invoke, node) steps with no checks in between, as a
@@ -55,7 +55,7 @@ class PlanRunner:
 
     def _fast_steps(self) -> Steps | None:
         subgraph = self._subgraph
-        if subgraph._next_to_prepare < len(subgraph.execution_plan) or subgraph.has_dynamic_tensors:
+        if subgraph.cursor.next_to_prepare < len(subgraph.execution_plan) or subgraph.has_dynamic_tensors:
             return None
         steps = []
         fusions = subgraph.fusions
@@ -91,7 +91,7 @@ class PlanRunner:
         end = 0
         tensors = subgraph.tensors
         dynamic = AllocationType.DYNAMIC
-        for position in range(min(subgraph._next_to_prepare, len(subgraph.execution_plan)) - 1):
+        for position in range(min(subgraph.cursor.next_to_prepare, len(subgraph.execution_plan)) - 1):
             node_index = subgraph.execution_plan[position]
             node, registration = subgraph.nodes[node_index]
             if registration.invoke is None or any(
@@ -136,7 +136,7 @@ class PlanRunner:
     def _failed(self, node: Node, error: Exception | None = None, status: Any = Status.ERROR) -> NoReturn:
         subgraph = self._subgraph
         registration = subgraph.nodes[node.index][1]
-        subgraph._kernel_failed("invoke", node, registration, status=Status(status), error=error)
+        subgraph.kernel_failed("invoke", node, registration, status=Status(status), error=error)
 
     def _invoke_careful(self) -> None:
         subgraph = self._subgraph
@@ -148,7 +148,7 @@ class PlanRunner:
             self._arena_moves = subgraph.arena_moves
             self._prefix = self._fast_prefix()
         prefix = self._prefix
-        if prefix is not None and profiler is None and subgraph._next_to_prepare >= prefix[1]:
+        if prefix is not None and profiler is None and subgraph.cursor.next_to_prepare >= prefix[1]:
             prefix[0].run()
             start = prefix[1]
         dynamic = AllocationType.DYNAMIC
@@ -157,8 +157,8 @@ class PlanRunner:
         while next_position < count:
             position = next_position
             next_position += 1
-            if position == subgraph._next_to_prepare:
-                subgraph._prepare_ops_and_tensors(in_invoke=True)
+            if position == subgraph.cursor.next_to_prepare:
+                subgraph.prepare_ops_and_tensors(in_invoke=True)
                 suffix = self._suffix(position) if profiler is None else None
                 if suffix is not None:  # the nodes this prepare went over, without per-node checks
                     suffix.program.run()
@@ -172,19 +172,19 @@ class PlanRunner:
                 if tensor.delegate is not None or tensor.data is None:  # else nothing to copy or refuse
                     self._make_input_readable(node, registration, *input_)
             if registration.invoke is None:
-                subgraph._fail(f"Node number {node.index} ({registration.op_name}) failed to invoke.")
-            subgraph._resized_during_invoke = False
+                subgraph.fail(f"Node number {node.index} ({registration.op_name}) failed to invoke.")
+            subgraph.cursor.resized_during_invoke = False
             if profiler is None:
                 try:
                     status = registration.invoke(context, node)
                 except Exception as error:
-                    subgraph._kernel_failed("invoke", node, registration, error=error)
+                    subgraph.kernel_failed("invoke", node, registration, error=error)
                 if status:  # None and Status.OK are falsy
-                    subgraph._kernel_failed("invoke", node, registration, status=Status(status))
+                    subgraph.kernel_failed("invoke", node, registration, status=Status(status))
             else:
                 self._invoke_profiled(node, registration, profiler)
-            if subgraph._resized_during_invoke and any(o.allocation_type == dynamic for o in outputs):
-                subgraph._prepare_again_after(position)
+            if subgraph.cursor.resized_during_invoke and any(o.allocation_type == dynamic for o in outputs):
+                subgraph.cursor.prepare_again_after(position)
 
     def _make_input_readable(self, node: Node, registration: Any, i: int, t: int, tensor: Tensor) -> None:
         """Copy a stale delegate buffer back for a CPU consumer; refuse an input that has no data."""
@@ -194,18 +194,18 @@ class PlanRunner:
         if tensor.data is None and _lacks_data(tensor) and tensor.allocation_type != AllocationType.NON_CPU:
             if registration.builtin_code == BuiltinOperator.RESHAPE and i == 1 and len(tensor.shape) != 1:
                 return  # RESHAPE may take its shape from options instead
-            subgraph._fail(f"Input tensor {t} lacks data")
+            subgraph.fail(f"Input tensor {t} lacks data")
 
     def _invoke_profiled(self, node: Node, registration: Any, profiler: Any) -> None:
         subgraph = self._subgraph
         if not _profiled_as_one_node(profiler, node):
-            subgraph._call_kernel("invoke", registration.invoke, node, registration)
+            subgraph.call_kernel("invoke", registration.invoke, node, registration)
         else:
             handle = profiler.begin_event(
                 registration.op_name, EventType.OPERATOR_INVOKE_EVENT, node.index, subgraph.index
             )
             try:
-                subgraph._call_kernel("invoke", registration.invoke, node, registration)
+                subgraph.call_kernel("invoke", registration.invoke, node, registration)
             finally:
                 profiler.end_event(handle)
 
@@ -215,7 +215,7 @@ class _Suffix:
 
     Every node in it has a pure prepare (so one prepared again had its inputs change) and no dynamic
     output. Bound steps (Registration.bind) are valid while the arena has not moved and their node was
-    not prepared again: its recorded inputs (Subgraph._prepared_inputs) are still the same object. A node
+    not prepared again: its recorded inputs (Subgraph.cursor.prepared_inputs) are still the same object. A node
     reading a dynamic tensor is prepared again at nearly every resize, so it runs its plain invoke, which
     looks its arrays up each time, and does not make the suffix be built again."""
 
@@ -236,9 +236,9 @@ class _Suffix:
         if delegation.pre_delegation_plan is not None or delegation.applied:
             return None
         tensors = subgraph.tensors
-        prepared = subgraph._prepared_inputs
+        prepared = subgraph.cursor.prepared_inputs
         plan = subgraph.execution_plan
-        last = subgraph._next_to_prepare - 1  # where the lazy prepare stopped
+        last = subgraph.cursor.next_to_prepare - 1  # where the lazy prepare stopped
         dynamic = AllocationType.DYNAMIC
         end = last
         if last == len(plan) - 1:  # it reached the end: the last node is included unless it is dynamic
@@ -272,9 +272,9 @@ class _Suffix:
     def valid(self, subgraph: Subgraph) -> bool:
         """Whether the steps still fit: the lazy prepare stopped at the same node, the arena did not move,
         and no bound node was prepared again."""
-        if subgraph._next_to_prepare - 1 != self.last or subgraph.arena_moves != self.arena_moves:
+        if subgraph.cursor.next_to_prepare - 1 != self.last or subgraph.arena_moves != self.arena_moves:
             return False
-        prepared = subgraph._prepared_inputs
+        prepared = subgraph.cursor.prepared_inputs
         for node_index, inputs in self.bound:  # noqa: SIM110 (a plain loop: this runs per lazy prepare)
             if prepared.get(node_index) is not inputs:
                 return False

@@ -30,6 +30,7 @@ from .limits import Limits
 from .listed_temporaries import ListedTemporaries
 from .node import OPTIONAL_TENSOR, Node, Registration, is_unresolved_custom_op, unresolved_op_message
 from .plan_runner import PlanRunner
+from .prepare_cursor import PrepareCursor, PreparedInputs
 from .resources import Resources
 from .step_program import Respecialize
 from .tensor import Tensor
@@ -104,13 +105,9 @@ class Subgraph:
         self.fusions: Any = None
         self._planner: ArenaPlanner | None = None
         self._runner: PlanRunner | None = None  # what invoke runs; None until allocate_tensors
-        self._next_to_prepare = 0  # plan position of the first node not yet prepared
-        self._next_to_allocate = 0  # plan position of the first node whose outputs have no memory yet
-        self._resized_during_invoke = False
+        self.cursor = PrepareCursor()  # where the lazy prepare stands (core/prepare_cursor.py)
         # how often an allocation moved the arena: arrays bound before a move are stale (PlanRunner)
         self.arena_moves = 0
-        # per node index, its inputs as its last prepare saw them (_PreparedInputs), for pure prepares
-        self._prepared_inputs: dict[int, _PreparedInputs] = {}
         self.delegation = Delegation(self, control_edges)
         # tensors for the temporaries LiteRT's kernels would add, for the Python API's tensor listing
         self.listed_temporaries = ListedTemporaries(self, self.config.litert_kernels)
@@ -147,15 +144,15 @@ class Subgraph:
     ) -> int:
         """Create a node, run its registration's init, and append it to the plan; returns its index."""
         if self.state == SubgraphState.INVOKABLE_AND_IMMUTABLE:
-            self._fail("AddNodeWithParameters is disallowed when graph is immutable.")
-        self._invalidate()
+            self.fail("AddNodeWithParameters is disallowed when graph is immutable.")
+        self.invalidate()
         self._check_tensor_indices("node inputs", inputs)
         self._check_tensor_indices("node outputs", outputs)
         if builtin_data is not None:  # builtin ops may not alias an input as an output; custom ops may
             for i, t in enumerate(inputs):
                 if t in outputs and t != OPTIONAL_TENSOR:
                     self.consistent = False
-                    self._fail(f"Tensor {t} is both input {i} and output {list(outputs).index(t)}\n")
+                    self.fail(f"Tensor {t} is both input {i} and output {list(outputs).index(t)}\n")
         node = Node(len(self.nodes), tuple(inputs), tuple(outputs), tuple(intermediates), builtin_data)
         if registration.builtin_code == BuiltinOperator.CUSTOM:
             node.custom_initial_data = init_data
@@ -167,7 +164,7 @@ class Subgraph:
                     node.user_data = registration.init(self.context, builtin_data, 0)
             except Exception as error:
                 self.report_error(f"{registration.op_name} init raised {type(error).__name__}: {error}")
-                self._fail("Failed to initialize kernel.", cause=error)
+                self.fail("Failed to initialize kernel.", cause=error)
         self.listed_temporaries.after_init(node, registration)
         node.might_have_side_effect = self._might_have_side_effect(node, registration)
         self.nodes.append((node, registration))
@@ -178,7 +175,7 @@ class Subgraph:
         for t in indices:
             if t != OPTIONAL_TENSOR and not 0 <= t < len(self.tensors):
                 self.consistent = False
-                self._fail(
+                self.fail(
                     f"Invalid tensor index {t} in {label}. The subgraph has {len(self.tensors)} tensors\n"
                 )
 
@@ -199,14 +196,14 @@ class Subgraph:
             raise KernelError(f"node index {node_index} out of range [0, {len(self.nodes)})")
         return self.nodes[node_index]
 
-    def _invalidate(self) -> None:
+    def invalidate(self) -> None:
         """The graph changed: it must be prepared and planned again before the next invoke."""
         self.state = SubgraphState.UNINVOKABLE
         self._planner = None
         self._runner = None
         self.folded_nodes = set()
         self.fusions = None
-        self._prepared_inputs.clear()
+        self.cursor.prepared_inputs.clear()
 
     # --- fusions -------------------------------------------------------------------------------------
 
@@ -220,14 +217,14 @@ class Subgraph:
             finder = None
         if finder is not self._fusion_finder:
             self._fusion_finder = finder
-            self._invalidate()
+            self.invalidate()
 
     def stop_fusing(self) -> None:
         """Fuse nothing from now on: run every node's own kernel, prepared as TFLite prepares it."""
         self._fusing_stopped = True
         if self._fusion_finder is not None:
             self._fusion_finder = None
-            self._invalidate()
+            self.invalidate()
 
     def _find_fusions(self) -> Any:
         """The fusions of this allocation: none while every tensor must stay readable or a delegate
@@ -248,7 +245,7 @@ class Subgraph:
     def report_error(self, message: str) -> None:
         self.error_reporter.report(message)
 
-    def _fail(
+    def fail(
         self, message: str | None, status: Status = Status.ERROR, cause: BaseException | None = None
     ) -> NoReturn:
         """Report `message` (if any) and raise the accumulated error text, as LiteRT's Python API does."""
@@ -256,19 +253,19 @@ class Subgraph:
             self.report_error(message)
         raise InterpreterError(self.error_reporter.text, status) from cause
 
-    def _call_kernel(self, step: str, function: Callable, node: Node, registration: Registration) -> Status:
+    def call_kernel(self, step: str, function: Callable, node: Node, registration: Registration) -> Status:
         """Run a kernel's prepare or invoke; a failure is reported with TFLite's "Node number" line."""
         try:
             status = function(self.context, node)
         except Exception as error:
-            self._kernel_failed(step, node, registration, error=error)
+            self.kernel_failed(step, node, registration, error=error)
         if status in OK_STATUSES:
             return Status.OK
         if status == Status.OUTPUT_SHAPE_NOT_KNOWN and step == "prepare":
             return Status.OUTPUT_SHAPE_NOT_KNOWN
-        self._kernel_failed(step, node, registration, status=Status(status))
+        self.kernel_failed(step, node, registration, status=Status(status))
 
-    def _kernel_failed(
+    def kernel_failed(
         self,
         step: str,
         node: Node,
@@ -277,11 +274,11 @@ class Subgraph:
         error: Exception | None = None,
     ) -> NoReturn:
         if error is not None:
-            status = self._report_exception(error)
+            status = self.report_exception(error)
         op_name = registration.custom_name or BuiltinOperator(registration.builtin_code).name
-        self._fail(f"Node number {node.index} ({op_name}) failed to {step}.", status, error)
+        self.fail(f"Node number {node.index} ({op_name}) failed to {step}.", status, error)
 
-    def _report_exception(self, error: Exception) -> Status:
+    def report_exception(self, error: Exception) -> Status:
         """Put a kernel's or delegate's exception into the error text; returns the status it carries."""
         if isinstance(error, KernelError):
             self.report_error(str(error))
@@ -296,7 +293,7 @@ class Subgraph:
     def allocate_tensors(self) -> None:
         """Prepare all nodes and give every tensor memory (Subgraph::AllocateTensors)."""
         if not self.consistent:
-            self._fail("AllocateTensors() called on inconsistent model.")
+            self.fail("AllocateTensors() called on inconsistent model.")
         self.delegation.redo_all_delegates()
         if self.state != SubgraphState.UNINVOKABLE and not self._has_dynamic(self.inputs):
             return  # shapes and memory plan are unchanged
@@ -313,31 +310,30 @@ class Subgraph:
 
     def _prepare_from_start(self) -> bool:
         """Prepare the whole plan and allocate; returns False when a fusion did not fit."""
-        self._next_to_prepare = 0
-        self._next_to_allocate = 0
+        self.cursor.restart()
         self.folded_nodes = set()
         if self._planner is not None:
             self._planner.reset_allocations()
         self.fusions = self._find_fusions()
         if self.fusions is None:
-            self._prepare_ops_and_tensors()
+            self.prepare_ops_and_tensors()
             return True
         try:
-            self._prepare_ops_and_tensors()
+            self.prepare_ops_and_tensors()
         except Unfusable:
             return False
         return self.fusions.complete() and not self.has_dynamic_tensors
 
-    def _prepare_ops_and_tensors(self, in_invoke: bool = False) -> None:
+    def prepare_ops_and_tensors(self, in_invoke: bool = False) -> None:
         """Prepare from the next unprepared node and allocate what it produced; `in_invoke`: a lazy
         prepare from inside invoke (float errors ignored; unchanged pure prepares are skipped)."""
         delegation = self.delegation
         if delegation.pre_delegation_plan is not None and any(
             DelegateFlags(d.flags) & DelegateFlags.REQUIRE_PROPAGATED_SHAPES for d in delegation.applied
         ):  # the delegate wants shapes as the original kernels compute them
-            self._prepare_ops_starting_at(self._next_to_prepare, delegation.pre_delegation_plan)
-        last, allocate = self._prepare_ops_starting_at(self._next_to_prepare, in_invoke=in_invoke)
-        self._next_to_prepare = last + 1
+            self.prepare_ops_starting_at(self.cursor.next_to_prepare, delegation.pre_delegation_plan)
+        last, allocate = self.prepare_ops_starting_at(self.cursor.next_to_prepare, in_invoke=in_invoke)
+        self.cursor.next_to_prepare = last + 1
         if self._planner is None:
             limits = self.config.limits
             max_bytes = None if limits is None else limits.max_bytes
@@ -349,22 +345,13 @@ class Subgraph:
         # Nodes not prepared again, or prepared again into the memory they had, leave nothing to allocate.
         if allocate:
             try:
-                if self._planner.execute_allocations(self._next_to_allocate, last):
+                if self._planner.execute_allocations(self.cursor.next_to_allocate, last):
                     self.arena_moves += 1
             except ArenaLimitError as error:  # reported, so a calling subgraph's error text says why
-                self._fail(str(error))
-        self._next_to_allocate = last + 1
+                self.fail(str(error))
+        self.cursor.next_to_allocate = last + 1
 
-    def _prepare_again_after(self, position: int) -> None:
-        """A node resized a dynamic output during invoke: the nodes after it prepare again when reached."""
-        self._next_to_prepare = position + 1
-        if self._next_to_allocate > self._next_to_prepare:
-            # TFLite drops the placements of the tensors first written after `position`; the arena holds
-            # no dynamic tensor, so they stay valid and are kept: the allocation places again only the
-            # tensors that grew
-            self._next_to_allocate = self._next_to_prepare
-
-    def _prepare_ops_starting_at(
+    def prepare_ops_starting_at(
         self, first: int, plan: list[int] | None = None, in_invoke: bool = False
     ) -> tuple[int, bool]:
         """Prepare plan nodes from `first`; stop after one with dynamic outputs. Returns the last position
@@ -379,14 +366,14 @@ class Subgraph:
             return self._prepare_loop(first, plan, in_invoke)
 
     def _prepare_loop(self, first: int, plan: list[int], in_invoke: bool) -> tuple[int, bool]:
-        """_prepare_ops_starting_at's loop. In a lazy prepare (`in_invoke`, after a dynamic resize) a node
+        """prepare_ops_starting_at's loop. In a lazy prepare (`in_invoke`, after a dynamic resize) a node
         with a pure prepare whose inputs are as its last prepare saw them is not prepared again: it would
-        give the same outputs, folded values and dynamic marks (_PreparedInputs)."""
+        give the same outputs, folded values and dynamic marks (PreparedInputs)."""
         last = first
         allocate = not in_invoke
         nodes = self.nodes
         tensors = self.tensors
-        prepared = self._prepared_inputs
+        prepared = self.cursor.prepared_inputs
         fusions = self.fusions
         for position in range(first, len(plan)):
             node, registration = nodes[plan[position]]
@@ -407,7 +394,7 @@ class Subgraph:
                 allocate = True
                 break
             if _has_pure_prepare(node, registration):
-                prepared[node.index] = _PreparedInputs(tensors, node)
+                prepared[node.index] = PreparedInputs(tensors, node)
             allocate = allocate or _lacks_memory(tensors, node)
             if _any_dynamic(tensors, node.outputs):
                 self.has_dynamic_tensors = True
@@ -423,20 +410,20 @@ class Subgraph:
             return
 
         def run(context: Context, node: Node) -> None:  # failures read "Node number N (OP) failed to invoke."
-            self._call_kernel("invoke", registration.invoke, node, registration)
+            self.call_kernel("invoke", registration.invoke, node, registration)
 
         fold(self.context, node, outputs, run)
         self.folded_nodes.add(node.index)
 
     def _prepare_node(self, node: Node, registration: Registration) -> Status:
         if registration.prepare is not None:
-            status = self._call_kernel("prepare", registration.prepare, node, registration)
+            status = self.call_kernel("prepare", registration.prepare, node, registration)
             self.listed_temporaries.after_prepare(node, registration)
             return status
         if is_unresolved_custom_op(registration):
             name = registration.custom_name or "UnknownOp"
             self.report_error(unresolved_op_message(name))
-            self._fail(f"Node number {node.index} ({name}) failed to prepare.", Status.UNRESOLVED_OPS)
+            self.fail(f"Node number {node.index} ({name}) failed to prepare.", Status.UNRESOLVED_OPS)
         return Status.OK  # a resolved op may have no prepare
 
     def _has_dynamic(self, indices: Sequence[int]) -> bool:
@@ -471,7 +458,7 @@ class Subgraph:
         if tensor.allocation_type not in _RESIZABLE:
             raise KernelError("Attempting to resize a fixed-size tensor.")
         if tensor.shape != shape:
-            self._resized_during_invoke = True
+            self.cursor.resized_during_invoke = True
         tensor.shape = shape
         if pod:
             tensor.bytes = bytes_required(tensor.type, shape)
@@ -483,23 +470,23 @@ class Subgraph:
     def resize_input_tensor(self, index: int, shape: Sequence[int], strict: bool = False) -> None:
         """Change a tensor's shape before the next allocate_tensors (Subgraph::ResizeInputTensor[Strict])."""
         if not 0 <= index < len(self.tensors):
-            self._fail(
+            self.fail(
                 f"tensor_index < context_.tensors_size && tensor_index >= 0 was not true (index {index})."
             )
         tensor = self.tensors[index]
         shape = tuple(int(d) for d in shape)
         if strict:
             if len(tensor.shape) != len(shape):
-                self._fail(f"tensor->dims->size != dims.size() ({len(tensor.shape)} != {len(shape)})")
+                self.fail(f"tensor->dims->size != dims.size() ({len(tensor.shape)} != {len(shape)})")
             for axis, (signature_dim, new_dim) in enumerate(zip(tensor.shape_signature, shape)):
                 if signature_dim != -1 and signature_dim != new_dim:
-                    self._fail(
+                    self.fail(
                         f"Attempting to resize dimension {axis} of tensor {index} with value {signature_dim} to "
                         f"{new_dim}. ResizeInputTensorStrict only allows mutating unknown dimensions identified by -1."
                     )
         immutable = self.state == SubgraphState.INVOKABLE_AND_IMMUTABLE
         if immutable and not self.delegation.applied:
-            self._fail("ResizeInputTensor is disallowed when graph is immutable.")
+            self.fail("ResizeInputTensor is disallowed when graph is immutable.")
         if tensor.data is not None and tensor.shape == shape:
             return
         if immutable:
@@ -509,7 +496,7 @@ class Subgraph:
         try:
             self.resize_tensor(tensor, shape)
         except KernelError as error:
-            self._fail(str(error))
+            self.fail(str(error))
 
     def reset_variable_tensors(self) -> None:
         """Zero every variable tensor (int8 variables to their zero point), as TFLite does."""
@@ -518,7 +505,7 @@ class Subgraph:
             if tensor.allocation_type == AllocationType.CUSTOM:
                 continue
             if tensor.allocation_type != AllocationType.ARENA_RW_PERSISTENT or tensor.data is None:
-                self._fail(f"Variable tensor {t} has no persistent memory to reset.")
+                self.fail(f"Variable tensor {t} has no persistent memory to reset.")
             tensor.data[...] = tensor.params.zero_point if tensor.type == TensorType.INT8 else 0
 
     # --- invocation ----------------------------------------------------------------------------------
@@ -558,9 +545,9 @@ class Subgraph:
 
     def _check_invokable(self) -> None:
         if not self.consistent:
-            self._fail("Invoke called on model that is not consistent.")
+            self.fail("Invoke called on model that is not consistent.")
         if self.state == SubgraphState.UNINVOKABLE:
-            self._fail("Invoke called on model that is not ready.")
+            self.fail("Invoke called on model that is not ready.")
 
     # --- teardown ------------------------------------------------------------------------------------
 
@@ -570,7 +557,7 @@ class Subgraph:
         whose last user this was goes now, not when Python's cycle collector runs (a subgraph and its
         context refer to each other)."""
         for node, registration in self.nodes:
-            self._free_node(node, registration)
+            self.free_node(node, registration)
         self.delegation.free_buffer_handles()
         self.delegation.applied = []
         self.nodes = []
@@ -578,7 +565,7 @@ class Subgraph:
         for tensor in self.tensors:
             tensor.delegate = None
 
-    def _free_node(self, node: Node, registration: Registration) -> None:
+    def free_node(self, node: Node, registration: Registration) -> None:
         if registration.free is not None and node.user_data is not None:
             registration.free(self.context, node.user_data)
         node.user_data = None
@@ -611,37 +598,6 @@ def _has_pure_prepare(node: Node, registration: Registration) -> bool:
     the builtin table's kernels without state, effects or called subgraphs). Python custom ops, delegate
     kernels and user kernels under a builtin code are prepared again, as TFLite does."""
     return registration.pure_prepare and registration.prepare is not None and not node.might_have_side_effect
-
-
-class _PreparedInputs:
-    """A node's inputs as its last prepare saw them: shape, type, kind of memory, and the array of a
-    constant (by identity: a folded node computed again gets new arrays, core/folding.py)."""
-
-    __slots__ = ("inputs",)
-
-    def __init__(self, tensors: list[Tensor], node: Node):
-        self.inputs = tuple(
-            (
-                tensor,
-                tensor.shape,
-                tensor.type,
-                tensor.allocation_type,
-                tensor.data if tensor.is_constant_or_persistent else None,
-            )
-            for tensor in (tensors[t] for t in node.inputs if t != OPTIONAL_TENSOR)
-        )
-
-    def unchanged(self) -> bool:
-        """Whether every input still has the shape, type, memory kind and constant array recorded."""
-        for tensor, shape, type_, kind, constant in self.inputs:
-            if (
-                tensor.shape != shape
-                or tensor.type != type_
-                or tensor.allocation_type != kind
-                or (constant is not None and tensor.data is not constant)
-            ):
-                return False
-        return True
 
 
 def _new_array(tensor: Tensor) -> np.ndarray:

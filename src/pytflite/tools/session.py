@@ -33,7 +33,7 @@ class Session:
             if signature not in signatures:
                 known = ", ".join(repr(k) for k in signatures) or "none"
                 raise ToolError(f"the model has no signature {signature!r} (signatures: {known})")
-            self.subgraph_index = interpreter._signature_subgraph_index(signature)
+            self.subgraph_index = interpreter.signature_subgraph_index(signature)
             inputs = signatures[signature]["inputs"]
             outputs = signatures[signature]["outputs"]
         self.subgraph = interpreter.subgraphs[self.subgraph_index]

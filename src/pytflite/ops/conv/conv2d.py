@@ -330,7 +330,7 @@ def _conv2d_integer(context, node, state, options, source, weights, bias, output
         if constant_bias is not None:
             integer.bias = integer.bias_terms(constant_bias, integer.sums)
             requant.share_constants(context, node, integer.bias)
-            fast = requant._float_constants(integer.bias)
+            fast = requant.float_constants(integer.bias)
             depth = int(np.prod(weights.shape[1:]))
             pixels = source.shape[0] * window.out[0] * window.out[1]
             # (where compiled kernels run, requantizing costs one pass: a float32 product is faster)

@@ -496,7 +496,7 @@ def _integer_calls(state: DepthwiseState, x, out, scratch, acc, wide) -> list:
     kernel = _compiled("depthwise", x.shape[3], out.shape[3])
     if kernel is not None and x.flags.c_contiguous and out.flags.c_contiguous:  # one call for all
         requant = integer.requant
-        fast = requant._float_constants(integer.bias)
+        fast = requant.float_constants(integer.bias)
         return [
             partial(
                 kernel,
@@ -507,7 +507,7 @@ def _integer_calls(state: DepthwiseState, x, out, scratch, acc, wide) -> list:
                 acc.reshape(-1)[: out.shape[2] * out.shape[3]],  # the sums of one output row
                 read_only(fast.scale),
                 read_only(fast.constant),
-                requant._lifted_bounds(fast),
+                requant.lifted_bounds(fast),
                 out,
             )
         ]

@@ -138,7 +138,7 @@ class Requant:
         cache, key = self._shared[:2]
         return cache.get((key, what, self.rounding, self.product_bound), compute)
 
-    def _float_constants(self, terms: np.ndarray | None) -> FloatMap | None:
+    def float_constants(self, terms: np.ndarray | None) -> FloatMap | None:
         """The float64 path's map for these per-channel terms, or None when it is not exact."""
         if self.rounding not in _HIGH_HALF_ROUNDING or self.wrap or self.product_bound is None:
             return None
@@ -200,7 +200,7 @@ class Requant:
         def tile(values):
             return values if np.ndim(values) == 0 else channel_row(values, pixels)
 
-        fast = self._float_constants(terms)
+        fast = self.float_constants(terms)
         if fast is not None:  # the int64 path's rows are never read: not made (they are the larger ones)
             tiled = self._share(
                 terms,
@@ -248,7 +248,7 @@ class Requant:
     def float_path(self, terms) -> bool:
         """Whether requantize takes the float64 path for these terms with no scalar tails (float_calls
         is then all of it)."""
-        return not self.has_tails and self._float_constants(terms) is not None
+        return not self.has_tails and self.float_constants(terms) is not None
 
     @property
     def has_tails(self) -> bool:
@@ -264,7 +264,7 @@ class Requant:
         rows = self._tiled(out.size // channels if channels else 0, terms)
         if rows.fast is None:
             return None
-        fast = self._float_constants(terms)
+        fast = self.float_constants(terms)
         kernel = _compiled("requantize", product, out)
         if kernel is not None:
             channels = out.shape[-1]
@@ -274,7 +274,7 @@ class Requant:
                     product.reshape(-1, channels),
                     read_only(fast.scale),
                     read_only(fast.constant),
-                    *self._lifted_bounds(fast),
+                    *self.lifted_bounds(fast),
                     out.reshape(-1, channels),
                 )
             ]
@@ -313,12 +313,12 @@ class Requant:
         (`values` = product * m' + c', as many as out has), as calls to make: the cast to integers (in
         `scratch`, a C-contiguous array of at least 4 bytes per output, not `values`), their clamp,
         their cast to the unsigned view of out, which wraps the lift away (else it is added back)."""
-        fast = self._float_constants(terms)
+        fast = self.float_constants(terms)
         kernel = _compiled("finish", values, out)
         if kernel is not None:
             channels = out.shape[-1]
             shaped = values.reshape(-1, channels), out.reshape(-1, channels)
-            return [partial(kernel, shaped[0], *self._lifted_bounds(fast), shaped[1])]
+            return [partial(kernel, shaped[0], *self.lifted_bounds(fast), shaped[1])]
         lifted = scratch.reshape(-1).view(np.uint8)[: out.size * fast.low.itemsize]
         lifted = lifted.view(fast.low.dtype).reshape(out.shape)
         unsigned = out.view(np.dtype(f"u{out.dtype.itemsize}"))
@@ -331,7 +331,7 @@ class Requant:
             calls.append(partial(np.add, out, fast.back, out=out))
         return calls
 
-    def _lifted_bounds(self, fast: FloatMap) -> tuple[int, int, int]:
+    def lifted_bounds(self, fast: FloatMap) -> tuple[int, int, int]:
         """The float64 path's clamp bounds (lifted) and the lift, as integers (the compiled kernels')."""
         lowest = int(fast.low)
         return lowest, int(fast.high), lowest - self.low
