@@ -14,7 +14,7 @@ from pytflite import BuiltinOperator as Op
 from pytflite.core.quantization import AffineQuantization
 from pytflite.core.types import tensor_type_for_dtype
 from pytflite.fidelity.host import HostProfile
-from pytflite.ops import reduce
+from pytflite.ops.reduce import quantized as reduce_quantized
 
 # outputs declared [], empty dynamic results read safely
 from tests.oracle import CORPUS, compare_with_litert, litert, requires_litert
@@ -228,13 +228,13 @@ def test_quantized_mean_fast_path_blocks_round_halves_up(dtype, depth):
 def test_quantized_mean_of_sums_past_the_lookup_table(dtype, axes, keep_dims):
     # 17 * 17 (* 20) elements a sum: too many reachable sums to tabulate, so they are requantized at invoke
     shape = (2, 17, 17, 20)
-    assert 255 * np.prod([shape[a] for a in axes]) >= reduce._LOOKUP_LIMIT
+    assert 255 * np.prod([shape[a] for a in axes]) >= reduce_quantized._LOOKUP_LIMIT
     info = np.iinfo(dtype)
     x = np.random.default_rng(7).integers(info.min, info.max + 1, shape).astype(dtype)
     quantized_reduce(Op.MEAN, x, axes, (0.07, 5), (0.03, -3 if dtype == np.int8 else 9), keep_dims)
 
 
-# Shapes whose sums go by groups of rows (many pixels, few channels: reduce._row_groups), staged in int16
+# Shapes whose sums go by groups of rows (many pixels, few channels: reduce_quantized._row_groups), staged in int16
 # or int32, through the table and the computed path, with a batch, with the reduced axes not the
 # outermost, and with rows that do not halve evenly.
 GROUPED = [
@@ -251,7 +251,7 @@ GROUPED = [
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16])
 @pytest.mark.parametrize(("shape", "axes"), GROUPED, ids=[f"{s}-{a}" for s, a in GROUPED])
 def test_quantized_mean_summed_by_groups_of_rows(dtype, shape, axes):
-    assert reduce._row_groups(shape, tuple(a % len(shape) for a in axes), 128) is not None
+    assert reduce_quantized._row_groups(shape, tuple(a % len(shape) for a in axes), 128) is not None
     info = np.iinfo(dtype)
     x = np.random.default_rng(len(shape) + shape[1]).integers(info.min, info.max + 1, shape).astype(dtype)
     zero_point = 0 if dtype == np.int16 else 7

@@ -72,7 +72,7 @@ class KernelInfo:
     op: BuiltinOperator
     versions: tuple[int, int]
     types: tuple[TensorType, ...]
-    source: str  # where its family lives: "ops/reduce.py", or "ops/linear/" for a family package
+    source: str  # where its family lives: "ops/pooling.py", or "ops/linear/" for a family package
     op_data: type | None  # what prepare leaves in node.user_data; None: nothing
     has_builtin_ref_twin: bool  # BUILTIN_REF runs a variant of this kernel
     custom_name: str | None = None  # set for the custom ops BuiltinOpResolver registers by default
@@ -153,7 +153,7 @@ def _check_op_data(name: str, op_data: type | None) -> None:
 
 
 def _source(invoke: Callable) -> str:
-    """Where a kernel's family lives: "ops/reduce.py", or "ops/linear/" for a family package."""
+    """Where a kernel's family lives: "ops/pooling.py", or "ops/linear/" for a family package."""
     family, *inner = invoke.__module__.removeprefix(f"{__package__}.").split(".")
     return f"ops/{family}/" if inner else f"ops/{family}.py"
 
