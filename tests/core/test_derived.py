@@ -69,8 +69,9 @@ def test_shared_constants_survive_reallocation():
 
 
 def test_another_kernel_or_config_computes_its_own():
-    """The key holds the kernel and the config: BUILTIN_REF's DEQUANTIZE, an overridden kernel or other
-    interpreter options never get a constant another computed."""
+    """The key holds the kernel and the config: BUILTIN_REF's DEQUANTIZE or other interpreter options never
+    get a constant another computed; an overridden kernel is not folded at all (it may keep state), so
+    it runs at invoke (its output read here with every tensor preserved)."""
     model, dequantized, _ = fp16_model()
     builtin = pytflite.Interpreter(model_content=model)
     run(builtin)
@@ -84,17 +85,20 @@ def test_another_kernel_or_config_computes_its_own():
     base = pytflite.BuiltinOpResolver().find_builtin(Op.DEQUANTIZE, 1)
     resolver.add_builtin(Op.DEQUANTIZE, pytflite.Registration(prepare=base.prepare, invoke=doubled))
     others = [
-        pytflite.Interpreter(model_content=model, op_resolver=resolver),
+        pytflite.Interpreter(model_content=model, op_resolver=resolver, experimental_preserve_all_tensors=True),
         pytflite.Interpreter(model_content=model, num_threads=2),
+        pytflite.Interpreter(
+            model_content=model, experimental_op_resolver_type=pytflite.OpResolverType.BUILTIN_REF
+        ),
     ]
     for other in others:
         run(other)
         assert (
             other.subgraphs[0].tensors[dequantized].data is not builtin.subgraphs[0].tensors[dequantized].data
         )
-    np.testing.assert_array_equal(
-        others[0].subgraphs[0].tensors[dequantized].data, 2 * WEIGHTS.astype(np.float16).astype(np.float32)
-    )
+    overridden = others[0].subgraphs[0].tensors[dequantized]
+    assert overridden.allocation_type == AllocationType.ARENA_RW
+    np.testing.assert_array_equal(overridden.data, 2 * WEIGHTS.astype(np.float16).astype(np.float32))
 
 
 def test_densified_weights_are_shared():

@@ -16,39 +16,13 @@ from typing import TYPE_CHECKING
 from .derived import DerivedConstants, derived_constants_of, derived_key
 from .node import OPTIONAL_TENSOR, Node, Registration
 from .tensor import Tensor
-from .types import NON_POD_TYPES, AllocationType, BuiltinOperator
+from .types import NON_POD_TYPES, AllocationType
 
 if TYPE_CHECKING:
     from .context import Context
 
 _CONSTANT = frozenset({AllocationType.MMAP_RO, AllocationType.PERSISTENT_RO})
 _FOLDABLE_OUTPUT = frozenset({AllocationType.ARENA_RW, AllocationType.PERSISTENT_RO})
-
-# Ops that must run at every invoke even when all their inputs are constants: they have state, side
-# effects or randomness, or run code the runtime cannot see into.
-NEVER_FOLDED = frozenset(
-    {
-        BuiltinOperator.CUSTOM,
-        BuiltinOperator.DELEGATE,
-        BuiltinOperator.IF,
-        BuiltinOperator.WHILE,
-        BuiltinOperator.CALL,
-        BuiltinOperator.CALL_ONCE,
-        BuiltinOperator.VAR_HANDLE,
-        BuiltinOperator.READ_VARIABLE,
-        BuiltinOperator.ASSIGN_VARIABLE,
-        BuiltinOperator.RANDOM_UNIFORM,
-        BuiltinOperator.RANDOM_STANDARD_NORMAL,
-        BuiltinOperator.MULTINOMIAL,
-        BuiltinOperator.STABLEHLO_RNG_BIT_GENERATOR,
-        BuiltinOperator.HASHTABLE,
-        BuiltinOperator.HASHTABLE_FIND,
-        BuiltinOperator.HASHTABLE_IMPORT,
-        BuiltinOperator.HASHTABLE_SIZE,
-        BuiltinOperator.HASHTABLE_LOOKUP,
-    }
-)
-
 
 def foldable_outputs(tensors: Sequence[Tensor], node: Node, registration: Registration) -> list[Tensor]:
     """The outputs of a just-prepared node to compute now, once; empty when it must run at invoke.
@@ -57,7 +31,7 @@ def foldable_outputs(tensors: Sequence[Tensor], node: Node, registration: Regist
     prepare, so they cannot run yet. (Runs after every prepare, also the lazy ones inside invoke: the
     common refusals come first.)"""
     if (
-        registration.builtin_code in NEVER_FOLDED
+        not registration.stateless
         or node.might_have_side_effect
         or node.temporaries
         or registration.invoke is None

@@ -11,11 +11,15 @@ A `Registration` (TfLiteRegistration) is a kernel: plain functions for each life
     bind(context, node) -> step                  (pytflite's own, optional) after each allocation: a
                                                  function of (context, node) doing what invoke does,
                                                  for the memory tensors have now
-    pure_prepare: bool                           (pytflite's own) preparing again with inputs of the
-                                                 same shapes, types, memory kinds and constant arrays
-                                                 changes nothing, so a lazy prepare inside invoke may
-                                                 skip it (set for the builtin table's kernels; False
-                                                 for any other, which TFLite prepares again)
+    stateless: bool                              (pytflite's own) prepare and invoke depend on the
+                                                 inputs alone: no state, side effects, randomness or
+                                                 called subgraphs. Such a node with constant inputs is
+                                                 folded (core/folding.py), and preparing it again with
+                                                 inputs of the same shapes, types, memory kinds and
+                                                 constant arrays changes nothing, so a lazy prepare
+                                                 inside invoke may skip it (set for the builtin table's
+                                                 kernels not registered `stateful`; False for any
+                                                 other, which TFLite prepares and invokes as usual)
     litert_temporaries: TemporaryRules           (pytflite's own) what LiteRT's kernel for the op adds
                                                  (set for the builtin table's kernels whose LiteRT twin
                                                  has temporaries): the tensor listing shows them
@@ -63,7 +67,7 @@ class Registration:
     custom_name: str | None = None
     version: int = 1
     bind: Callable[[Context, Node], KernelFn] | None = None  # pytflite's own: see the module docstring
-    pure_prepare: bool = False  # pytflite's own: see the module docstring
+    stateless: bool = False  # pytflite's own: see the module docstring
     litert_temporaries: TemporaryRules | None = None  # pytflite's own: see the module docstring
 
     @property

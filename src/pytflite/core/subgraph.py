@@ -393,7 +393,7 @@ class Subgraph:
                 self.has_dynamic_tensors = True
                 allocate = True
                 break
-            if _has_pure_prepare(node, registration):
+            if _prepares_the_same_again(node, registration):
                 prepared[node.index] = PreparedInputs(tensors, node)
             allocate = allocate or _lacks_memory(tensors, node)
             if _any_dynamic(tensors, node.outputs):
@@ -593,11 +593,11 @@ def _lacks_memory(tensors: list[Tensor], node: Node) -> bool:
     return False
 
 
-def _has_pure_prepare(node: Node, registration: Registration) -> bool:
-    """Whether preparing the node again with the same inputs changes nothing (Registration.pure_prepare:
+def _prepares_the_same_again(node: Node, registration: Registration) -> bool:
+    """Whether preparing the node again with the same inputs changes nothing (Registration.stateless:
     the builtin table's kernels without state, effects or called subgraphs). Python custom ops, delegate
     kernels and user kernels under a builtin code are prepared again, as TFLite does."""
-    return registration.pure_prepare and registration.prepare is not None and not node.might_have_side_effect
+    return registration.stateless and registration.prepare is not None and not node.might_have_side_effect
 
 
 def _new_array(tensor: Tensor) -> np.ndarray:

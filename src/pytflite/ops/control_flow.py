@@ -700,6 +700,7 @@ register_builtin(
     prepare=if_prepare,
     invoke=if_invoke,
     bind=if_bind,
+    stateful=True,
 )
 register_builtin(
     BuiltinOperator.WHILE,
@@ -709,5 +710,8 @@ register_builtin(
     prepare=while_prepare,
     invoke=while_invoke,
     bind=while_bind,
+    stateful=True,
 )
-register_builtin(BuiltinOperator.CALL_ONCE, (1, 1), prepare=call_once_prepare, invoke=call_once_invoke)
+register_builtin(
+    BuiltinOperator.CALL_ONCE, (1, 1), prepare=call_once_prepare, invoke=call_once_invoke, stateful=True
+)

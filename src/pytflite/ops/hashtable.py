@@ -107,13 +107,16 @@ def hashtable_size_invoke(context, node):
     context.tensors[node.outputs[0]].data[0] = len(table.table)
 
 
-register_builtin(BuiltinOperator.HASHTABLE, (1, 1), prepare=hashtable_prepare, invoke=hashtable_invoke)
+register_builtin(
+    BuiltinOperator.HASHTABLE, (1, 1), prepare=hashtable_prepare, invoke=hashtable_invoke, stateful=True
+)
 register_builtin(
     BuiltinOperator.HASHTABLE_IMPORT,
     (1, 1),
     types=(TensorType.RESOURCE,),
     prepare=hashtable_import_prepare,
     invoke=hashtable_import_invoke,
+    stateful=True,
 )
 register_builtin(
     BuiltinOperator.HASHTABLE_FIND,
@@ -121,6 +124,7 @@ register_builtin(
     types=(TensorType.RESOURCE,),
     prepare=hashtable_find_prepare,
     invoke=hashtable_find_invoke,
+    stateful=True,
 )
 register_builtin(
     BuiltinOperator.HASHTABLE_SIZE,
@@ -128,4 +132,5 @@ register_builtin(
     types=(TensorType.RESOURCE,),
     prepare=hashtable_size_prepare,
     invoke=hashtable_size_invoke,
+    stateful=True,
 )

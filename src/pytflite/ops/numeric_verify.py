@@ -26,6 +26,7 @@ from ..core.types import AllocationType, TensorType
 from ..errors import KernelError, ensure_type
 from .common import check_arity, input_tensor, output_tensor
 from .custom_op_options import as_bool, read_map
+from .kernel_type import KernelType
 from .quantize import dequantize_compute
 from .registry import register_custom
 
@@ -49,7 +50,7 @@ def numeric_verify_init(context, buffer, length):
     return NumericVerifyData(tolerance, as_bool(options, "log_if_failed"))
 
 
-def _prepare(optimized: bool) -> Callable:
+def _prepare(kernel_type: KernelType) -> Callable:
     def prepare(context, node):
         check_arity(node, 2)
         source, reference = input_tensor(context, node, 0), input_tensor(context, node, 1)
@@ -65,7 +66,7 @@ def _prepare(optimized: bool) -> Callable:
         context.resize_tensor(output, source.shape)
         data = node.user_data
         node.user_data = NumericVerifyData(
-            data.tolerance, data.log_if_failed, dequantize_compute(source, optimized), [False]
+            data.tolerance, data.log_if_failed, dequantize_compute(source, kernel_type), [False]
         )
 
     return prepare
@@ -120,7 +121,6 @@ register_custom(
     types=_INPUT_TYPES,
     op_data=NumericVerifyData,
     init=numeric_verify_init,
-    prepare=_prepare(True),
-    builtin_ref={"prepare": _prepare(False)},
+    prepare_for=_prepare,
     invoke=numeric_verify_invoke,
 )

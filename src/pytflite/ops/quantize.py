@@ -69,6 +69,7 @@ from .common import (
     unary_step,
 )
 from .jit import compiled
+from .kernel_type import OPTIMIZED, KernelType
 from .quant.fixed_point import (
     INT32_MIN,
     multiply_by_quantized_multiplier,
@@ -150,7 +151,7 @@ def _affine_blocked(scale: float, zero_point: int, exact: Compute) -> Compute:
     return CallSequence(calls)
 
 
-def _compiled_affine(scale: float, zero_point: int, optimized: bool, numpy_path: Compute) -> Compute:
+def _compiled_affine(scale: float, zero_point: int, kernel_type: KernelType, numpy_path: Compute) -> Compute:
     """A per-tensor 8/16-bit dequantization in one compiled call (quantize_compiled.dequantize) where
     compiled kernels run, for contiguous writable arrays; else `numpy_path`. (For a zero point small
     enough that q - zero point is exact in float32, as the kernel computes it.)"""
@@ -166,15 +167,15 @@ def _compiled_affine(scale: float, zero_point: int, optimized: bool, numpy_path:
     def calls(q, out):
         if not (q.flags.c_contiguous and q.flags.writeable and out.flags.c_contiguous):
             return calls_of(numpy_path, q, out)
-        blocked = q.size - q.size % 8 if optimized else 0
+        blocked = q.size - q.size % 8 if kernel_type is OPTIMIZED else 0
         return (partial(kernel, q.reshape(-1), scale32, offset, zero32, blocked, out.reshape(-1)),)
 
     return CallSequence(calls)
 
 
-def dequantize_compute(source, optimized: bool) -> Compute:
-    """compute(input, out): `source`'s values as float32, as DEQUANTIZE's optimized kernel or (not
-    `optimized`) its reference kernel computes them."""
+def dequantize_compute(source, kernel_type: KernelType) -> Compute:
+    """compute(input, out): `source`'s values as float32, as DEQUANTIZE's `kernel_type` kernel computes
+    them."""
     quantization = source.quantization
     per_channel = isinstance(quantization, AffineQuantization) and quantization.scale.size > 1
     if source.type == TensorType.FLOAT16 and not per_channel:
@@ -199,24 +200,24 @@ def dequantize_compute(source, optimized: bool) -> Compute:
         if source.type == TensorType.INT16:
             ensure_eq(zero_point, 0, "DEQUANTIZE int16 input zero point")
         affine = _affine(np.array(scale, np.float32), np.array(zero_point), largest_input)
-        if optimized:
+        if kernel_type is OPTIMIZED:
             affine = _affine_blocked(scale, zero_point, affine)
         if source.type not in PACKED_TYPES and abs(zero_point) + largest_input < _EXACT_IN_FLOAT32:
-            return _compiled_affine(scale, zero_point, optimized, affine)
+            return _compiled_affine(scale, zero_point, kernel_type, affine)
     if source.type in PACKED_TYPES:
         tensor_type, shape, count = source.type, source.shape, math.prod(source.shape)
         return lambda x, out: affine(unpack_packed(x, count, tensor_type).reshape(shape), out)
     return affine
 
 
-def dequantize_prepare(optimized: bool):
+def dequantize_prepare(kernel_type: KernelType):
     def prepare(context, node):
         check_arity(node, 1)
         source, output = input_tensor(context, node, 0), output_tensor(context, node)
         ensure_type(source, _DEQUANTIZE_TYPES, "input", "DEQUANTIZE")
         if output.type != TensorType.FLOAT32:
             raise KernelError(f"DEQUANTIZE output type: {type_name(output.type)} != FLOAT32")
-        compute = dequantize_compute(source, optimized)
+        compute = dequantize_compute(source, kernel_type)
         context.resize_tensor(output, source.shape)
         node.user_data = ConversionData(compute)
 
@@ -241,8 +242,7 @@ register_builtin(
     (1, 9),
     types=_DEQUANTIZE_TYPES,
     op_data=ConversionData,
-    prepare=dequantize_prepare(True),
-    builtin_ref={"prepare": dequantize_prepare(False)},
+    prepare_for=dequantize_prepare,
     invoke=dequantize_invoke,
     bind=dequantize_bind,
 )
@@ -272,10 +272,10 @@ _RANGES = {
 }
 
 
-def _float_quantizer(output, optimized: bool, arithmetic: HostArithmetic) -> tuple[Callable, bool]:
+def _float_quantizer(output, blocked: bool, arithmetic: HostArithmetic) -> tuple[Callable, bool]:
     """compute(x, out, work): out = clamp(zero_point + round(x / scale)) per tensor or per channel, and
-    whether it uses `work` (float32, x's size); `arithmetic`: the host's (its float-to-int32
-    conversion)."""
+    whether it uses `work` (float32, x's size); `blocked`: as the optimized kernel's SIMD blocks of 8;
+    `arithmetic`: the host's (its float-to-int32 conversion)."""
     quantization = output.quantization
     lowest, highest = _RANGES[output.type]
     rank = len(output.shape)
@@ -299,7 +299,7 @@ def _float_quantizer(output, optimized: bool, arithmetic: HostArithmetic) -> tup
         return lambda x, out, work: pack_into(
             finish(round_half_away(x / scale)).astype(np.int8), output.type, out
         ), False
-    if not optimized:
+    if not blocked:
         return lambda x, out, work: np.copyto(
             out, finish(round_half_away(x / scale)), casting="unsafe"
         ), False
@@ -332,7 +332,7 @@ def _float_quantizer(output, optimized: bool, arithmetic: HostArithmetic) -> tup
     return compute, True
 
 
-def _requantizer(source, output, optimized: bool) -> tuple[Callable, bool]:
+def _requantizer(source, output, kernel_type: KernelType) -> tuple[Callable, bool]:
     """compute(q, out, work) for an integer input: TFLite's Requantize, a table for 8/16-bit inputs
     looked up with np.intp indices made in `work` (q's size); and whether it uses `work`."""
     ensure(
@@ -358,7 +358,7 @@ def _requantizer(source, output, optimized: bool) -> tuple[Callable, bool]:
     # the tables are indexed by the inputs' bits read as unsigned: every_input in that order
     every_input = np.arange(1 << (8 * dtype.itemsize), dtype=unsigned).view(dtype)
     table = requantize(every_input).astype(storage_dtype(output.type))
-    blocks = 16 if optimized and source.type in _BYTES and output.type in _BYTES else 0
+    blocks = 16 if kernel_type is OPTIMIZED and source.type in _BYTES and output.type in _BYTES else 0
     simd_table = (
         requantize(every_input, multiply_by_quantized_multiplier_simd).astype(table.dtype) if blocks else None
     )
@@ -379,7 +379,7 @@ def quantize_init(context, buffer, length):
     return ConversionData(None, work)
 
 
-def quantize_prepare(optimized: bool):
+def quantize_prepare(kernel_type: KernelType):
     def prepare(context, node):
         check_arity(node, 1)
         source, output = input_tensor(context, node, 0), output_tensor(context, node)
@@ -390,7 +390,7 @@ def quantize_prepare(optimized: bool):
         )
         context.resize_tensor(output, source.shape)
         if source.type != TensorType.FLOAT32:
-            compute, works = _requantizer(source, output, optimized)
+            compute, works = _requantizer(source, output, kernel_type)
             work_type = INTP_TYPE
         else:
             supported = _PER_CHANNEL_TARGETS if output.quantization.scale.size > 1 else _FLOAT_TARGETS
@@ -398,7 +398,7 @@ def quantize_prepare(optimized: bool):
                 raise KernelError(
                     f"Input type FLOAT32 with Output type {type_name(output.type)} is not currently supported."
                 )
-            blocked = optimized and output.type in _BLOCKED_TARGETS and output.quantization.scale.size == 1
+            blocked = kernel_type is OPTIMIZED and output.type in _BLOCKED_TARGETS and output.quantization.scale.size == 1
             compute, works = _float_quantizer(output, blocked, context.host.arithmetic)
             work_type = TensorType.FLOAT32
         work = node.user_data.scratch  # by init
@@ -422,8 +422,7 @@ register_builtin(
     types=_QUANTIZE_TYPES,
     op_data=ConversionData,
     init=quantize_init,
-    prepare=quantize_prepare(True),
-    builtin_ref={"prepare": quantize_prepare(False)},
+    prepare_for=quantize_prepare,
     invoke=quantize_invoke,
 )
 

@@ -1,7 +1,7 @@
 """The builtin kernel table: each op family module registers its kernels here at import.
 
     register_builtin(BuiltinOperator.ADD, (1, 6), types=(TensorType.FLOAT32, ...), op_data=AddData,
-                     prepare=..., invoke=..., builtin_ref={"prepare": ...})
+                     prepare_for=add_prepare, invoke=add_invoke)
 
 `versions` is the inclusive range of op versions the kernel accepts, matching what TFLite's
 BuiltinOpResolver registers for that op; a model asking for another version fails to load with
@@ -11,9 +11,11 @@ inputs against the same tuple.
 
 `op_data` is the frozen dataclass the kernel's prepare leaves in `node.user_data` (None: the kernel keeps
 no user data), the convention of docs/architecture.md that a test checks for every registered kernel.
-`builtin_ref` is how the kernel of BuiltinRefOpResolver (OpResolverType.BUILTIN_REF) differs, for the ops
-whose reference and optimized TFLite kernels round differently: the callbacks it names replace the
-default kernel's there; one call registers both, so the twins cannot drift apart.
+`prepare_for`, given instead of `prepare` for the ops whose reference and optimized TFLite kernels round
+or sum differently, is a factory the registry calls once per resolver (ops/kernel_type.py):
+`prepare_for(OPTIMIZED)` is BuiltinOpResolver's prepare, `prepare_for(REFERENCE)` that of its BUILTIN_REF
+twin (BuiltinRefOpResolver); one call registers both, so the twins cannot drift apart. `stateful` marks
+an op with state, side effects or randomness, or one that calls subgraphs: it is never folded.
 """
 
 from __future__ import annotations
@@ -22,9 +24,9 @@ import dataclasses
 import importlib
 from collections.abc import Callable
 
-from ..core.folding import NEVER_FOLDED
-from ..core.node import Registration
+from ..core.node import KernelFn, Registration
 from ..core.types import BuiltinOperator, TensorType
+from .kernel_type import OPTIMIZED, REFERENCE, KernelType
 from .litert_temporaries import rules_for
 
 # One module per op family; importing it registers its kernels.
@@ -92,25 +94,28 @@ def register_builtin(
     *,
     types: tuple[TensorType, ...] = (),
     op_data: type | None = None,
-    builtin_ref: dict[str, Callable] | None = None,
+    prepare_for: Callable[[KernelType], KernelFn] | None = None,
+    stateful: bool = False,
     **callbacks: Callable,
 ) -> Registration:
     """Add a kernel (its init/prepare/invoke/free/profiling_string functions) for a version range, and
-    its BUILTIN_REF twin when `builtin_ref` names the callbacks that differ there."""
+    its BUILTIN_REF twin when its prepare comes from `prepare_for` (see the module docstring)."""
     _check_op_data(op.name, op_data)
     source = _source(callbacks["invoke"])
-    _INFO.append(KernelInfo(op, versions, tuple(types), source, op_data, builtin_ref is not None))
+    _INFO.append(KernelInfo(op, versions, tuple(types), source, op_data, prepare_for is not None))
+    if prepare_for is not None:
+        callbacks["prepare"] = prepare_for(OPTIMIZED)
     # a builtin prepare reads only shapes, types, quantization and constant values (one reading other
-    # values makes its outputs dynamic), unless the op has state, effects or called subgraphs
+    # values makes its outputs dynamic), unless the op is stateful
     registration = Registration(
         builtin_code=op,
-        pure_prepare=op not in NEVER_FOLDED,
+        stateless=not stateful,
         litert_temporaries=rules_for(op),
         **callbacks,
     )
     _add(_DEFAULT, registration, versions)
-    if builtin_ref is not None:
-        _add(_REFERENCE, dataclasses.replace(registration, **builtin_ref), versions)
+    if prepare_for is not None:
+        _add(_REFERENCE, dataclasses.replace(registration, prepare=prepare_for(REFERENCE)), versions)
     return registration
 
 
@@ -120,14 +125,17 @@ def register_custom(
     *,
     types: tuple[TensorType, ...] = (),
     op_data: type | None = None,
-    builtin_ref: dict[str, Callable] | None = None,
+    prepare_for: Callable[[KernelType], KernelFn] | None = None,
     **callbacks: Callable,
 ) -> Registration:
     """Add a custom op that LiteRT's BuiltinOpResolver registers by default (TFLite_Detection_PostProcess,
     AudioSpectrogram, Mfcc...): every resolver built from BuiltinOpResolver finds it under `name`. Its
-    init receives the op's flexbuffer options (custom_initial_data), as any custom op's. `builtin_ref`
-    names the callbacks of its BUILTIN_REF twin, as register_builtin's."""
+    init receives the op's flexbuffer options (custom_initial_data), as any custom op's. `prepare_for`
+    makes the prepare of it and of its BUILTIN_REF twin, as register_builtin's."""
     _check_op_data(name, op_data)
+    reference_prepare = None
+    if prepare_for is not None:
+        callbacks["prepare"], reference_prepare = prepare_for(OPTIMIZED), prepare_for(REFERENCE)
     _CUSTOM_INFO.append(
         KernelInfo(
             BuiltinOperator.CUSTOM, versions, tuple(types), _source(callbacks["invoke"]), op_data, False, name
@@ -140,9 +148,9 @@ def register_custom(
         if (name, version) in _CUSTOM:
             raise RuntimeError(f"{name} version {version} registered twice")
         _CUSTOM[(name, version)] = dataclasses.replace(registration, version=version)
-        if builtin_ref is not None:
+        if reference_prepare is not None:
             _CUSTOM_REFERENCE[(name, version)] = dataclasses.replace(
-                registration, version=version, **builtin_ref
+                registration, version=version, prepare=reference_prepare
             )
     return registration
 

@@ -45,10 +45,10 @@ _COPYABLE = frozenset(
 def is_pure(subgraph) -> bool:
     """Whether running `subgraph` again with the same inputs changes nothing and gives the same results:
     the builtin table's kernels only, none with state, side effects or randomness (the kernels marked
-    Registration.pure_prepare, the same test the lazy prepare trusts), and no variables. A user's kernel
+    Registration.stateless, the same test the lazy prepare trusts), and no variables. A user's kernel
     registered under a builtin code may keep state: it is not pure."""
     return not subgraph.variables and all(
-        registration.pure_prepare and not node.might_have_side_effect for node, registration in subgraph.nodes
+        registration.stateless and not node.might_have_side_effect for node, registration in subgraph.nodes
     )
 
 

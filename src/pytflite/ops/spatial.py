@@ -35,6 +35,7 @@ import numpy as np
 from ..core.types import BuiltinOperator, TensorType
 from ..errors import KernelError, ensure, ensure_eq, ensure_type, ensure_types_eq
 from .common import check_arity, input_tensor, output_tensor
+from .kernel_type import OPTIMIZED, REFERENCE, KernelType
 from .registry import register_builtin
 
 T = TensorType
@@ -95,7 +96,7 @@ class RunTimePlan:
 
 @dataclass(frozen=True)
 class ResizeData:
-    reference: bool
+    kernel_type: KernelType
     plan: tuple | None = None  # None: the size tensor is computed at run time
     run_time: RunTimePlan = field(default_factory=RunTimePlan)  # keyed by (input shape, size)
     scratch: dict = field(default_factory=dict)
@@ -146,7 +147,7 @@ def _check_source_pixels(op_name: str, shape: tuple[int, ...], size: tuple[int, 
         ensure(shape[1] > 0 and shape[2] > 0, f"{op_name} cannot resize an input with no pixels")
 
 
-def _bilinear_plan(shape, size, options, source_type: TensorType, reference: bool):
+def _bilinear_plan(shape, size, options, source_type: TensorType, kernel_type: KernelType):
     _check_source_pixels("RESIZE_BILINEAR", shape, size)
     _, height, width, _ = shape
     out_h, out_w = size
@@ -157,6 +158,7 @@ def _bilinear_plan(shape, size, options, source_type: TensorType, reference: boo
     x0, x1, dx = axis(width, out_w, align, half)
     one = np.int64(1 << 10) if integer else np.float32(1)
     wy, wx = (one - dy, dy), (one - dx, dx)
+    reference = kernel_type is REFERENCE
     if source_type == T.FLOAT32 and not reference:
         return (out_h, out_w), SeparableBilinear(shape, size, (y0, y1, *wy), (x0, x1, *wx))
     ys, xs = (y0, y1), (x0, x1)
@@ -266,7 +268,7 @@ def _resize_bilinear_invoke(context, node):
         run_time = data.run_time
         if run_time.key != key:
             ensure(size[0] > 0 and size[1] > 0, "RESIZE_BILINEAR size must be positive")
-            run_time.plan = _bilinear_plan(source.shape, size, node.builtin_data, source.type, data.reference)
+            run_time.plan = _bilinear_plan(source.shape, size, node.builtin_data, source.type, data.kernel_type)
             run_time.key = key
         plan = run_time.plan
         context.resize_tensor(output, (source.shape[0], *plan[0], source.shape[3]))
@@ -295,7 +297,7 @@ def _resize_bilinear_invoke(context, node):
         np.right_shift(acc, 20, out=acc)
         np.copyto(flat_out, acc, casting="unsafe")
         return
-    if data.reference:
+    if data.kernel_type is REFERENCE:
         total = _bilinear_reference_sum(x, out_hw, index, weights)
     else:
         total = _bilinear_sum(data, x, flat_out.shape, index, weights)
@@ -323,12 +325,12 @@ def _nearest_axis(in_size: int, out_size: int, align: bool, half: bool, fixed_po
     return np.maximum(index, 0) if half else index
 
 
-def _nearest_plan(shape, size, options, source_type: TensorType, reference: bool):
+def _nearest_plan(shape, size, options, source_type: TensorType, kernel_type: KernelType):
     _check_source_pixels("RESIZE_NEAREST_NEIGHBOR", shape, size)
     _, height, width, _ = shape
     out_h, out_w = size
     align, half = options.align_corners, options.half_pixel_centers
-    fixed = not reference and not align and not half and source_type in _BITS_8
+    fixed = kernel_type is OPTIMIZED and not align and not half and source_type in _BITS_8
     ys = _nearest_axis(height, out_h, align, half, fixed)
     xs = _nearest_axis(width, out_w, align, half, fixed)
     return (out_h, out_w), (ys[:, None] * width + xs[None, :]).reshape(-1)
@@ -345,7 +347,7 @@ def _resize_nearest_invoke(context, node):
         run_time = data.run_time
         if run_time.key != key:
             ensure(size[0] >= 0 and size[1] >= 0, "RESIZE_NEAREST_NEIGHBOR size must not be negative")
-            run_time.plan = _nearest_plan(source.shape, size, node.builtin_data, source.type, data.reference)
+            run_time.plan = _nearest_plan(source.shape, size, node.builtin_data, source.type, data.kernel_type)
             run_time.key = key
         plan = run_time.plan
         context.resize_tensor(output, (source.shape[0], *plan[0], source.shape[3]))
@@ -357,28 +359,33 @@ def _resize_nearest_invoke(context, node):
     np.take(source.data.reshape(n, h * w, c), plan[1], axis=1, out=out.reshape(n, -1, c), mode="clip")
 
 
-def _resize_prepare(op_name: str, types, make_plan, reference: bool):
-    def prepare(context, node):
-        source, size, output = _resize_common_prepare(context, node, op_name, types)
-        if not size.is_constant_or_persistent:
-            node.user_data = ResizeData(reference)
-            context.set_tensor_to_dynamic(output)
-            return
-        options = node.builtin_data
-        if op_name == "RESIZE_BILINEAR" and options.half_pixel_centers and options.align_corners:
-            raise KernelError("If half_pixel_centers is True, align_corners must be False.")
-        requested = _requested_size(size)
-        if op_name == "RESIZE_BILINEAR":
-            ensure(requested[0] > 0 and requested[1] > 0, "RESIZE_BILINEAR size must be positive")
-        else:
-            ensure(min(requested) >= 0, "RESIZE_NEAREST_NEIGHBOR size must not be negative")
-        # resize first: the runtime's size limit then refuses a huge output before its plan is built
-        context.resize_tensor(output, (source.shape[0], *requested, source.shape[3]))
-        node.user_data = ResizeData(
-            reference, make_plan(source.shape, requested, options, source.type, reference)
-        )
+def _resize_prepare(op_name: str, types, make_plan):
+    """The prepare factory of a resize op: `make_plan` builds its plan for a constant size."""
 
-    return prepare
+    def prepare_for(kernel_type: KernelType):
+        def prepare(context, node):
+            source, size, output = _resize_common_prepare(context, node, op_name, types)
+            if not size.is_constant_or_persistent:
+                node.user_data = ResizeData(kernel_type)
+                context.set_tensor_to_dynamic(output)
+                return
+            options = node.builtin_data
+            if op_name == "RESIZE_BILINEAR" and options.half_pixel_centers and options.align_corners:
+                raise KernelError("If half_pixel_centers is True, align_corners must be False.")
+            requested = _requested_size(size)
+            if op_name == "RESIZE_BILINEAR":
+                ensure(requested[0] > 0 and requested[1] > 0, "RESIZE_BILINEAR size must be positive")
+            else:
+                ensure(min(requested) >= 0, "RESIZE_NEAREST_NEIGHBOR size must not be negative")
+            # resize first: the runtime's size limit then refuses a huge output before its plan is built
+            context.resize_tensor(output, (source.shape[0], *requested, source.shape[3]))
+            node.user_data = ResizeData(
+                kernel_type, make_plan(source.shape, requested, options, source.type, kernel_type)
+            )
+
+        return prepare
+
+    return prepare_for
 
 
 register_builtin(
@@ -386,18 +393,16 @@ register_builtin(
     (1, 4),
     types=_BILINEAR_TYPES,
     op_data=ResizeData,
-    prepare=_resize_prepare("RESIZE_BILINEAR", _BILINEAR_TYPES, _bilinear_plan, False),
+    prepare_for=_resize_prepare("RESIZE_BILINEAR", _BILINEAR_TYPES, _bilinear_plan),
     invoke=_resize_bilinear_invoke,
-    builtin_ref={"prepare": _resize_prepare("RESIZE_BILINEAR", _BILINEAR_TYPES, _bilinear_plan, True)},
 )
 register_builtin(
     BuiltinOperator.RESIZE_NEAREST_NEIGHBOR,
     (1, 4),
     types=_NEAREST_TYPES,
     op_data=ResizeData,
-    prepare=_resize_prepare("RESIZE_NEAREST_NEIGHBOR", _NEAREST_TYPES, _nearest_plan, False),
+    prepare_for=_resize_prepare("RESIZE_NEAREST_NEIGHBOR", _NEAREST_TYPES, _nearest_plan),
     invoke=_resize_nearest_invoke,
-    builtin_ref={"prepare": _resize_prepare("RESIZE_NEAREST_NEIGHBOR", _NEAREST_TYPES, _nearest_plan, True)},
 )
 
 

@@ -97,6 +97,7 @@ register_builtin(
     init=var_handle_init,
     prepare=var_handle_prepare,
     invoke=var_handle_invoke,
+    stateful=True,
 )
 register_builtin(
     BuiltinOperator.READ_VARIABLE,
@@ -104,6 +105,7 @@ register_builtin(
     types=_HANDLE_TYPES,
     prepare=read_variable_prepare,
     invoke=read_variable_invoke,
+    stateful=True,
 )
 register_builtin(
     BuiltinOperator.ASSIGN_VARIABLE,
@@ -111,4 +113,5 @@ register_builtin(
     types=ANY_TYPE,
     prepare=assign_variable_prepare,
     invoke=assign_variable_invoke,
+    stateful=True,
 )

@@ -12,6 +12,7 @@ import numpy as np
 from ...core.types import BuiltinOperator, TensorType
 from ...errors import ensure_type, ensure_types_eq
 from ..common import check_arity, input_tensor, output_tensor, unary_step
+from ..kernel_type import OPTIMIZED, KernelType
 from ..registry import register_builtin
 
 FLOAT = (TensorType.FLOAT32,)
@@ -97,16 +98,19 @@ def unary_kernel(
     compute: Callable,
     quantized: Callable | None = None,
     types: tuple[TensorType, ...] = FLOAT,
-    quantized_ref: Callable | None = None,
     float_step: Callable | None = None,
+    quantized_for: Callable[[KernelType], Callable] | None = None,
 ) -> None:
     """Register a one-input op: `compute(x, out)` for float32, `quantized(input, output, arithmetic)` making
     the compute function of the other `types` in prepare (`arithmetic`: the host's, for its
     float-to-int conversions);
-    `quantized_ref` the one of BUILTIN_REF's kernel, where it differs; `float_step(x, out)` the float32
-    check-free step with its own scratch (see unary_bind)."""
+    `float_step(x, out)` the float32 check-free step with its own scratch (see unary_bind);
+    `quantized_for(kernel_type)`, given instead of `quantized` where BUILTIN_REF's kernel differs, makes
+    `quantized` for each kernel type."""
 
-    def prepare_with(quantized_for_types: Callable | None) -> Callable:
+    def prepare_for(kernel_type: KernelType) -> Callable:
+        quantized_for_types = quantized if quantized_for is None else quantized_for(kernel_type)
+
         def prepare(context, node):
             source, output = check_unary(context, node, op.name, types)
             if source.type == TensorType.FLOAT32:
@@ -116,15 +120,15 @@ def unary_kernel(
 
         return prepare
 
+    twins = {"prepare": prepare_for(OPTIMIZED)} if quantized_for is None else {"prepare_for": prepare_for}
     register_builtin(
         op,
         versions,
         types=types,
         op_data=ActivationData,
-        prepare=prepare_with(quantized),
         invoke=compute_invoke,
         bind=unary_bind(float_step),
-        builtin_ref=None if quantized_ref is None else {"prepare": prepare_with(quantized_ref)},
+        **twins,
     )
 
 

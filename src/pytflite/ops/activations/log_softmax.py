@@ -11,6 +11,7 @@ from ...core.types import BuiltinOperator, TensorType
 from ...errors import ensure, ensure_eq
 from ...fidelity.arithmetic import HostArithmetic
 from ..common import clip
+from ..kernel_type import REFERENCE, KernelType
 from ..quant.fixed_point import (
     INT32_MIN,
     multiply_by_quantized_multiplier,
@@ -42,14 +43,14 @@ def _log_softmax(x, out):
     out -= np.log(log_sum, out=log_sum)
 
 
-def _log_softmax_prepare(reference: bool) -> Callable:
+def _log_softmax_prepare(kernel_type: KernelType) -> Callable:
     def prepare(context, node):
         source, output = check_unary(context, node, "LOG_SOFTMAX", FLOAT + BYTES)
         if source.type == TensorType.FLOAT32:
             node.user_data = ActivationData(_log_softmax)
         else:
             node.user_data = ActivationData(
-                _log_softmax_quantized(source, output, reference, context.host.arithmetic)
+                _log_softmax_quantized(source, output, kernel_type, context.host.arithmetic)
             )
 
     return prepare
@@ -112,11 +113,11 @@ def _log_softmax_reference(source, output) -> Callable:
     return compute
 
 
-def _log_softmax_quantized(source, output, reference: bool, arithmetic: HostArithmetic) -> Callable:
+def _log_softmax_quantized(source, output, kernel_type: KernelType, arithmetic: HostArithmetic) -> Callable:
     out_scale, out_zero = per_tensor_quantization(output, "output", "LOG_SOFTMAX")
     ensure(float(out_scale) == 16.0 / 256, f"LOG_SOFTMAX output scale {out_scale} != 16/256")
     ensure_eq(out_zero, 255 if source.type == U8 else 127, "LOG_SOFTMAX output zero point")
-    if reference:
+    if kernel_type is REFERENCE:
         return _log_softmax_reference(source, output)
     return _log_softmax_float_table(source, output, arithmetic)
 
@@ -126,7 +127,6 @@ register_builtin(
     (1, 2),
     types=FLOAT + BYTES,
     op_data=ActivationData,
-    prepare=_log_softmax_prepare(False),
+    prepare_for=_log_softmax_prepare,
     invoke=nonempty_invoke,
-    builtin_ref={"prepare": _log_softmax_prepare(True)},
 )

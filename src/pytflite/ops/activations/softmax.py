@@ -15,6 +15,7 @@ from ...errors import ensure, ensure_eq, ensure_type
 from ...fidelity.arithmetic import HostArithmetic
 from ..common import check_arity, clip, input_tensor, output_tensor
 from ..jit import compiled
+from ..kernel_type import REFERENCE, KernelType
 from ..quant.fixed_point import (
     multiply_by_quantized_multiplier,
     round_non_negative,
@@ -35,7 +36,7 @@ from .softmax_common import (
 )
 
 
-def _softmax_prepare(reference: bool) -> Callable:
+def _softmax_prepare(kernel_type: KernelType) -> Callable:
     def prepare(context, node):
         check_arity(node, 1)
         source, output = input_tensor(context, node, 0), output_tensor(context, node)
@@ -51,11 +52,11 @@ def _softmax_prepare(reference: bool) -> Callable:
         beta = node.builtin_data.beta
         if source.type == TensorType.FLOAT32:
             node.user_data = ActivationData(
-                _float_softmax(tuple(source.shape), beta, reference, context.recommended_num_threads)
+                _float_softmax(tuple(source.shape), beta, kernel_type, context.recommended_num_threads)
             )
         else:
             node.user_data = ActivationData(
-                _softmax_quantized(source, output, beta, reference, context.host.arithmetic)
+                _softmax_quantized(source, output, beta, kernel_type, context.host.arithmetic)
             )
 
     return prepare
@@ -66,14 +67,14 @@ def _float_beta(beta: float):
     return None if np.float32(beta) == 1 else f32(beta)
 
 
-def _float_softmax(shape: tuple[int, ...], beta: float, reference: bool, threads: int) -> Callable:
+def _float_softmax(shape: tuple[int, ...], beta: float, kernel_type: KernelType, threads: int) -> Callable:
     """compute(x, out) for a float32 input: compiled (eigen_compiled.softmax, bit-exact with LiteRT's x86 build)
     where compiled kernels run, else NumPy's calls."""
     kernel = compiled("eigen_compiled", "softmax")
     if kernel is None or math.prod(shape) == 0 or not math.isfinite(beta):
         beta32 = _float_beta(beta)
         return lambda x, out: _softmax(x, out, beta32)
-    return _CompiledSoftmax(kernel, shape, beta, reference, threads)
+    return _CompiledSoftmax(kernel, shape, beta, kernel_type is REFERENCE, threads)
 
 
 class _CompiledSoftmax:
@@ -310,7 +311,9 @@ _SOFTMAX_OUTPUTS = {
 }
 
 
-def _softmax_quantized(source, output, beta: float, reference: bool, arithmetic: HostArithmetic) -> Callable:
+def _softmax_quantized(
+    source, output, beta: float, kernel_type: KernelType, arithmetic: HostArithmetic
+) -> Callable:
     out_scale, out_zero = per_tensor_quantization(output, "output", "SOFTMAX")
     if source.type == I8 and output.type == I8:
         ensure_eq(out_zero, -128, "SOFTMAX int8 output zero point")
@@ -326,7 +329,7 @@ def _softmax_quantized(source, output, beta: float, reference: bool, arithmetic:
         )
     if source.type == I16:
         return _softmax_int16(source, output, beta)
-    if reference:
+    if kernel_type is REFERENCE:
         return _softmax_reference(source, output, beta)
     return _softmax_float_table(source, output, np.float32(beta), arithmetic)
 
@@ -336,8 +339,7 @@ register_builtin(
     (1, 4),
     types=ALL,
     op_data=ActivationData,
-    prepare=_softmax_prepare(False),
+    prepare_for=_softmax_prepare,
     invoke=nonempty_invoke,
     bind=_softmax_bind,
-    builtin_ref={"prepare": _softmax_prepare(True)},
 )

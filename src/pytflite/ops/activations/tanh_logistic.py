@@ -13,6 +13,7 @@ from ...core.types import BuiltinOperator
 from ...errors import ensure, ensure_eq
 from ...fidelity.arithmetic import HostArithmetic
 from ..common import clip
+from ..kernel_type import REFERENCE, KernelType
 from ..quant.fixed_point import round_half_away, wrap
 from ..quant.lut import (
     SIGMOID_TABLE_UINT16,
@@ -92,7 +93,7 @@ def _int16_sigmoid_interpolation(values: np.ndarray, multiplier: int, left_shift
     return wrap((result & 0xFFFFFFFF) >> 10, 16)
 
 
-def _tanh_logistic_quantized(op: BuiltinOperator, reference: bool) -> Callable:
+def _tanh_logistic_quantized(op: BuiltinOperator, kernel_type: KernelType) -> Callable:
     tanh = op == BuiltinOperator.TANH
 
     def quantized(source, output, arithmetic: HostArithmetic):
@@ -124,7 +125,7 @@ def _tanh_logistic_quantized(op: BuiltinOperator, reference: bool) -> Callable:
         ensure(exact, f"{op.name} output scale {out_scale} is not a power of two")
         ensure_eq(out_log2, -15, f"{op.name} int16 output scale log2")
         values = every_value(dtype)
-        if reference or multiplier > 0:
+        if kernel_type is REFERENCE or multiplier > 0:
             table = _int16_sigmoid_interpolation(values, multiplier, left_shift, tanh)
         else:  # the optimized kernel: gemmlowp's int16 fixed-point functions on Q3.12 inputs
             raw = Q15.multiply_by_pot(values, left_shift)
@@ -143,8 +144,7 @@ for _op, _float, _step in (
         _op,
         (1, 3),
         _float,
-        _tanh_logistic_quantized(_op, reference=False),
-        ALL,
-        quantized_ref=_tanh_logistic_quantized(_op, reference=True),
+        types=ALL,
         float_step=_step,
+        quantized_for=partial(_tanh_logistic_quantized, _op),
     )

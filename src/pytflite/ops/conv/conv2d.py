@@ -28,6 +28,7 @@ from ..common import (
     set_temporaries,
 )
 from ..jit import compiled, read_only
+from ..kernel_type import OPTIMIZED, REFERENCE, KernelType
 from ..quant.hybrid_inputs import AsymmetricRowQuantizer
 from ..registry import register_builtin
 from ..windows import plan_window
@@ -191,18 +192,18 @@ def _conv2d_common(context, node):
     return options, source, weights, bias, output, window, layout
 
 
-def conv2d_prepare(optimized: bool):
+def conv2d_prepare(kernel_type: KernelType):
     def prepare(context, node):
         options, source, weights, bias, output, window, layout = _conv2d_common(context, node)
         state = conv_draft(node)
         state.layout = layout
         context.resize_tensor(output, (source.shape[0], *window.out, weights.shape[0]))
         if source.type in INTEGER:
-            _conv2d_integer(context, node, state, options, source, weights, bias, output, window, optimized)
+            _conv2d_integer(context, node, state, options, source, weights, bias, output, window, kernel_type)
         elif weights.type in (TensorType.INT8, TensorType.UINT8, TensorType.INT4):
-            _conv2d_hybrid(context, node, state, options, source, weights, bias, output, window, optimized)
+            _conv2d_hybrid(context, node, state, options, source, weights, bias, output, window, kernel_type)
         else:
-            _conv2d_float(context, node, state, options, source, weights, bias, output, window, optimized)
+            _conv2d_float(context, node, state, options, source, weights, bias, output, window, kernel_type)
         state.weights = shared_constant(context, node, "weights", state.weights)
         if state.bias_constant:
             state.bias_row = shared_constant(context, node, "bias row", state.bias_row)
@@ -225,7 +226,7 @@ def _plan_conv2d(context, state, source, out_channels: int, window, groups: int,
 _COMPILED_EXACT_UNITS = 32
 
 
-def _conv2d_float(context, node, state, options, source, weights, bias, output, window, optimized):
+def _conv2d_float(context, node, state, options, source, weights, bias, output, window, kernel_type):
     """The float32 CONV_2D: im2col and one matrix product per group (or LiteRT's order, im2col.py)."""
     out_channels = weights.shape[0]
     groups = source.shape[3] // weights.shape[3]
@@ -245,7 +246,7 @@ def _conv2d_float(context, node, state, options, source, weights, bias, output, 
         exact=context.exact_float_summation,
     )
     # LiteRT runs its reference kernel for groups; Eigen's blocking depends on the host's caches
-    state.eigen = context.host.caches_for_eigen if optimized and groups == 1 else None
+    state.eigen = context.host.caches_for_eigen if kernel_type is OPTIMIZED and groups == 1 else None
     pixels = source.shape[0] * window.out[0] * window.out[1]
     depth = int(np.prod(weights.shape[1:]))
     if (
@@ -265,7 +266,7 @@ def _conv2d_float(context, node, state, options, source, weights, bias, output, 
     state.program = float_program(state)
 
 
-def _conv2d_integer(context, node, state, options, source, weights, bias, output, window, optimized):
+def _conv2d_integer(context, node, state, options, source, weights, bias, output, window, kernel_type):
     """CONV_2D with uint8, int8 or int16 activations: the exact accumulators through ruy's (or, grouped
     and in BUILTIN_REF, the reference kernel's) requantization."""
     op = "CONV_2D"
@@ -293,7 +294,7 @@ def _conv2d_integer(context, node, state, options, source, weights, bias, output
     # int64 bias: the reference kernel; grouped: the reference kernel too; else cpu_backend_gemm
     if bias.type == TensorType.INT64:
         rounding = "wide"
-    elif optimized and groups == 1:
+    elif kernel_type is OPTIMIZED and groups == 1:
         rounding = gemm_rounding(
             context.host,
             int16=source.type == TensorType.INT16,
@@ -314,7 +315,7 @@ def _conv2d_integer(context, node, state, options, source, weights, bias, output
     else:
         bound = magnitude * int(np.prod(weights.shape[1:])) * (255 if uint8 else 128)
     pairs = None
-    if constant is not None and optimized and groups == 1 and rounding in ("neon", "scalar"):
+    if constant is not None and kernel_type is OPTIMIZED and groups == 1 and rounding in ("neon", "scalar"):
         pairs = weight_pairs(context.host, constant.reshape(out_channels, -1), uint8, offset, zero_point)
     # (the pairs' correction leaves the float32 range of exact integers)
     dtype = np.float64 if pairs is not None else float_dtype(bound)
@@ -374,7 +375,7 @@ def _conv2d_integer(context, node, state, options, source, weights, bias, output
     set_temporaries(context, node, owned(state), temporaries)
 
 
-def _conv2d_hybrid(context, node, state, options, source, weights, bias, output, window, optimized):
+def _conv2d_hybrid(context, node, state, options, source, weights, bias, output, window, kernel_type):
     """CONV_2D of a float32 input with int8 weights: TFLite's EvalHybrid (per-tensor filter scale,
     symmetric input quantization) or EvalHybridPerChannel (distinct per-channel scales, or groups:
     asymmetric input quantization)."""
@@ -403,7 +404,7 @@ def _conv2d_hybrid(context, node, state, options, source, weights, bias, output,
     per_channel = bool(scales.size > 1 and np.any(scales != scales[0])) or groups != 1
     scales = np.broadcast_to(scales, (out_channels,)).astype(np.float32) if per_channel else scales[:1]
     low, high = float_activation_range(options.fused_activation_function)
-    reference = per_channel and (not optimized or groups != 1)
+    reference = per_channel and (kernel_type is REFERENCE or groups != 1)
     hybrid = state.hybrid = HybridConv(per_channel, scales, reference, low, high, context.host.arithmetic)
     hybrid.quantizer = input_quantizer(source, per_channel)
     depth = int(np.prod(weights.shape[1:]))
@@ -643,8 +644,7 @@ register_builtin(
     types=CONV_TYPES,
     init=conv_init,
     op_data=ConvState,
-    prepare=conv2d_prepare(True),
-    builtin_ref={"prepare": conv2d_prepare(False)},
+    prepare_for=conv2d_prepare,
     invoke=conv2d_invoke,
     bind=conv2d_bind,
 )

@@ -37,6 +37,7 @@ from ..common import (
     set_temporaries,
 )
 from ..jit import compiled, read_only
+from ..kernel_type import OPTIMIZED, REFERENCE, KernelType
 from ..quant.hybrid_inputs import AsymmetricRowQuantizer
 from ..registry import register_builtin
 from ..windows import (
@@ -200,10 +201,10 @@ def _plan_depthwise(context, state, shape, window: Window, channels: int, stage:
 _OWNED = ("scratch", "acc", "wide")  # the temporaries init makes
 
 
-def depthwise_prepare(optimized: bool):
+def depthwise_prepare(kernel_type: KernelType):
     def prepare(context, node):
         state = draft_of(node.user_data, *_OWNED)
-        _depthwise_prepare(context, node, state, optimized)
+        _depthwise_prepare(context, node, state, kernel_type)
         state.weights = shared_constant(context, node, "weights", state.weights)
         if state.bias_constant:
             state.bias = shared_constant(context, node, "bias row", state.bias)
@@ -212,7 +213,7 @@ def depthwise_prepare(optimized: bool):
     return prepare
 
 
-def _depthwise_prepare(context, node, state, optimized: bool) -> None:
+def _depthwise_prepare(context, node, state, kernel_type: KernelType) -> None:
     op = "DEPTHWISE_CONV_2D"
     check_arity(node, (2, 3))
     options = node.builtin_data
@@ -245,16 +246,16 @@ def _depthwise_prepare(context, node, state, optimized: bool) -> None:
     context.resize_tensor(output, (n, *window.out, out_channels))
     state.geometry = (*window.strides, *window.dilation, window.pads[0][0], window.pads[1][0])
     if source.type in INTEGER:
-        _depthwise_integer(context, node, state, options, source, weights, bias, output, window, optimized)
+        _depthwise_integer(context, node, state, options, source, weights, bias, output, window, kernel_type)
         return
     if hybrid:
-        _depthwise_hybrid(context, node, state, options, source, weights, bias, output, window, optimized)
+        _depthwise_hybrid(context, node, state, options, source, weights, bias, output, window, kernel_type)
         return
     if bias is not None:
         ensure_type(bias, FLOAT, "bias", op)
     temporaries = []
     state.dtype = np.dtype(np.float32)
-    state.exact, state.bias_first = False, optimized
+    state.exact, state.bias_first = False, kernel_type is OPTIMIZED
     if n * window.out[0] * window.out[1]:
         if _plan_depthwise(context, state, source.shape, window, out_channels):
             temporaries.append(state.scratch)
@@ -307,7 +308,7 @@ def _plan_depthwise_sums(context, node, state, source, window, out_channels, dty
     return temporaries
 
 
-def _depthwise_integer(context, node, state, options, source, weights, bias, output, window, optimized):
+def _depthwise_integer(context, node, state, options, source, weights, bias, output, window, kernel_type):
     """DEPTHWISE_CONV_2D with uint8, int8 or int16 activations. LiteRT's optimized int8 kernel
     requantizes 8 channels at a time in NEON code and the last C % 8 in scalar code; its uint8 one rounds
     as the scalar code does, but in the 3x3 kernel of LiteRT's aarch64 build (fidelity/depthwise.py);
@@ -327,9 +328,9 @@ def _depthwise_integer(context, node, state, options, source, weights, bias, out
     low, high = output_activation_range(options, output)
     if source.type == TensorType.INT16:
         rounding, scalar_from = "wide", None
-    elif source.type == TensorType.INT8 and optimized:
+    elif source.type == TensorType.INT8 and kernel_type is OPTIMIZED:
         rounding, scalar_from = "simd", out_channels - out_channels % 8
-    elif optimized and fast_3x3_kernel(
+    elif kernel_type is OPTIMIZED and fast_3x3_kernel(
         context.host,
         input_shape=tuple(source.shape),
         kernel_hw=window.kernel,
@@ -380,7 +381,7 @@ def _depthwise_integer(context, node, state, options, source, weights, bias, out
     set_temporaries(context, node, (state.scratch, state.acc, state.wide), temporaries)
 
 
-def _depthwise_hybrid(context, node, state, options, source, weights, bias, output, window, optimized):
+def _depthwise_hybrid(context, node, state, options, source, weights, bias, output, window, kernel_type):
     """DEPTHWISE_CONV_2D of a float32 input with int8 weights (TFLite's EvalHybridPerChannel): each batch
     quantized asymmetrically, the exact sums scaled per channel. LiteRT's NEON code scales 4 channels at
     a time as (acc * filter scale) * input scale and the last C % 4 as (acc * input scale) * filter
@@ -406,7 +407,7 @@ def _depthwise_hybrid(context, node, state, options, source, weights, bias, outp
     scales = np.broadcast_to(quantization.scale.astype(np.float32), (out_channels,)).copy()
     scales.flags.writeable = False
     low, high = float_activation_range(options.fused_activation_function)
-    hybrid = state.hybrid = HybridDepthwise(scales, not optimized, low, high)
+    hybrid = state.hybrid = HybridDepthwise(scales, kernel_type is REFERENCE, low, high)
     hybrid.quantizer = input_quantizer(source, True)
     pixels = window.out[0] * window.out[1]  # per batch
     hybrid.scale_row = channel_row(scales, pixels)
@@ -680,8 +681,7 @@ register_builtin(
     types=CONV_TYPES,
     init=_depthwise_init,
     op_data=DepthwiseState,
-    prepare=depthwise_prepare(True),
-    builtin_ref={"prepare": depthwise_prepare(False)},
+    prepare_for=depthwise_prepare,
     invoke=depthwise_invoke,
     bind=depthwise_bind,
 )

@@ -34,6 +34,7 @@ from ..common import (
     scratch_tensor,
     set_temporaries,
 )
+from ..kernel_type import OPTIMIZED, REFERENCE, KernelType
 from ..registry import register_builtin
 from ..windows import output_size, padding_before_after, tap_plan
 from .common import (
@@ -181,7 +182,7 @@ def _transpose_plan(
 
 
 def transpose_prepare(
-    context, node, state, op: str, spatial: int, options, weight_dims: tuple[int, int], optimized: bool = True
+    context, node, state, op: str, spatial: int, options, weight_dims: tuple[int, int], kernel_type: KernelType = OPTIMIZED
 ) -> None:
     """Shared prepare, into `state`, a draft of the TransposeState (transpose_draft); `weight_dims`
     names the filter's (output channels, input channels) axes."""
@@ -222,7 +223,7 @@ def transpose_prepare(
     state.dtype = np.dtype(np.float32)
     constant = constant_data(weights)
     if quantized:
-        _transpose_integer(state, options, source, weights, bias, output, optimized)
+        _transpose_integer(state, options, source, weights, bias, output, kernel_type)
         state.integer.requant.share_constants(context, node, state.integer.bias_terms)
     elif constant is not None:
         state.weights = np.ascontiguousarray(state.layout(constant))
@@ -253,7 +254,7 @@ def transpose_prepare(
     set_temporaries(context, node, _owned(state), temporaries)
 
 
-def _transpose_integer(state, options, source, weights, bias, output, optimized: bool) -> None:
+def _transpose_integer(state, options, source, weights, bias, output, kernel_type: KernelType) -> None:
     """TRANSPOSE_CONV with uint8, int8 or int16 activations. LiteRT's optimized kernel requantizes the
     int8 and int16 (int32 bias) outputs 8 channels at a time in NEON code and the last C % 8 in scalar
     code, and uint8 outputs in flat blocks of 16 values and a scalar tail; int16 with an int64 bias runs
@@ -283,7 +284,7 @@ def _transpose_integer(state, options, source, weights, bias, output, optimized:
     scalar_from = None
     if wide_bias:
         rounding = "wide"
-    elif not optimized:
+    elif kernel_type is REFERENCE:
         rounding = "scalar"
     else:
         rounding = "simd"
@@ -403,7 +404,7 @@ def transpose_draft(node):
     return draft_of(node.user_data, *_OWNED)
 
 
-def transpose_conv_prepare(optimized: bool):
+def transpose_conv_prepare(kernel_type: KernelType):
     def prepare(context, node):
         options = node.builtin_data
         state = transpose_draft(node)
@@ -415,7 +416,7 @@ def transpose_conv_prepare(optimized: bool):
             )
 
         state.layout = layout
-        transpose_prepare(context, node, state, "TRANSPOSE_CONV", 2, options, (0, 3), optimized)
+        transpose_prepare(context, node, state, "TRANSPOSE_CONV", 2, options, (0, 3), kernel_type)
         node.user_data = TransposeState(**vars(state))
 
     return prepare
@@ -428,7 +429,6 @@ register_builtin(
     types=CONV_TYPES,
     init=transpose_init,
     op_data=TransposeState,
-    prepare=transpose_conv_prepare(True),
-    builtin_ref={"prepare": transpose_conv_prepare(False)},
+    prepare_for=transpose_conv_prepare,
     invoke=transpose_invoke,
 )

@@ -4,6 +4,7 @@ gets its own ADD and MUL (scalar quantized kernels)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 
@@ -11,6 +12,7 @@ from ...core.types import BuiltinOperator, TensorType
 from ...errors import ensure, ensure_type, ensure_types_eq
 from ...model.options import ActivationFunctionType
 from ..common import clip
+from ..kernel_type import OPTIMIZED, KernelType
 from .binary import BinaryOp, binary_init_with_scratch, register_binary
 from .common import (
     QUANTIZED,
@@ -28,13 +30,15 @@ from .widened import widened_ufunc
 _NUMERIC = (T.FLOAT32, T.INT32, T.INT64)
 
 
-def _arithmetic_prepare(op_name: str, ufunc: np.ufunc, types: tuple[TensorType, ...], optimized: bool = True):
+def _arithmetic_prepare(
+    op_name: str, ufunc: np.ufunc, types: tuple[TensorType, ...], kernel_type: KernelType = OPTIMIZED
+):
     def prepare(context, node):
         first, second, output = binary_tensors(context, node, op_name, same_output_type=op_name != "MUL")
         kind = first.type
         ensure_type(first, types, "input", op_name)
         if quantized_arithmetic(op_name, first, output):
-            quantized_prepare(context, node, op_name, first, second, output, optimized)
+            quantized_prepare(context, node, op_name, first, second, output, kernel_type)
             return
         ensure_types_eq(first, output, f"{op_name} input/output types")
         activation = fused_activation(node)
@@ -95,9 +99,10 @@ for _op, _ufunc, _versions, _types in _ARITHMETIC:
         _op,
         _versions,
         _types,
-        _arithmetic_prepare(_op.name, _ufunc, _types),
         init=binary_init_with_scratch,
-        builtin_ref={"prepare": _arithmetic_prepare(_op.name, _ufunc, _types, optimized=False)}
-        if _op in _WITH_REFERENCE_TWIN
-        else None,
+        **(
+            {"prepare_for": partial(_arithmetic_prepare, _op.name, _ufunc, _types)}
+            if _op in _WITH_REFERENCE_TWIN
+            else {"prepare": _arithmetic_prepare(_op.name, _ufunc, _types)}
+        ),
     )

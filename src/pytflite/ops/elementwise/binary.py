@@ -17,6 +17,7 @@ import numpy as np
 from ...core.step_program import Direct, Written
 from .. import jit
 from ..common import add_scratch_tensors, clip
+from ..kernel_type import KernelType
 from ..registry import register_builtin
 
 Runner = Callable[[list, tuple, np.ndarray], None]  # run(tensors, node.inputs, output array)
@@ -319,20 +320,30 @@ def _expanding_compute(ufunc, low, high, constants, buffers, ufunc_calls) -> tup
     return compute, ufunc_calls and _direct(calls)
 
 
-def register_binary(op, versions: tuple[int, int], types: tuple, prepare: Callable, **extra: Any) -> None:
+def register_binary(
+    op,
+    versions: tuple[int, int],
+    types: tuple,
+    prepare: Callable | None = None,
+    *,
+    prepare_for: Callable[[KernelType], Callable] | None = None,
+    **extra: Any,
+) -> None:
     """Register an elementwise binary kernel: `prepare` returns the BinaryOp it describes the op with
-    (_finish_prepare makes the BinaryData), invoke is binary_invoke. `extra`: init, and builtin_ref's
-    {"prepare": <an unwrapped prepare>} for a BUILTIN_REF twin."""
-    twin = extra.pop("builtin_ref", None)
+    (_finish_prepare makes the BinaryData), invoke is binary_invoke; `prepare_for(kernel_type)`, given
+    instead, makes such a prepare for each kernel type (a BUILTIN_REF twin). `extra`: init."""
+    if prepare_for is None:
+        twins = {"prepare": _finish_prepare(prepare)}
+    else:
+        twins = {"prepare_for": lambda kernel_type: _finish_prepare(prepare_for(kernel_type))}
     register_builtin(
         op,
         versions,
         types=types,
         op_data=BinaryData,
-        prepare=_finish_prepare(prepare),
         invoke=binary_invoke,
         bind=binary_bind,
-        builtin_ref=None if twin is None else {"prepare": _finish_prepare(twin["prepare"])},
+        **twins,
         **extra,
     )
 

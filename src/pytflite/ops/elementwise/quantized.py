@@ -14,6 +14,7 @@ from ...core.types import type_name
 from ...errors import ensure
 from ...fidelity.simd_paths import BLOCK, broadcast_walk, path_groups
 from ..common import INTP_TYPE, broadcast_shape, scratch_tensor, set_temporaries
+from ..kernel_type import OPTIMIZED, KernelType
 from .binary import BinaryData, Runner
 from .common import QUANTIZED, T, output_shape, zero_check
 from .formulas import (
@@ -163,7 +164,7 @@ def _int16_table_runner(formulas: dict[str, Separable], groups, shape, check) ->
     return compute
 
 
-def quantized_prepare(context, node, op_name: str, first, second, output, optimized: bool) -> None:
+def quantized_prepare(context, node, op_name: str, first, second, output, kernel_type: KernelType) -> None:
     """Prepare of ADD/SUB/MUL/DIV/SQUARED_DIFFERENCE on quantized int8/uint8/int16 inputs: leaves the
     BinaryData of the lookup runner."""
     kind = first.type
@@ -185,7 +186,7 @@ def quantized_prepare(context, node, op_name: str, first, second, output, optimi
             formulas = pot_formulas(first_shift, second_shift, sign, low, high)
         else:
             params = add_sub_params(node, first, second, output, op_name)
-            simd = optimized and op_name == "ADD"
+            simd = kernel_type is OPTIMIZED and op_name == "ADD"
             formulas = add_sub_formulas(params, sign, kind, simd)
             if BLOCK in formulas and not simd:  # int16 SUB's loop as the compiler vectorized it
                 block = 4 if walk[0] == "elementwise" else 0
@@ -212,7 +213,7 @@ def quantized_prepare(context, node, op_name: str, first, second, output, optimi
             formulas = mul_formulas(params, kind, simd=False)
         else:
             check_zero_points(op_name, kind, first, second, output)
-            simd = optimized
+            simd = kernel_type is OPTIMIZED
             formulas = mul_formulas(params, kind, simd)
             if simd:
                 block = broadcast_block = 16 if kind == T.INT8 else 8

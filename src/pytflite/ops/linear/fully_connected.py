@@ -20,6 +20,7 @@ from ..common import (
     optional_input_tensor,
     output_tensor,
 )
+from ..kernel_type import KernelType
 from ..registry import register_builtin
 from .common import PACKED_WEIGHTS, Act, Kernel, T, matrix_product
 from .hybrid import CompiledCentered, hybrid_fc_kernel
@@ -43,7 +44,7 @@ def _zeros_kernel(x, w, bias, out) -> None:
     out.fill(0)
 
 
-def _fully_connected_prepare(optimized: bool):
+def _fully_connected_prepare(kernel_type: KernelType):
     def prepare(context, node):
         options = node.builtin_data
         check_arity(node, (2, 3))
@@ -98,14 +99,14 @@ def _fully_connected_prepare(optimized: bool):
             kernel = _zeros_kernel
         elif hybrid:
             arithmetic = context.host.arithmetic
-            kernel = hybrid_fc_kernel(source, weights, bias, options, batch, depth, optimized, arithmetic)
+            kernel = hybrid_fc_kernel(source, weights, bias, options, batch, depth, kernel_type, arithmetic)
         elif source.type == T.FLOAT32:
             clamp = activation_clamp(options.fused_activation_function)
             if weights.sparsity is not None:
-                dense = densify_float_weights(weights, batch, depth, units, optimized)
+                dense = densify_float_weights(weights, batch, depth, units, kernel_type)
         else:
             kernel = quantized_fc_kernel(
-                source, weights, bias, output, options, optimized, batch, depth, context.host
+                source, weights, bias, output, options, kernel_type, batch, depth, context.host
             )
         node.user_data = FullyConnectedData(batch, row_length, units, clamp, dense, kernel)
 
@@ -212,8 +213,7 @@ register_builtin(
     (1, 14),
     types=_FC_TYPES,
     op_data=FullyConnectedData,
-    prepare=_fully_connected_prepare(True),
-    builtin_ref={"prepare": _fully_connected_prepare(False)},
+    prepare_for=_fully_connected_prepare,
     invoke=fully_connected_invoke,
     bind=fully_connected_bind,
 )

@@ -19,6 +19,7 @@ from ..common import (
     activation_clamp,
 )
 from ..jit import compiled
+from ..kernel_type import OPTIMIZED, KernelType
 from ..quant.hybrid_inputs import (
     AsymmetricRowQuantizer,
     quantize_rows_4bit_kernel,
@@ -32,7 +33,7 @@ from .sparse import canonical, supported_sparsity
 
 
 def hybrid_fc_kernel(
-    source, weights, bias, options, batch, depth, optimized, arithmetic: HostArithmetic
+    source, weights, bias, options, batch, depth, kernel_type: KernelType, arithmetic: HostArithmetic
 ) -> Kernel:
     what = "FULLY_CONNECTED"
     units = weights.shape[0]
@@ -43,7 +44,7 @@ def hybrid_fc_kernel(
     # quantizes the input its own way (see quantize_rows_4bit_kernel) and stores weights as v + 7 in
     # four bits: -8 does not fit, and TFLite returns garbage for it.
     four_bit = (
-        optimized
+        kernel_type is OPTIMIZED
         and weights.type == T.INT4
         and weights.is_constant_or_persistent
         and batch > 0

@@ -13,6 +13,7 @@ from ...core.types import TensorType
 from ...errors import ensure, ensure_eq
 from ...fidelity.neon_pairs import weight_pairs
 from ...fidelity.ruy import gemm_rounding
+from ..kernel_type import OPTIMIZED, REFERENCE, KernelType
 from ..quant.fixed_point import activation_range, quantize_multiplier, quantize_multipliers, wrap
 from ..quant.integer_gemm import (
     double_rounding_requantizer,
@@ -35,7 +36,9 @@ from .common import (
 from .sparse import densify_int8_weights
 
 
-def quantized_fc_kernel(source, weights, bias, output, options, optimized, batch, depth, host) -> Kernel:
+def quantized_fc_kernel(
+    source, weights, bias, output, options, kernel_type: KernelType, batch, depth, host
+) -> Kernel:
     what = "FULLY_CONNECTED"
     ensure(isinstance(source.quantization, AffineQuantization), f"{what} input has no affine quantization")
     ensure(
@@ -91,14 +94,14 @@ def quantized_fc_kernel(source, weights, bias, output, options, optimized, batch
             # the 16x16 kernel: an int64 accumulator and the scalar int64 fixed-point multiply
             requantize = int64_requantizer(multiplier, shift)
             int64_accumulator = True
-        elif not optimized or nonzero or bias_type == T.INT64:
+        elif kernel_type is REFERENCE or nonzero or bias_type == T.INT64:
             requantize = float_scale_requantizer(effective, host.arithmetic)
             int64_accumulator = bias_type != T.INT32
         else:
             requantize = gemm_requantizer(
                 _gemm_rounding(host, source.type, batch, units, depth), multiplier, shift
             )
-    elif optimized:
+    elif kernel_type is OPTIMIZED:
         rounding = _gemm_rounding(host, source.type, batch, units, depth)
         requantize = gemm_requantizer(rounding, multiplier, shift)
     else:

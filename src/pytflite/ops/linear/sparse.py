@@ -7,6 +7,7 @@ import numpy as np
 from ...core.quantization import DimensionType, SparsityParameters
 from ...core.sparsity import densify
 from ...errors import ensure
+from ..kernel_type import OPTIMIZED, KernelType
 
 
 def canonical(sparsity: SparsityParameters, block: int | None) -> bool:
@@ -43,10 +44,10 @@ def _valid_sparsity(sparsity: SparsityParameters, batch: int, depth: int, units:
     )
 
 
-def densify_float_weights(weights, batch, depth, units, optimized: bool) -> np.ndarray:
+def densify_float_weights(weights, batch, depth, units, kernel_type: KernelType) -> np.ndarray:
     ensure(weights.is_constant_or_persistent, "FULLY_CONNECTED sparse weights must be a constant tensor")
     sparsity = weights.sparsity
-    if optimized:
+    if kernel_type is OPTIMIZED:
         unsupported = "Unsupported sparse fully-connected weight format."
         ensure(supported_sparsity(sparsity), unsupported)
         ensure(_valid_sparsity(sparsity, batch, depth, units), "Invalid sparse fully-connected format.")

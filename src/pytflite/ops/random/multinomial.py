@@ -91,4 +91,5 @@ register_builtin(
     op_data=MultinomialData,
     prepare=multinomial_prepare,
     invoke=multinomial_invoke,
+    stateful=True,
 )

@@ -98,4 +98,5 @@ for _op, _name, _values in (
         op_data=RandomData,
         prepare=_make_prepare(_name),
         invoke=_make_invoke(_values),
+        stateful=True,
     )

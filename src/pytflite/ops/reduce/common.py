@@ -11,6 +11,7 @@ import numpy as np
 from ...core.types import TensorType
 from ...errors import KernelError, ensure, ensure_eq
 from ...fidelity.arithmetic import X86, HostArithmetic
+from ..kernel_type import OPTIMIZED, KernelType
 
 NUMBERS = (TensorType.FLOAT32, TensorType.INT32, TensorType.INT64)
 
@@ -45,8 +46,7 @@ def kept_shape(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]
 @dataclass(frozen=True)
 class ReduceSpec:
     """What a reducer is made for: the input shape and type, the resolved axes, and for quantized
-    inputs the (scale, zero point) of input and output and which TFLite kernel (optimized or reference)
-    to follow."""
+    inputs the (scale, zero point) of input and output, and which TFLite kernel (KernelType) to follow."""
 
     shape: tuple[int, ...]
     axes: tuple[int, ...]
@@ -54,7 +54,7 @@ class ReduceSpec:
     keep_dims: bool = False
     source_quantization: tuple[float, int] | None = None
     output_quantization: tuple[float, int] | None = None
-    optimized: bool = True
+    kernel_type: KernelType = OPTIMIZED
     arithmetic: HostArithmetic = X86  # the host's (read in prepare): how floats out of int32's range convert
 
     @property

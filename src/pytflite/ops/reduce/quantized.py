@@ -9,6 +9,7 @@ import numpy as np
 
 from ...errors import KernelError
 from ..common import clip
+from ..kernel_type import OPTIMIZED
 from ..quant.fixed_point import (
     INT32_MAX,
     multiply_by_quantized_multiplier,
@@ -146,7 +147,7 @@ _LOOKUP_LIMIT = 1 << 16
 def _fast_mean_applies(spec: ReduceSpec) -> bool:
     """TFLite's optimized MEAN kernel: a 4-D int8/uint8 input with keep_dims, reduced over exactly H, W."""
     return (
-        spec.optimized
+        spec.kernel_type is OPTIMIZED
         and spec.dtype != np.int16
         and spec.keep_dims
         and len(spec.shape) == 4
@@ -324,7 +325,7 @@ def quantized_prod(spec: ReduceSpec) -> Callable:
     count = spec.count
     if count == 0 or math.prod(spec.shape) == 0:
         return _leave  # TFLite returns before writing anything
-    if count == 1 and spec.optimized:  # only axes of size 1: the optimized kernel copies the raw values
+    if count == 1 and spec.kernel_type is OPTIMIZED:  # only axes of size 1: the optimized kernel copies the raw values
         return _copy
     multiplier, shift = quantize_multiplier(source_scale / math.pow(output_scale, 1.0 / count))
     low, high = _TYPE_RANGE[spec.dtype]

@@ -16,6 +16,7 @@ from ...errors import ensure, ensure_eq, ensure_type
 from ...fidelity.arithmetic import X86, HostArithmetic
 from ..common import CallSequence, check_arity, ensure_same_quantization, input_tensor, output_tensor
 from ..jit import compiled
+from ..kernel_type import OPTIMIZED, REFERENCE, KernelType
 from ..registry import register_builtin
 from .common import NUMBERS, QUANTIZED, Reducer, ReduceSpec, kept_shape, reduced_shape, resolve_axes
 from .quantized import quantized_mean, quantized_prod, quantized_sum, reference_quantized_sum
@@ -37,10 +38,10 @@ def _mean(spec: ReduceSpec) -> Callable:
     if kernel is not None:
         outer, _, inner = blocks
         # LiteRT's optimized kernel sums the last axis with Eigen where some kept dimension is not 1
-        eigen = spec.optimized and inner == 1 and outer > 1
+        eigen = spec.kernel_type is OPTIMIZED and inner == 1 and outer > 1
         kept = (outer, inner)
         return CallSequence(
-            lambda x, out: (partial(kernel, x.reshape(blocks), eigen, not spec.optimized, out.reshape(kept)),)
+            lambda x, out: (partial(kernel, x.reshape(blocks), eigen, spec.kernel_type is REFERENCE, out.reshape(kept)),)
         )
     divisor = np.array(count, spec.dtype)
     return CallSequence(
@@ -70,7 +71,7 @@ def _reduced_blocks(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int,
 
 def _sum(spec: ReduceSpec) -> Callable:
     if spec.source_quantization is not None:
-        return quantized_sum(spec) if spec.optimized else reference_quantized_sum(spec)
+        return quantized_sum(spec) if spec.kernel_type is OPTIMIZED else reference_quantized_sum(spec)
     return _plain(np.add)(spec)
 
 
@@ -108,6 +109,7 @@ class ReduceData:
     kept: tuple[int, ...] = ()  # the output's shape with the reduced dimensions kept
     quantized: bool = False  # the reduction requantizes (its reducer gets the quantization parameters)
     arithmetic: HostArithmetic = X86  # the host's, read in prepare
+    kernel_type: KernelType = OPTIMIZED  # which TFLite kernel the reducer follows
 
 
 def _quantization_rule(op_name: str, source, output) -> bool:
@@ -135,8 +137,8 @@ def _quantization_rule(op_name: str, source, output) -> bool:
     return True
 
 
-def reducer(op_name: str, make: Reducer, types: tuple[TensorType, ...], optimized: bool = True):
-    """Prepare, invoke and bind functions for one reduction."""
+def reducer(op_name: str, make: Reducer, types: tuple[TensorType, ...]):
+    """The prepare factory (by KernelType), invoke and bind functions of one reduction."""
 
     def spec_for(data: ReduceData, node, source, output, axes) -> ReduceSpec:
         quantized = data.quantized
@@ -147,32 +149,38 @@ def reducer(op_name: str, make: Reducer, types: tuple[TensorType, ...], optimize
             bool(node.builtin_data.keep_dims),
             (source.params.scale, source.params.zero_point) if quantized else None,
             (output.params.scale, output.params.zero_point) if quantized else None,
-            optimized,
+            data.kernel_type,
             data.arithmetic,
         )
 
-    def prepare(context, node):
-        check_arity(node, 2)
-        source, axis, output = (
-            input_tensor(context, node, 0),
-            input_tensor(context, node, 1),
-            output_tensor(context, node),
-        )
-        ensure_type(source, types, "input", op_name)
-        ensure_eq(output.type, source.type, f"{op_name} output type")
-        ensure_type(axis, TensorType.INT32, "axis", op_name)
-        data = ReduceData(
-            None, quantized=_quantization_rule(op_name, source, output), arithmetic=context.host.arithmetic
-        )
-        if axis.allocation_type not in (AllocationType.MMAP_RO, AllocationType.PERSISTENT_RO):
-            node.user_data = data
-            context.set_tensor_to_dynamic(output)
-            return
-        shape = tuple(source.shape)
-        axes = resolve_axes(axis.data, len(shape))
-        run = make(spec_for(data, node, source, output, axes))
-        node.user_data = dataclasses.replace(data, run=run, kept=kept_shape(shape, axes))
-        context.resize_tensor(output, reduced_shape(shape, axes, node.builtin_data.keep_dims))
+    def prepare_for(kernel_type: KernelType):
+        def prepare(context, node):
+            check_arity(node, 2)
+            source, axis, output = (
+                input_tensor(context, node, 0),
+                input_tensor(context, node, 1),
+                output_tensor(context, node),
+            )
+            ensure_type(source, types, "input", op_name)
+            ensure_eq(output.type, source.type, f"{op_name} output type")
+            ensure_type(axis, TensorType.INT32, "axis", op_name)
+            data = ReduceData(
+                None,
+                quantized=_quantization_rule(op_name, source, output),
+                arithmetic=context.host.arithmetic,
+                kernel_type=kernel_type,
+            )
+            if axis.allocation_type not in (AllocationType.MMAP_RO, AllocationType.PERSISTENT_RO):
+                node.user_data = data
+                context.set_tensor_to_dynamic(output)
+                return
+            shape = tuple(source.shape)
+            axes = resolve_axes(axis.data, len(shape))
+            run = make(spec_for(data, node, source, output, axes))
+            node.user_data = dataclasses.replace(data, run=run, kept=kept_shape(shape, axes))
+            context.resize_tensor(output, reduced_shape(shape, axes, node.builtin_data.keep_dims))
+
+        return prepare
 
     def invoke(context, node):
         tensors = context.tensors
@@ -202,7 +210,7 @@ def reducer(op_name: str, make: Reducer, types: tuple[TensorType, ...], optimize
 
         return step
 
-    return prepare, invoke, bind
+    return prepare_for, invoke, bind
 
 
 _EXTREMES = (*NUMBERS, *QUANTIZED)
@@ -224,17 +232,13 @@ _REDUCERS = {
 
 
 for _op, (_compute, _types, _versions, _has_reference) in _REDUCERS.items():
-    _prepare, _invoke, _bind = reducer(_op.name, _compute, _types)
-    _twin = None
-    if _has_reference:
-        _twin = dict(zip(("prepare", "invoke", "bind"), reducer(_op.name, _compute, _types, optimized=False)))
+    _prepare_for, _invoke, _bind = reducer(_op.name, _compute, _types)
     register_builtin(
         _op,
         _versions,
         types=_types,
         op_data=ReduceData,
-        prepare=_prepare,
         invoke=_invoke,
         bind=_bind,
-        builtin_ref=_twin,
+        **({"prepare_for": _prepare_for} if _has_reference else {"prepare": _prepare_for(OPTIMIZED)}),
     )

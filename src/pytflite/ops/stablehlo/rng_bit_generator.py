@@ -105,4 +105,5 @@ register_builtin(
     types=(T.UINT64,),
     prepare=rng_bit_generator_prepare,
     invoke=rng_bit_generator_invoke,
+    stateful=True,
 )
