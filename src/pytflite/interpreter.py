@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import enum
 import importlib
-import math
 import os
 import sys
 from collections.abc import Sequence
@@ -26,20 +25,11 @@ from .core.delegate import Delegate
 from .core.delegation import DelegatePartition
 from .core.limits import DEFAULT_LIMITS, Limits
 from .core.node import OPTIONAL_TENSOR
-from .core.packed import PACKED_TYPES, pack_into, unpack_packed
-from .core.quantization import AffineQuantization, BlockwiseQuantization
 from .core.subgraph import Subgraph
-from .core.tensor import Tensor
 from .core.types import (
-    NON_POD_TYPES,
     BuiltinOperator,
-    LiteRTKernels,
     Status,
-    TensorType,
     api_dtype,
-    storage_dtype,
-    tensor_type_for_dtype,
-    type_name,
 )
 from .delegates.loading import load_delegate  # noqa: F401 (LiteRT's interpreter module exports it)
 from .errors import ErrorReporter, InterpreterError, InvalidArgumentError
@@ -48,7 +38,8 @@ from .interpreter_builder import build_subgraphs
 from .model.loading import load_model_content, load_model_file
 from .model.reader import ModelDescription
 from .ops.resolver import BuiltinOpResolver, BuiltinRefOpResolver, MutableOpResolver, OpResolver
-from .tensor_numbering import TensorNumbering
+from .tensor_access import checked_value, readable_data, set_tensor_checked, tensor_details, tensor_value
+from .tensor_listing import ListedTemporaries, LiteRTKernels, TensorNumbering
 
 _REFERENCE_TO_INTERNAL_DATA = """There is at least 1 reference to internal data
       in the interpreter in the form of a numpy array or slice. Be sure to
@@ -122,6 +113,7 @@ class Interpreter:
         limits: Limits | None = None,
         experimental_exact_float_summation: bool | None = None,
         experimental_host_profile: HostProfile | None = None,
+        experimental_list_litert_temporaries: bool = True,
     ):
         """`experimental_exact_float_summation` (a pytflite extra): True makes the float CONV_2D and
         DEPTHWISE_CONV_2D kernels sum in LiteRT's order, bit-exact but slower; False keeps the fast
@@ -133,21 +125,14 @@ class Interpreter:
 
         `experimental_host_profile` (a pytflite extra): the machine whose LiteRT results to reproduce
         where LiteRT's depend on the CPU (docs/fidelity.md); default: this one (HostProfile.detect()),
-        e.g. `pytflite.KNOWN_PROFILES["intel_sapphire_rapids"]` to get what LiteRT computes there."""
+        e.g. `pytflite.KNOWN_PROFILES["intel_sapphire_rapids"]` to get what LiteRT computes there.
+
+        `experimental_list_litert_temporaries` (a pytflite extra): True (default) makes
+        get_tensor_details() list, under LiteRT's indices, the temporaries LiteRT's kernels would add
+        (tensor_listing/); False leaves them out and skips that bookkeeping."""
         resolver_type = _resolver_type(experimental_op_resolver_type)
         resolver = op_resolver if op_resolver is not None else _resolver_for(resolver_type)
-        if num_threads is not None:
-            if not isinstance(num_threads, int):
-                raise InvalidArgumentError("type of num_threads should be int")
-            if num_threads < 1:
-                raise InvalidArgumentError("num_threads should >= 1")
-        if not model_content and not model_path:
-            raise InvalidArgumentError("`model_path` or `model_content` must be specified.")
-        if model_content and model_path:
-            raise InvalidArgumentError("Can't both provide `model_path` and `model_content`")
-        if model_content and not isinstance(model_content, (bytes, bytearray, memoryview)):
-            raise InvalidArgumentError(f"model_content must be bytes, not {type(model_content).__name__}")
-
+        _check_arguments(model_path, model_content, num_threads)
         self._error_reporter = ErrorReporter()
         # `limits` (a pytflite extra) caps what an untrusted model may ask for: memory, nesting, loops
         self._limits = limits if limits is not None else DEFAULT_LIMITS
@@ -158,31 +143,19 @@ class Interpreter:
             if model_path
             else load_model_content(bytes(model_content), self._limits)
         )
-        host = experimental_host_profile if experimental_host_profile is not None else HostProfile.detect()
-        if not isinstance(host, HostProfile):
-            raise InvalidArgumentError(
-                f"experimental_host_profile must be a HostProfile, not {type(host).__name__}"
-            )
         config = SubgraphConfig(
             limits=self._limits,
-            host=host,
+            host=_host(experimental_host_profile),
             num_threads=int(num_threads or 1),
             preserve_all_tensors=bool(experimental_preserve_all_tensors),
             disable_delegate_clustering=bool(experimental_disable_delegate_clustering),
             disable_delegate_node_fusion=bool(experimental_disable_delegate_node_fusion),
-            litert_kernels=_LITERT_KERNELS[resolver_type],
         )
         exact = (
             None if experimental_exact_float_summation is None else bool(experimental_exact_float_summation)
         )
-        self._subgraphs: list[Subgraph] = build_subgraphs(
-            self._model,
-            self._with_custom_ops(resolver),
-            self._error_reporter,
-            config,
-            exact_float_summation=exact,
-        )
-        self._numberings = [TensorNumbering(subgraph) for subgraph in self._subgraphs]
+        kernels = _LITERT_KERNELS[resolver_type] if experimental_list_litert_temporaries else None
+        self._build(self._with_custom_ops(resolver), config, exact, kernels)
         self._experimental_compress_quantization_zero_points = experimental_compress_quantization_zero_points
         self._view_anchor = object()
         self._delegates: list[Delegate] = []
@@ -193,6 +166,27 @@ class Interpreter:
             from .debug import attach_from_env
 
             attach_from_env(self)
+
+    def _build(
+        self, resolver: OpResolver, config: SubgraphConfig, exact: bool | None, kernels: LiteRTKernels | None
+    ) -> None:
+        """The model's subgraphs, each with LiteRT's tensor numbering and, unless `kernels` is None, the
+        listing of the temporaries those LiteRT kernels would add."""
+        listings: dict[int, ListedTemporaries] = {}
+
+        def list_temporaries(subgraph: Subgraph) -> ListedTemporaries:
+            listings[subgraph.index] = ListedTemporaries(subgraph, kernels)
+            return listings[subgraph.index]
+
+        self._subgraphs: list[Subgraph] = build_subgraphs(
+            self._model,
+            resolver,
+            self._error_reporter,
+            config,
+            exact_float_summation=exact,
+            observer_for=None if kernels is None else list_temporaries,
+        )
+        self._numberings = [TensorNumbering(s, listings.get(s.index)) for s in self._subgraphs]
 
     def __del__(self):
         for subgraph in getattr(self, "_subgraphs", ()):
@@ -252,7 +246,7 @@ class Interpreter:
     def invoke(self) -> None:
         self._ensure_safe()
         subgraph = self._subgraphs[0]
-        _invoke(subgraph)
+        _invoke(subgraph, self._numberings[0])
         tensors = subgraph.tensors
         for t in subgraph.outputs:
             if t != OPTIONAL_TENSOR and tensors[t].data_is_stale:
@@ -308,7 +302,7 @@ class Interpreter:
         tensor_index = _tensor_index(tensor_index, "tensor")
 
         def view() -> np.ndarray:
-            data = _readable_data(self._subgraphs[0], self._numberings[0].tensor(tensor_index).index)
+            data = readable_data(self._subgraphs[0], self._numberings[0].tensor(tensor_index).index)
             return np.asarray(_TensorView(data, self._view_anchor))
 
         return view
@@ -337,9 +331,8 @@ class Interpreter:
                 f"{len(self._subgraphs)} subgraphs."
             )
         subgraph = self._subgraphs[subgraph_index]
-        # as LiteRT: every typed tensor, under LiteRT's indices (tensor_numbering.py): the model's, those
+        # as LiteRT: every typed tensor, under LiteRT's indices (tensor_listing/): the model's, those
         # kernels or delegates added, and the temporaries LiteRT's kernels would have
-        # (core/listed_temporaries.py)
         return [
             tensor_details(subgraph, t, index)
             for index, t in enumerate(self._numberings[subgraph_index].tensors())
@@ -500,13 +493,13 @@ class SignatureRunner:
                 raise InvalidArgumentError(f"Invalid Input name ({name}) for SignatureDef")
             index = self._inputs[name]
             # check what set_tensor will check before the graph is resized to a bad value's shape
-            arrays[name] = _checked_value(subgraph.tensors[index], index, value)
+            arrays[name] = checked_value(subgraph.tensors[index], index, value)
         for name, array in arrays.items():
             Interpreter._resize(subgraph, self._inputs[name], array.shape, strict=False)
         _allocate(subgraph)
         for name, value in kwargs.items():  # the values themselves: a string input must be an array
             set_tensor_checked(subgraph, self._inputs[name], value)
-        _invoke(subgraph)
+        _invoke(subgraph, self._interpreter._numberings[self._subgraph_index])
         result = {}
         for name, index in self._outputs.items():
             subgraph.delegation.ensure_tensor_data_is_readable(index)
@@ -529,6 +522,31 @@ class SignatureRunner:
 # --- helpers shared by Interpreter and SignatureRunner ----------------------------------------------
 
 
+def _check_arguments(model_path: Any, model_content: Any, num_threads: Any) -> None:
+    """The constructor's argument checks, with LiteRT's messages, before anything is loaded."""
+    if num_threads is not None:
+        if not isinstance(num_threads, int):
+            raise InvalidArgumentError("type of num_threads should be int")
+        if num_threads < 1:
+            raise InvalidArgumentError("num_threads should >= 1")
+    if not model_content and not model_path:
+        raise InvalidArgumentError("`model_path` or `model_content` must be specified.")
+    if model_content and model_path:
+        raise InvalidArgumentError("Can't both provide `model_path` and `model_content`")
+    if model_content and not isinstance(model_content, (bytes, bytearray, memoryview)):
+        raise InvalidArgumentError(f"model_content must be bytes, not {type(model_content).__name__}")
+
+
+def _host(profile: Any) -> HostProfile:
+    """The machine whose LiteRT to reproduce: `experimental_host_profile`, or this one."""
+    host = profile if profile is not None else HostProfile.detect()
+    if not isinstance(host, HostProfile):
+        raise InvalidArgumentError(
+            f"experimental_host_profile must be a HostProfile, not {type(host).__name__}"
+        )
+    return host
+
+
 def _tensor_index(index: Any, method: str) -> int:
     """A tensor index argument as an int; LiteRT's bindings refuse non-integers with a TypeError."""
     if isinstance(index, (int, np.integer)):  # bool is an int, as in LiteRT's bindings
@@ -549,217 +567,12 @@ def _allocate(subgraph: Subgraph) -> None:
         raise _out_of_memory("allocate_tensors", error) from None
 
 
-def _invoke(subgraph: Subgraph) -> None:
+def _invoke(subgraph: Subgraph, numbering: TensorNumbering) -> None:
     """invoke with BLAS on one thread (core/blas_threads.py; a try block, not a generator context
     manager: this runs once per inference, and small graphs feel a microsecond)."""
     try:
         with ONE_BLAS_THREAD:
             subgraph.invoke()
-        subgraph.listed_temporaries.invoked = True  # the tensor listing shows what LiteRT's Eval sized
+        numbering.subgraph_ran()  # the listing shows what LiteRT's Eval sized
     except MemoryError as error:
         raise _out_of_memory("invoke", error) from None
-
-
-def _check_tensor_index(subgraph: Subgraph, index: int) -> None:
-    if not 0 <= index < len(subgraph.tensors):
-        raise InvalidArgumentError(
-            f"Invalid tensor index {index} exceeds max tensor index {len(subgraph.tensors)}"
-        )
-
-
-def _readable_data(subgraph: Subgraph, index: int) -> np.ndarray:
-    """A tensor's data for get_tensor/tensor(), with LiteRT's checks."""
-    _check_tensor_index(subgraph, index)
-    tensor = subgraph.tensors[index]
-    if tensor.type is None:
-        raise InvalidArgumentError("Unknown tensor type.")
-    if tensor.data is None:
-        if tensor.bytes or tensor.type in NON_POD_TYPES:
-            raise InvalidArgumentError("Tensor data is null. Run allocate_tensors() first")
-        return np.zeros(tensor.shape, dtype=api_dtype(tensor.type))
-    return tensor.data
-
-
-def tensor_value(subgraph: Subgraph, index: int) -> np.ndarray:
-    """get_tensor's copy of a tensor; sub-byte tensors come unpacked, one element per byte, as in LiteRT."""
-    data = _readable_data(subgraph, index)
-    tensor = subgraph.tensors[index]
-    if tensor.type in PACKED_TYPES and tensor.data is not None:
-        return unpack_packed(data, math.prod(tensor.shape), tensor.type).reshape(tensor.shape)
-    return data.copy()
-
-
-def _set_4bit_tensor(tensor, index: int, array: np.ndarray, incoming) -> None:
-    """LiteRT's Set4BitTensor: one int8 (INT4) or uint8 (UINT4) per element, in range, packed here."""
-    expected = TensorType.INT8 if tensor.type == TensorType.INT4 else TensorType.UINT8
-    kind = type_name(tensor.type)
-    if incoming != expected:
-        raise InvalidArgumentError(
-            f"Cannot set tensor: Expected a numpy array of {np.dtype(storage_dtype(expected)).name} for "
-            f"{kind} input {index}, name: {tensor.name}, but got {type_name(incoming)}"
-        )
-    count = math.prod(tensor.shape)
-    if array.nbytes != count:
-        raise InvalidArgumentError(
-            f"Cannot set tensor: Numpy array for {kind} input {index}, name: {tensor.name}, has "
-            f"{array.nbytes} bytes, but expected {count} bytes for {count} elements"
-        )
-    if tensor.data is None and tensor.bytes:
-        raise InvalidArgumentError(
-            "Cannot set tensor: Tensor is unallocated. Try calling allocate_tensors() first for input "
-            f"{index}, name: {tensor.name}"
-        )
-    low, high = (-8, 7) if tensor.type == TensorType.INT4 else (0, 15)
-    if array.size and (array.min() < low or array.max() > high):
-        raise InvalidArgumentError(
-            f"Cannot set tensor: Values for {kind} input must be between {low} and {high}."
-        )
-    pack_into(array, tensor.type, tensor.data)
-
-
-def _as_array(value: Any) -> np.ndarray:
-    """`value` as an array in native byte order (LiteRT would copy a byte-swapped array's raw bytes)."""
-    try:
-        array = np.asarray(value)
-    except Exception:
-        raise InvalidArgumentError("Failed to convert value into readable tensor.") from None
-    if array.dtype.byteorder not in "=|":
-        array = array.astype(array.dtype.newbyteorder("="))
-    return array
-
-
-def _checked_value(tensor: Tensor, index: int, value: Any) -> np.ndarray:
-    """`value` as an array whose element type suits the tensor, with LiteRT's message if not."""
-    array = _as_array(value)
-    if tensor.type is None:
-        raise InvalidArgumentError("Tensor with no type found.")
-    if tensor.type in (TensorType.INT4, TensorType.UINT4):
-        return array  # _set_4bit_tensor checks the element type
-    incoming = tensor_type_for_dtype(array.dtype)
-    raw_float8 = tensor.type in (TensorType.FLOAT8_E4M3FN, TensorType.FLOAT8_E5M2) and incoming in (
-        TensorType.INT8,
-        TensorType.UINT8,
-    )
-    if incoming != tensor.type and not raw_float8:
-        raise InvalidArgumentError(
-            f"Cannot set tensor: Got value of type {type_name(incoming)} but expected type "
-            f"{type_name(tensor.type)} for input {index}, name: {tensor.name} "
-        )
-    return array
-
-
-def set_tensor_checked(subgraph: Subgraph, index: int, value: Any) -> None:
-    """Copy `value` into a tensor, with LiteRT's checks and messages, in LiteRT's order."""
-    _check_tensor_index(subgraph, index)
-    tensor = subgraph.tensors[index]
-    array = _checked_value(tensor, index, value)
-    if tensor.type in (TensorType.INT4, TensorType.UINT4):
-        _set_4bit_tensor(tensor, index, array, tensor_type_for_dtype(array.dtype))
-        return
-    raw_float8 = tensor.type != tensor_type_for_dtype(array.dtype)
-    if array.ndim != len(tensor.shape):
-        raise InvalidArgumentError(
-            f"Cannot set tensor: Dimension mismatch. Got {array.ndim} but expected {len(tensor.shape)} for input {index}."
-        )
-    for axis, (got, expected) in enumerate(zip(array.shape, tensor.shape)):
-        if got != expected:
-            raise InvalidArgumentError(
-                f"Cannot set tensor: Dimension mismatch. Got {got} but expected {expected} for dimension {axis} "
-                f"of input {index}."
-            )
-    if tensor.type == TensorType.STRING:
-        tensor.data = _string_elements(value, array)
-        return
-    if tensor.data is None and tensor.bytes:
-        raise InvalidArgumentError(
-            "Cannot set tensor: Tensor is unallocated. Try calling allocate_tensors() first"
-        )
-    if array.nbytes != tensor.bytes:
-        raise InvalidArgumentError(f"numpy array had {array.nbytes} bytes but expected {tensor.bytes} bytes.")
-    if not tensor.data.flags.writeable:
-        raise InvalidArgumentError(
-            f"Cannot set tensor: tensor {index} ({tensor.name}) is a read-only constant."
-        )
-    np.copyto(tensor.data, array.view(tensor.data.dtype) if raw_float8 else array)
-
-
-def _string_elements(value: Any, array: np.ndarray) -> np.ndarray:
-    """A string tensor's new elements (bytes objects), as LiteRT's FillStringBufferWithPyArray makes them.
-
-    Only a NumPy array is taken. A 0-d bytes or str array is one string of its raw buffer, as LiteRT
-    copies the memory: trailing NULs stay (NumPy strips them from the item), and a str array gives its
-    UCS-4 bytes. Other elements are bytes as they are, str encoded as UTF-8.
-    """
-    if not isinstance(value, np.ndarray):
-        raise InvalidArgumentError(
-            f"Passed in value type is not a numpy array, got type {_c_type_name(type(value))}."
-        )
-    if array.ndim == 0 and array.dtype.kind in "SU":
-        return np.array(array.tobytes(), dtype=object)
-    return np.array([_string_bytes(v) for v in array.reshape(-1)], dtype=object).reshape(array.shape)
-
-
-def _string_bytes(element: Any) -> bytes:
-    if isinstance(element, str):
-        return element.encode("utf-8")
-    if isinstance(element, bytes):
-        return bytes(element)
-    raise InvalidArgumentError("PyBytes_AsStringAndSize() failed.")  # LiteRT's text for a non-string
-
-
-_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class defined in Python
-
-
-def _c_type_name(kind: type) -> str:
-    """A type's name as LiteRT's C++ prints it (tp_name): a Python class's or builtin's bare name, an
-    extension type's dotted one (numpy.bytes_)."""
-    if kind.__flags__ & _HEAP_TYPE or kind.__module__ == "builtins":
-        return kind.__name__
-    return f"{kind.__module__}.{kind.__name__}"
-
-
-def tensor_details(subgraph: Subgraph, tensor: Tensor, index: int | None = None) -> dict[str, Any]:
-    """One tensor's details dict, with exactly LiteRT's keys and value types; `index`: LiteRT's index
-    of the tensor (tensor_numbering.py), where it may differ from the subgraph's (not a model tensor)."""
-    if tensor.type is None:
-        raise InvalidArgumentError("Tensor with no type found.")
-    return {
-        "name": tensor.name,
-        "index": tensor.index if index is None else index,
-        "shape": np.array(tensor.shape, dtype=np.int32),
-        "shape_signature": np.array(tensor.shape_signature, dtype=np.int32),
-        "dtype": api_dtype(tensor.type),
-        "quantization": (tensor.params.scale, tensor.params.zero_point),
-        "quantization_parameters": _quantization_parameters(subgraph, tensor),
-        "sparsity_parameters": {} if tensor.sparsity is None else tensor.sparsity.as_dict(),
-    }
-
-
-def _quantization_parameters(subgraph: Subgraph, tensor: Tensor) -> dict[str, Any]:
-    quantization = tensor.quantization
-    if isinstance(quantization, AffineQuantization):
-        return {
-            "scales": quantization.scale.astype(np.float32),
-            "zero_points": quantization.zero_point.astype(np.int32),
-            "quantized_dimension": quantization.quantized_dimension,
-            "block_size": 0,
-        }
-    if isinstance(quantization, BlockwiseQuantization):
-        scales = subgraph.tensors[quantization.scale_tensor].data
-        zero_points = (
-            np.zeros(0, np.int32)
-            if quantization.zero_point_tensor == -1
-            else subgraph.tensors[quantization.zero_point_tensor].data.reshape(-1).view(np.int32)
-        )
-        return {
-            "scales": np.asarray(scales).reshape(-1).view(np.float16),
-            "zero_points": zero_points.astype(np.int32),
-            "quantized_dimension": quantization.quantized_dimension,
-            "block_size": quantization.block_size,
-        }
-    return {
-        "scales": np.zeros(0, np.float32),
-        "zero_points": np.zeros(0, np.int32),
-        "quantized_dimension": 0,
-        "block_size": 0,
-    }

@@ -19,6 +19,7 @@ as read-only views on the model bytes) and its nodes, whose kernels' `init` runs
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -43,6 +44,7 @@ from .model.control_dependencies import parse_control_dependencies
 from .model.options import options_class_for_operator
 
 if TYPE_CHECKING:
+    from .core.observer import SubgraphObserver
     from .model.reader import ModelDescription, OperatorDescription, SubgraphDescription, TensorDescription
     from .ops.resolver import OpResolver
 
@@ -55,10 +57,12 @@ def build_subgraphs(
     error_reporter: ErrorReporter,
     config: SubgraphConfig,
     exact_float_summation: bool | None = None,
+    observer_for: Callable[[Subgraph], SubgraphObserver] | None = None,
 ) -> list[Subgraph]:
     """The model's subgraphs, ready to allocate. `exact_float_summation` None: decided per subgraph
     (exact where it has a hybrid op, on every host: LiteRT-x86's order, which on ARM is within LiteRT's
-    own x86-to-ARM spread, where BLAS's order would vary with the BLAS build)."""
+    own x86-to-ARM spread, where BLAS's order would vary with the BLAS build). `observer_for(subgraph)`
+    gives each subgraph its observer before any node is added (the tensor listing)."""
     registrations = [_resolve(code, resolver) for code in model.operator_codes]
     resources = Resources()  # one per interpreter: VAR_HANDLE's init numbers its variables in it
     host = config.host if config.host is not None else HostProfile.detect()
@@ -78,6 +82,8 @@ def build_subgraphs(
             control_edges=None if control_edges is None else control_edges[index],
         )
         subgraph.subgraphs = subgraphs
+        if observer_for is not None:
+            subgraph.observer = observer_for(subgraph)
         # the model's derived constants, which kernels compute once for all its interpreters
         subgraph.derived_constants = model.derived_constants
         _add_tensors(subgraph, description)

@@ -1,5 +1,5 @@
 """get_tensor_details() lists the temporaries of LiteRT 2.3's matrix-product and recurrent kernels
-(ops/litert_temporaries/matmul.py, recurrent.py) as LiteRT does, under each resolver: FULLY_CONNECTED
+(tensor_listing/rules/matmul.py, recurrent.py) as LiteRT does, under each resolver: FULLY_CONNECTED
 and BATCH_MATMUL in float, integer and hybrid forms (the 4-bit kernel, sparse weights, transposed
 operands), with the nodes XNNPACK takes listing none; the RNNs, SVDF and the LSTMs, float, hybrid and
 integer; and the corpus models holding these ops.

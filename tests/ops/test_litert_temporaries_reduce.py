@@ -4,7 +4,6 @@ XNNPACK takes under the default resolver."""
 
 from __future__ import annotations
 
-import dataclasses
 import warnings
 
 import numpy as np
@@ -13,7 +12,8 @@ import pytest
 import pytflite
 from pytflite import BuiltinOperator as Op
 from pytflite import TensorType as T
-from pytflite.ops.litert_temporaries import TemporaryRules
+from pytflite.tensor_listing import temporaries
+from pytflite.tensor_listing.rules import TemporaryRules
 from tests.oracle import requires_litert
 from tests.single_op import Operand, SingleOpModel
 from tests.tensor_listing import RESOLVERS, assert_listed_as_litert
@@ -52,7 +52,7 @@ def test_reduction_temporaries_as_litert(op, x, constant_axes, resolver):
     assert_listed_as_litert(model, resolver, inputs=feeds)
 
 
-def test_a_rule_that_fails_lists_less_and_never_fails_the_model(caplog):
+def test_a_rule_that_fails_lists_less_and_never_fails_the_model(caplog, monkeypatch):
     """The listing is a view: a rule raising on a node it did not foresee leaves that node's temporaries
     out, with a warning on the "pytflite" logger naming the node, and the model allocates and runs as
     before (a log record, so that not even -W error turns it into a failure)."""
@@ -60,10 +60,10 @@ def test_a_rule_that_fails_lists_less_and_never_fails_the_model(caplog):
     def broken(context, node, op, kernels):
         raise IndexError("no such input")
 
-    builtin = pytflite.BuiltinOpResolver().find_builtin(Op.MEAN, 1)
-    resolver = pytflite.MutableOpResolver()
-    resolver.add_all(pytflite.BuiltinOpResolver())
-    resolver.add_builtin(Op.MEAN, dataclasses.replace(builtin, litert_temporaries=TemporaryRules(broken)), 1)
+    rules_for = temporaries.rules_for
+    monkeypatch.setattr(
+        temporaries, "rules_for", lambda op: TemporaryRules(broken) if op == Op.MEAN else rules_for(op)
+    )
     model, feeds = SingleOpModel(
         Op.MEAN,
         [Operand(X), Operand(np.array([0, 2], np.int32), constant=True)],
@@ -72,7 +72,6 @@ def test_a_rule_that_fails_lists_less_and_never_fails_the_model(caplog):
     ).build()
     interpreter = pytflite.Interpreter(
         model_content=model,
-        op_resolver=resolver,
         experimental_op_resolver_type=pytflite.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
     )
     with warnings.catch_warnings():
@@ -83,3 +82,29 @@ def test_a_rule_that_fails_lists_less_and_never_fails_the_model(caplog):
     interpreter.set_tensor(0, feeds[0])
     interpreter.invoke()
     np.testing.assert_allclose(interpreter.get_tensor(2), X.mean(axis=(0, 2)), rtol=1e-6)
+
+
+def test_the_listing_can_be_switched_off():
+    """With experimental_list_litert_temporaries=False no tensor stands for LiteRT's temporaries: the
+    listing is the model's tensors, and the model runs as before."""
+    model, feeds = SingleOpModel(
+        Op.MEAN,
+        [Operand(X), Operand(np.array([0, 2], np.int32), constant=True)],
+        [T.FLOAT32],
+        {"keep_dims": False},
+    ).build()
+    kernels = pytflite.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
+    listed, unlisted = (
+        pytflite.Interpreter(
+            model_content=model, experimental_op_resolver_type=kernels, experimental_list_litert_temporaries=on
+        )
+        for on in (True, False)
+    )
+    for interpreter in (listed, unlisted):
+        interpreter.allocate_tensors()
+        interpreter.set_tensor(0, feeds[0])
+        interpreter.invoke()
+    assert len(listed.get_tensor_details()) > 3
+    assert [d["index"] for d in unlisted.get_tensor_details()] == [0, 1, 2]
+    assert unlisted.subgraphs[0].observer is None
+    np.testing.assert_array_equal(unlisted.get_tensor(2), listed.get_tensor(2))

@@ -169,6 +169,7 @@ class Predictor:
             op_resolver=self._resolver,
             experimental_delegates=delegates,
             num_threads=self._arguments["num_threads"],
+            experimental_list_litert_temporaries=False,  # a batch never lists tensors
         )
 
     @staticmethod

@@ -11,7 +11,6 @@ import dataclasses
 
 from ..fidelity.host import HostProfile
 from .limits import Limits
-from .types import LiteRTKernels
 
 
 @dataclasses.dataclass(frozen=True)
@@ -23,8 +22,6 @@ class SubgraphConfig:
         convolutions).
     preserve_all_tensors: no arena reuse, so every intermediate stays readable after invoke.
     disable_delegate_clustering, disable_delegate_node_fusion: TFLite's partitioning switches.
-    litert_kernels: the LiteRT kernels whose temporaries the tensor listing shows (core/listed_temporaries.py),
-        as the op resolver type chooses them; None: none.
     """
 
     limits: Limits | None = None
@@ -34,4 +31,3 @@ class SubgraphConfig:
     preserve_all_tensors: bool = False
     disable_delegate_clustering: bool = False
     disable_delegate_node_fusion: bool = False
-    litert_kernels: LiteRTKernels | None = None

@@ -20,10 +20,6 @@ A `Registration` (TfLiteRegistration) is a kernel: plain functions for each life
                                                  inside invoke may skip it (set for the builtin table's
                                                  kernels not registered `stateful`; False for any
                                                  other, which TFLite prepares and invokes as usual)
-    litert_temporaries: TemporaryRules           (pytflite's own) what LiteRT's kernel for the op adds
-                                                 (set for the builtin table's kernels whose LiteRT twin
-                                                 has temporaries): the tensor listing shows them
-                                                 (core/listed_temporaries.py)
 prepare and invoke may return None or Status.OK on success, another Status on failure, or raise.
 
 `bind` is for kernels whose invoke is short next to looking up its tensors: the step it returns may hold
@@ -45,7 +41,6 @@ from ..errors import KernelError
 from .types import BuiltinOperator, Status
 
 if TYPE_CHECKING:
-    from ..ops.litert_temporaries import TemporaryRules
     from .context import Context
     from .delegate import Delegate
 
@@ -68,7 +63,6 @@ class Registration:
     version: int = 1
     bind: Callable[[Context, Node], KernelFn] | None = None  # pytflite's own: see the module docstring
     stateless: bool = False  # pytflite's own: see the module docstring
-    litert_temporaries: TemporaryRules | None = None  # pytflite's own: see the module docstring
 
     @property
     def op_name(self) -> str:

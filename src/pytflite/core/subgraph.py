@@ -27,8 +27,8 @@ from .delegation import Delegation
 from .derived import DerivedConstants
 from .folding import fold, foldable_outputs
 from .limits import Limits
-from .listed_temporaries import ListedTemporaries
 from .node import OPTIONAL_TENSOR, Node, Registration, is_unresolved_custom_op, unresolved_op_message
+from .observer import SubgraphObserver
 from .plan_runner import PlanRunner
 from .prepare_cursor import PrepareCursor, PreparedInputs
 from .resources import Resources
@@ -109,8 +109,9 @@ class Subgraph:
         # how often an allocation moved the arena: arrays bound before a move are stale (PlanRunner)
         self.arena_moves = 0
         self.delegation = Delegation(self, control_edges)
-        # tensors for the temporaries LiteRT's kernels would add, for the Python API's tensor listing
-        self.listed_temporaries = ListedTemporaries(self, self.config.litert_kernels)
+        # a view kept beside the subgraph, told of nodes as they are added and prepared (the Python
+        # API's tensor listing); None: none
+        self.observer: SubgraphObserver | None = None
 
     @property
     def limits(self) -> Limits | None:
@@ -165,7 +166,8 @@ class Subgraph:
             except Exception as error:
                 self.report_error(f"{registration.op_name} init raised {type(error).__name__}: {error}")
                 self.fail("Failed to initialize kernel.", cause=error)
-        self.listed_temporaries.after_init(node, registration)
+        if self.observer is not None:
+            self.observer.node_added(node, registration)
         node.might_have_side_effect = self._might_have_side_effect(node, registration)
         self.nodes.append((node, registration))
         self.execution_plan.append(node.index)
@@ -418,7 +420,8 @@ class Subgraph:
     def _prepare_node(self, node: Node, registration: Registration) -> Status:
         if registration.prepare is not None:
             status = self.call_kernel("prepare", registration.prepare, node, registration)
-            self.listed_temporaries.after_prepare(node, registration)
+            if self.observer is not None:
+                self.observer.node_prepared(node, registration)
             return status
         if is_unresolved_custom_op(registration):
             name = registration.custom_name or "UnknownOp"

@@ -116,15 +116,6 @@ class Status(enum.IntEnum):
 OK_STATUSES = frozenset({None, Status.OK})  # what a kernel or delegate may return on success
 
 
-class LiteRTKernels(enum.Enum):
-    """Which of LiteRT's kernels would run a node, as the interpreter's op resolver type chooses them
-    (the tensor listing shows their temporaries: core/listed_temporaries.py)."""
-
-    XNNPACK = "the builtin kernels, with XNNPACK taking what it supports (AUTO, BUILTIN)"
-    BUILTIN = "the builtin kernels alone (BUILTIN_WITHOUT_DEFAULT_DELEGATES)"
-    REFERENCE = "the reference kernels (BUILTIN_REF)"
-
-
 class SubgraphState(enum.Enum):
     """Where a subgraph is in its lifecycle (tflite::Subgraph::State)."""
 

@@ -27,7 +27,6 @@ from collections.abc import Callable
 from ..core.node import KernelFn, Registration
 from ..core.types import BuiltinOperator, TensorType
 from .kernel_type import OPTIMIZED, REFERENCE, KernelType
-from .litert_temporaries import rules_for
 
 # One module per op family; importing it registers its kernels.
 _FAMILIES = (
@@ -65,6 +64,7 @@ _DEFAULT: dict[tuple[int, int], Registration] = {}
 _REFERENCE: dict[tuple[int, int], Registration] = {}
 _CUSTOM: dict[tuple[str, int], Registration] = {}  # the custom ops LiteRT's BuiltinOpResolver includes
 _CUSTOM_REFERENCE: dict[tuple[str, int], Registration] = {}  # their BUILTIN_REF twins where they differ
+_KERNELS: set[Registration] = set()  # every registration of the four tables (is_builtin_kernel)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,7 +110,6 @@ def register_builtin(
     registration = Registration(
         builtin_code=op,
         stateless=not stateful,
-        litert_temporaries=rules_for(op),
         **callbacks,
     )
     _add(_DEFAULT, registration, versions)
@@ -142,16 +141,18 @@ def register_custom(
         )
     )
     registration = Registration(
-        builtin_code=BuiltinOperator.CUSTOM, custom_name=name, litert_temporaries=rules_for(name), **callbacks
+        builtin_code=BuiltinOperator.CUSTOM, custom_name=name, **callbacks
     )
     for version in range(versions[0], versions[1] + 1):
         if (name, version) in _CUSTOM:
             raise RuntimeError(f"{name} version {version} registered twice")
         _CUSTOM[(name, version)] = dataclasses.replace(registration, version=version)
+        _KERNELS.add(_CUSTOM[(name, version)])
         if reference_prepare is not None:
             _CUSTOM_REFERENCE[(name, version)] = dataclasses.replace(
                 registration, version=version, prepare=reference_prepare
             )
+            _KERNELS.add(_CUSTOM_REFERENCE[(name, version)])
     return registration
 
 
@@ -174,6 +175,7 @@ def _add(table: dict[tuple[int, int], Registration], registration: Registration,
         if key in table:
             raise RuntimeError(f"{op.name} version {version} registered twice")
         table[key] = dataclasses.replace(registration, version=version)
+        _KERNELS.add(table[key])
 
 
 def _is_frozen_dataclass(kind: type) -> bool:
@@ -196,6 +198,16 @@ def default_custom_kernels(reference: bool = False) -> dict[tuple[str, int], Reg
     when `reference` is set."""
     _load_families()
     return {**_CUSTOM, **_CUSTOM_REFERENCE} if reference else dict(_CUSTOM)
+
+
+def is_builtin_kernel(registration: Registration) -> bool:
+    """Whether `registration` is one of the table's kernels (or a resolver's equal copy of one) rather
+    than a user's, even one registered under a builtin code."""
+    _load_families()
+    try:
+        return registration in _KERNELS
+    except TypeError:  # a user's callback object that cannot be hashed
+        return False
 
 
 def kernel_infos() -> list[KernelInfo]:

@@ -15,7 +15,8 @@ import numpy as np
 
 from ..core.blas_threads import ONE_BLAS_THREAD
 from ..core.node import OPTIONAL_TENSOR
-from ..interpreter import Interpreter, set_tensor_checked, tensor_details, tensor_value
+from ..interpreter import Interpreter
+from ..tensor_access import set_tensor_checked, tensor_details, tensor_value
 from .loading import ToolError
 
 

@@ -10,18 +10,19 @@ the node.
 
 pytflite's kernels keep other scratch, hidden from the listing (Tensor.kernel_scratch). Each family
 module here states, per op, what LiteRT 2.3's kernel adds (`emulates`: the temporaries after a prepare,
-those its Eval sizes, those its Init adds, and whether XNNPACK takes the node); ops/registry.py gives
-each builtin Registration its op's TemporaryRules, and core/listed_temporaries.py keeps tensors of those
-types and shapes that no kernel uses. Ops without an entry add none.
+those its Eval sizes, those its Init adds, and whether XNNPACK takes the node); the listing
+(../temporaries.py) looks a node's op up here and keeps tensors of those types and shapes that no kernel
+uses. Ops without an entry add none.
 """
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ...core.types import LiteRTKernels, TensorType
+from ...core.types import TensorType
 
 if TYPE_CHECKING:
     from ...core.context import Context
@@ -36,6 +37,14 @@ __all__ = [
     "input_tensor",
     "rules_for",
 ]
+
+
+class LiteRTKernels(enum.Enum):
+    """Which of LiteRT's kernels would run a node, as the interpreter's op resolver type chooses them."""
+
+    XNNPACK = "the builtin kernels, with XNNPACK taking what it supports (AUTO, BUILTIN)"
+    BUILTIN = "the builtin kernels alone (BUILTIN_WITHOUT_DEFAULT_DELEGATES)"
+    REFERENCE = "the reference kernels (BUILTIN_REF)"
 
 
 @dataclass(frozen=True)

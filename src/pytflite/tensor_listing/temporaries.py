@@ -1,15 +1,16 @@
 """ListedTemporaries: tensors standing for the temporaries LiteRT's kernels add, so that the Python API's
 tensor listing (get_tensor_details) numbers and shows tensors as LiteRT does.
 
-A builtin kernel's Registration carries its op's TemporaryRules (ops/litert_temporaries: what LiteRT's
-kernel for it adds). The slots LiteRT's Init adds get tensors as the node is built; after each prepare,
-the first time a slot is needed a tensor is added for it (taking the next index, as AddTensors does),
-and each prepare gives it the type and shape LiteRT's kernel gives its temporary. No kernel reads or
-writes them: their data is zeros (np.zeros asks the system for untouched pages, so a large one costs
-no resident memory until read). Under the default resolver a node XNNPACK would take gets none, decided
-once, at the node's first prepare (XNNPACK is applied once, before LiteRT prepares). Temporaries
-LiteRT's prepare leaves dynamic are sized by its Eval: once the subgraph has run (`invoked`, set by the
-Python API's invoke), `after_invoke` gives them what Eval gives them.
+It observes one subgraph (core/observer.py). For a node of the builtin table's kernels it looks up the
+TemporaryRules of the node's op (rules/: what LiteRT's kernel for it adds); a user's kernel, even under a
+builtin code, is not LiteRT's and gets none. The slots LiteRT's Init adds get tensors as the node is
+added; after each prepare, the first time a slot is needed a tensor is added for it (taking the next
+index, as AddTensors does), and each prepare gives it the type and shape LiteRT's kernel gives its
+temporary. No kernel reads or writes them: their data is zeros (np.zeros asks the system for untouched
+pages, so a large one costs no resident memory until read). Under the default resolver a node XNNPACK
+would take gets none, decided once, at the node's first prepare (XNNPACK is applied once, before LiteRT
+prepares). Temporaries LiteRT's prepare leaves dynamic are sized by its Eval: once the subgraph has run
+(`invoked`, set by the Python API's invoke), `after_invoke` gives them what Eval gives them.
 
 The listing is a view, never a reason for a model to fail: a rule that raises on a node the rules did not
 foresee leaves that node without listed temporaries, with a warning on the "pytflite" logger (a log
@@ -24,38 +25,50 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .types import AllocationType, LiteRTKernels, bytes_required, storage_dtype
+from ..core.types import AllocationType, BuiltinOperator, bytes_required, storage_dtype
+from ..ops.registry import is_builtin_kernel
+from .rules import LiteRTKernels, TemporaryRules, rules_for
 
 logger = logging.getLogger("pytflite")
 
 if TYPE_CHECKING:
-    from ..ops.litert_temporaries import Temporary
-    from .node import Node, Registration
-    from .subgraph import Subgraph
+    from ..core.node import Node, Registration
+    from ..core.subgraph import Subgraph
+    from .rules import Temporary
+
+
+def rules_of(registration: Registration) -> TemporaryRules | None:
+    """The rules of LiteRT's kernel for a node's op; None for a kernel that is not the builtin table's."""
+    if not is_builtin_kernel(registration):
+        return None
+    code = registration.builtin_code
+    return rules_for(registration.custom_name if code == BuiltinOperator.CUSTOM else code)
 
 
 class ListedTemporaries:
-    """One subgraph's tensors for LiteRT's kernel temporaries, by node and slot."""
+    """One subgraph's tensors for LiteRT's kernel temporaries, by node and slot (a SubgraphObserver)."""
 
-    def __init__(self, subgraph: Subgraph, kernels: LiteRTKernels | None):
+    def __init__(self, subgraph: Subgraph, kernels: LiteRTKernels):
         self._subgraph = subgraph
-        self._kernels = kernels  # None: list none (a runtime that emulates no LiteRT kernels)
+        self._kernels = kernels
+        self._rules: dict[int, TemporaryRules] = {}  # node -> its op's rules, for the nodes that have some
         self._slots: dict[int, dict[str, int] | None] = {}  # node -> slot -> tensor; None: none listed
         self.invoked = False  # the subgraph has run since after_invoke last looked
 
-    def after_init(self, node: Node, registration: Registration) -> None:
+    def node_added(self, node: Node, registration: Registration) -> None:
         """Add the tensors LiteRT's kernel adds in its Init: they are numbered as the node is built."""
-        rules = registration.litert_temporaries
-        if self._kernels is None or rules is None:
+        rules = rules_of(registration)
+        if rules is None:
             return
+        self._rules[node.index] = rules
         slots = self._ask(node, registration, rules.at_init, node)
         if slots:
             self._slots[node.index] = dict(zip(slots, self._subgraph.add_tensors(len(slots))))
 
-    def after_prepare(self, node: Node, registration: Registration) -> None:
+    def node_prepared(self, node: Node, registration: Registration) -> None:
         """Add, type and size the tensors for what LiteRT's kernel holds after preparing `node`."""
-        rules = registration.litert_temporaries
-        if self._kernels is None or rules is None:
+        rules = self._rules.get(node.index)
+        if rules is None:
             return
         context = self._subgraph.context
         if node.index not in self._slots:  # XNNPACK, applied before LiteRT prepares, decides once
@@ -74,13 +87,12 @@ class ListedTemporaries:
         self.invoked = False
         subgraph = self._subgraph
         for index in list(self._slots):
-            if index < len(subgraph.nodes):
+            rules = self._rules.get(index)
+            if rules is not None and index < len(subgraph.nodes):
                 node, registration = subgraph.nodes[index]
-                rules = registration.litert_temporaries
-                if rules is not None:
-                    op, kind = registration.builtin_code, self._kernel_kind()
-                    found = self._ask(node, registration, rules.evaluated, subgraph.context, node, op, kind)
-                    self._apply(node, found)
+                op, kind = registration.builtin_code, self._kernel_kind()
+                found = self._ask(node, registration, rules.evaluated, subgraph.context, node, op, kind)
+                self._apply(node, found)
 
     def _ask(self, node: Node, registration: Registration, rule: Callable, *args: Any) -> Any:
         """A rule's answer; () when the node lists none, and from then on when the rule fails on it."""
