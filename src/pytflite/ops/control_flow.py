@@ -1,15 +1,7 @@
 """Control flow: IF, WHILE and CALL_ONCE, which run other subgraphs of the model.
 
-A called subgraph is prepared with the shapes and types of the values passed to it (its inputs resized
-and its tensors allocated), then run by copying those values into its inputs, invoking it and copying its
-outputs out. When the values' shapes change (an IF whose branches differ, a WHILE whose loop-carried
-tensors grow), the subgraph is resized and allocated again before it runs, and the node's outputs are
-dynamic: resized at invoke to what the subgraph produced. TFLite shares memory between the node and the
-subgraph where it can; copying gives the same results.
-
-Most calls have fixed shapes. For those a call is bound (Bound): the called subgraph's input and output
-arrays and its check-free step list are looked up once and kept while its PlanRunner stays the same, so
-an IF runs its branch's steps directly, and a WHILE whose condition and body are both bound runs as a
+Each calls its subgraphs through ops/subgraph_calls.py (Call, and Bound where the shapes are fixed),
+so an IF with a bound branch runs that branch's steps directly, and a WHILE whose condition and body are both bound runs as a
 BoundLoop: each iteration copies the body's outputs into the inputs that read them and runs the two
 step lists, with no shape checks, dispatch or error-state setup in between.
 
@@ -20,7 +12,6 @@ are, because a row write that meets other values makes the WHILE run the loop ag
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NoReturn
@@ -29,268 +20,29 @@ import numpy as np
 
 from ..core.node import OPTIONAL_TENSOR
 from ..core.step_program import Respecialize, Source, Staged, WrittenCode
-from ..core.subgraph import Subgraph
 from ..core.tensor import Tensor
-from ..core.types import AllocationType, BuiltinOperator, SubgraphState, TensorType
+from ..core.types import BuiltinOperator, TensorType
 from ..errors import KernelError, ensure, ensure_eq
 from .common import ANY_TYPE, input_tensor
 from .registry import register_builtin
 from .row_write import find_row_writes, is_pure
-
-# --- calling a subgraph ------------------------------------------------------------------------------
-
-
-def called_subgraph(context, index: int, role: str) -> Subgraph:
-    subgraphs = context.subgraphs
-    ensure(
-        0 <= index < len(subgraphs),
-        f"{role} subgraph index {index} out of range ({len(subgraphs)} subgraphs)",
-    )
-    return subgraphs[index]
-
-
-def prepare_call(target: Subgraph, sources: Sequence[Tensor | None], role: str) -> None:
-    """Give `target`'s inputs the types and shapes of `sources` and allocate it (CopyTensorsShapeAndType)."""
-    for position, (index, source) in enumerate(zip(target.inputs, sources)):
-        if index == OPTIONAL_TENSOR or source is None:
-            continue
-        tensor = target.tensors[index]
-        ensure(
-            tensor.type == source.type,
-            f"{role} subgraph input {position} is {tensor.type.name}, the value passed is {source.type.name}",
-        )
-        ensure(
-            not tensor.is_constant_or_persistent,
-            f"{role} subgraph input {position} is a constant tensor, it cannot receive a value",
-        )
-        first = target.inputs.index(index)
-        ensure(
-            first == position,  # two values, maybe of different shapes, for one tensor
-            f"{role} subgraph input {position} is tensor {index}, already its input {first}",
-        )
-        target.resize_input_tensor(index, source.shape)
-    target.allocate_tensors()
-    written = _written_tensors(target).union(target.inputs)
-    for position, index in enumerate(target.outputs):
-        ensure(
-            index in written or target.tensors[index].data is not None,  # else a constant or a variable
-            f"{role} subgraph output {position} (tensor {index}) is never written",
-        )
-
-
-def check_output_types(context, node, target: Subgraph, role: str) -> None:
-    """The node's outputs have the types of the values `target` produces (they are copied, not cast)."""
-    for position, (index, produced) in enumerate(zip(node.outputs, target.outputs)):
-        if index == OPTIONAL_TENSOR:
-            continue
-        output, value = context.tensors[index], target.tensors[produced]
-        ensure(
-            output.type == value.type,
-            f"{role} subgraph output {position} is {value.type.name}, the node's output {output.type.name}",
-        )
-
-
-class Call:
-    """A prepared call of `target`: its input and output Tensor objects looked up once, so that running
-    it (every WHILE iteration) only compares shapes, copies values and invokes.
-
-    `skip_unread` leaves out the inputs no node of `target` reads and no output passes on (TFLite's
-    RemoveUnusedInputs, done for a WHILE condition): their values are neither copied nor sized."""
-
-    __slots__ = ("target", "inputs", "outputs", "outputs_are_inputs", "_bound")
-
-    def __init__(self, target: Subgraph, skip_unread: bool = False):
-        self.target = target
-        tensors = target.tensors
-        read = _read_tensors(target) if skip_unread else None
-        self.inputs = [
-            (p, tensors[i])
-            for p, i in enumerate(target.inputs)
-            if i != OPTIONAL_TENSOR and (read is None or i in read)
-        ]
-        self.outputs = [tensors[i] for i in target.outputs]
-        # an output that is an input at another position would be overwritten while copying values in
-        self.outputs_are_inputs = any(
-            i in target.inputs and target.inputs.index(i) != p for p, i in enumerate(target.outputs)
-        )
-        self._bound: Bound | None = None
-
-    def run(self, values: Sequence[np.ndarray | None], copy: bool = True) -> Sequence[np.ndarray]:
-        """Copy `values` into the inputs (resizing and allocating the subgraph if their shapes changed),
-        invoke it, and return its outputs. Runs inside the caller's invoke (float errors ignored). A fused
-        subgraph stops fusing when a profiler listens (it sees every node).
-
-        copy=False returns the output tensors' own arrays where that is safe: the caller must use them
-        before this subgraph runs again, except as `values` of its next run (which reads them before
-        anything overwrites them: inputs and outputs never share arena bytes).
-        """
-        bound = self.bound()
-        if bound is not None and bound.accepts(values):
-            outputs = bound.run(values)
-            return [o.copy() for o in outputs] if copy else outputs
-        target = self.target
-        if target.fusions is not None and target.context.profiler is not None:
-            target.stop_fusing()
-        count = len(values)
-        inputs = [(t, values[p]) for p, t in self.inputs if p < count and values[p] is not None]
-        resized = False
-        for tensor, value in inputs:
-            if tensor.shape != value.shape:
-                if not resized:  # values may be views of this subgraph's memory, which is planned anew
-                    resized = True
-                    inputs = [(t, v.copy()) for t, v in inputs]
-                target.resize_input_tensor(tensor.index, value.shape)
-        if target.state == SubgraphState.UNINVOKABLE:
-            target.allocate_tensors()
-        for tensor, value in inputs:
-            data = tensor.data
-            if value is not data:  # a WHILE body's pass-through value is the input itself
-                data[...] = value  # same type and shape (checked in prepare): a plain copy
-        target.invoke_nested()
-        outputs = []
-        copy = copy or self.outputs_are_inputs
-        for tensor in self.outputs:
-            if tensor.data_is_stale:
-                target.delegation.ensure_tensor_data_is_readable(tensor.index)
-            outputs.append(tensor.data.copy() if copy else tensor.data)
-        return outputs
-
-    def bound(self) -> Bound | None:
-        """This call with `target`'s current memory and step list bound, or None when it cannot run
-        that way now (not allocated, dynamic shapes, delegate buffers, a profiler listening)."""
-        target = self.target
-        bound = self._bound
-        if bound is None or bound.runner is not target.runner:
-            bound = self._bound = Bound(self)
-        if bound.program is None or target.context.profiler is not None:
-            return None
-        return bound
-
-
-class Bound:
-    """A call of a subgraph whose shapes are fixed, as the arrays it copies between and the check-free
-    steps it runs. Valid while the subgraph keeps the PlanRunner it was made for: every allocation
-    makes a new one (and a resize or a delegate drops it), so `runner` identity is the whole check."""
-
-    __slots__ = ("runner", "program", "inputs", "shapes", "outputs")
-
-    def __init__(self, call: Call):
-        target = call.target
-        runner = target.runner
-        self.runner = runner
-        self.inputs = tuple((p, t.data, _copy_index(t.data)) for p, t in call.inputs)  # (_copy_index)
-        self.shapes = tuple((p, t.shape) for p, t in call.inputs)
-        self.outputs = tuple(t.data for t in call.outputs)
-        usable = (
-            runner is not None
-            and not call.outputs_are_inputs
-            and all(t.delegate is None and t.data is not None for t in call.outputs)
-            and all(t.data is not None for _, t in call.inputs)
-        )
-        self.program = runner.program if usable else None
-
-    def accepts(self, values: Sequence[np.ndarray | None]) -> bool:
-        """Every value is present and has its input's shape (else the subgraph must be resized)."""
-        count = len(values)
-        for p, shape in self.shapes:
-            if p >= count or values[p] is None or values[p].shape != shape:
-                return False
-        return True
-
-    def run(self, values: Sequence[np.ndarray]) -> tuple[np.ndarray, ...]:
-        """Copy `values` in, run the steps, return the output arrays (the subgraph's own memory)."""
-        for p, array, index in self.inputs:
-            value = values[p]
-            if value is not array:
-                array[index] = value
-        self.program.run()
-        return self.outputs
-
-
-def _written_tensors(subgraph: Subgraph) -> set[int]:
-    """The tensors some node of `subgraph` writes."""
-    return {t for node, _ in subgraph.nodes for t in node.outputs}
-
-
-def _read_tensors(subgraph: Subgraph) -> set[int]:
-    """The tensors some node of `subgraph` reads or its outputs pass on."""
-    read = set(subgraph.outputs)
-    for node, _ in subgraph.nodes:
-        read.update(node.inputs)
-    return read
-
-
-def _called_subgraphs(subgraphs: Sequence[Subgraph], first: Subgraph) -> set[int]:
-    """The subgraphs the nodes of `first` call, directly or through other calls."""
-    found: set[int] = set()
-    pending = [first]
-    while pending:
-        for node, _ in pending.pop().nodes:
-            for index in _calls(node):
-                if 0 <= index < len(subgraphs) and index not in found:
-                    found.add(index)
-                    pending.append(subgraphs[index])
-    return found
-
-
-def _calls(node) -> list[int]:
-    """The subgraph indices a node's options name (IF, WHILE, CALL_ONCE, the StableHLO calls: every
-    option named *subgraph_index or *subgraph_indices)."""
-    options = node.builtin_data
-    if options is None or not dataclasses.is_dataclass(options):
-        return []
-    found = []
-    for field in dataclasses.fields(options):
-        if "subgraph_ind" in field.name:
-            value = getattr(options, field.name)
-            found.extend(
-                i for i in (value if isinstance(value, (tuple, list)) else (value,)) if isinstance(i, int)
-            )
-    return found
-
-
-def _calls_of(subgraphs: Sequence[Subgraph], index: int) -> int:
-    """How many times the model's nodes name subgraph `index` as one to call."""
-    return sum(_calls(node).count(index) for subgraph in subgraphs for node, _ in subgraph.nodes)
-
-
-def write_outputs(context, node, values: Sequence[np.ndarray], dynamic: bool) -> None:
-    for index, value in zip(node.outputs, values):
-        if index == OPTIONAL_TENSOR:
-            continue
-        output = context.tensors[index]
-        if dynamic:
-            context.resize_tensor(output, value.shape)
-        output.data[...] = value
-
-
-def _values(context, indices: Sequence[int]) -> list[np.ndarray | None]:
-    return [None if i == OPTIONAL_TENSOR else context.tensors[i].data for i in indices]
-
-
-def _sources(context, indices: Sequence[int]) -> list[Tensor | None]:
-    return [None if i == OPTIONAL_TENSOR else context.tensors[i] for i in indices]
-
-
-def _resize_or_dynamic(context, node, shapes: Sequence[tuple[int, ...]] | None) -> None:
-    """The node's outputs: dynamic when `shapes` is None, else resized to them."""
-    for position, index in enumerate(node.outputs):
-        if index == OPTIONAL_TENSOR:
-            continue
-        output = context.tensors[index]
-        if shapes is None:
-            context.set_tensor_to_dynamic(output)
-        else:
-            context.resize_tensor(output, shapes[position])
-
-
-def _output_shapes(subgraph: Subgraph) -> list[tuple[int, ...]]:
-    return [subgraph.tensors[i].shape for i in subgraph.outputs]
-
-
-def _is_dynamic(tensor: Tensor) -> bool:
-    return tensor.allocation_type == AllocationType.DYNAMIC
-
+from .subgraph_calls import (
+    Bound,
+    Call,
+    call_count,
+    called_subgraph,
+    check_output_types,
+    copy_index,
+    is_dynamic,
+    output_shapes,
+    prepare_call,
+    reachable_subgraphs,
+    resize_or_dynamic,
+    sources_of,
+    values_of,
+    write_outputs,
+    written_tensors,
+)
 
 # --- IF ----------------------------------------------------------------------------------------------
 
@@ -313,22 +65,22 @@ def if_prepare(context, node):
         called_subgraph(context, options.then_subgraph_index, "IF then"),
         called_subgraph(context, options.else_subgraph_index, "IF else"),
     )
-    sources = _sources(context, node.inputs[1:])
+    sources = sources_of(context, node.inputs[1:])
     for branch, role in zip(branches, ("IF then", "IF else")):
         ensure_eq(len(branch.inputs), len(sources), f"{role} subgraph input count")
         ensure_eq(len(branch.outputs), len(node.outputs), f"{role} subgraph output count")
         prepare_call(branch, sources, role)
         check_output_types(context, node, branch, role)
-    then_shapes, else_shapes = (_output_shapes(b) for b in branches)
+    then_shapes, else_shapes = (output_shapes(b) for b in branches)
     dynamic = any(b.has_dynamic_tensors for b in branches) or then_shapes != else_shapes
     node.user_data = IfData(Call(branches[0]), Call(branches[1]), tuple(node.inputs[1:]), dynamic)
-    _resize_or_dynamic(context, node, None if dynamic else then_shapes)
+    resize_or_dynamic(context, node, None if dynamic else then_shapes)
 
 
 def if_invoke(context, node):
     data = node.user_data
     call = data.then_call if context.tensors[node.inputs[0]].data.item() else data.else_call
-    write_outputs(context, node, call.run(_values(context, data.arguments), copy=False), data.dynamic)
+    write_outputs(context, node, call.run(values_of(context, data.arguments), copy=False), data.dynamic)
 
 
 def if_bind(context, node):
@@ -341,7 +93,7 @@ def if_bind(context, node):
         return if_invoke
     tensors = context.tensors
     flag = tensors[node.inputs[0]].data.reshape(-1)
-    values = _values(context, data.arguments)
+    values = values_of(context, data.arguments)
     outputs = tuple((p, tensors[i].data) for p, i in enumerate(node.outputs) if i != OPTIONAL_TENSOR)
     calls = (data.else_call, data.then_call)
     runs: list[_BranchRun | None] = [None, None]  # per branch: made for its Bound last seen
@@ -361,7 +113,7 @@ def if_bind(context, node):
 
 class _BranchRun(Staged):
     """One IF branch's Bound with the IF's argument and output arrays: what to copy in, the steps, what to
-    copy out, as (destination, index, source) triples (_copy_index); from its second run on, all of it
+    copy out, as (destination, index, source) triples (copy_index); from its second run on, all of it
     written out as one function."""
 
     __slots__ = ("bound", "copy_in", "program", "copy_out")
@@ -373,7 +125,7 @@ class _BranchRun(Staged):
             (array, index, values[p]) for p, array, index in bound.inputs if values[p] is not array
         )
         self.program = bound.program
-        self.copy_out = tuple((out, _copy_index(out), bound.outputs[p]) for p, out in outputs)
+        self.copy_out = tuple((out, copy_index(out), bound.outputs[p]) for p, out in outputs)
 
     def _run_plain(self) -> None:
         for array, key, value in self.copy_in:
@@ -390,13 +142,6 @@ class _BranchRun(Staged):
         for out, key, result in self.copy_out:
             source.line("{out}[{key}] = {result}", out=out, key=key, result=result)
         return source.compile()
-
-
-def _copy_index(array: np.ndarray):
-    """The index `array[index] = value` copies through: () sets a 0-d array's element directly, a few
-    times faster than [...] (same dtype: the bits are kept). Not for object arrays, where a 0-d one's
-    element would become the value array itself."""
-    return ... if array.dtype == object else ()
 
 
 # --- WHILE -------------------------------------------------------------------------------------------
@@ -463,7 +208,7 @@ class BoundLoop(Staged):
         subgraphs = loop.body.target.subgraphs
         called = set()
         for index in targets:
-            called |= _called_subgraphs(subgraphs, subgraphs[index])
+            called |= reachable_subgraphs(subgraphs, subgraphs[index])
         if called.intersection(targets):
             return
         _check_condition(loop.condition.outputs[0])
@@ -474,7 +219,7 @@ class BoundLoop(Staged):
         # the loop started with: it is copied into the condition once, before the first iteration.
         # (Nor does any node of the condition write the input it reads it from.)
         target, condition_inputs = loop.body.target, loop.condition.target.inputs
-        written, condition_written = _written_tensors(target), _written_tensors(loop.condition.target)
+        written, condition_written = written_tensors(target), written_tensors(loop.condition.target)
         unchanged = {
             p
             for p, (i, o) in enumerate(zip(target.inputs, target.outputs))
@@ -576,10 +321,10 @@ def while_prepare(context, node):
     sources = [input_tensor(context, node, i) for i in range(count)]  # each carried into an output
     prepare_call(condition, sources, "WHILE condition")
     condition_output = condition.tensors[condition.outputs[0]]
-    if not _is_dynamic(condition_output):
+    if not is_dynamic(condition_output):
         _check_condition(condition_output)
     # a pure loop whose body only this node calls can run again from its inputs (Respecialize)
-    pure = is_pure(condition) and is_pure(body) and _calls_of(context.subgraphs, body.index) == 1
+    pure = is_pure(condition) and is_pure(body) and call_count(context.subgraphs, body.index) == 1
     body.allow_fusions(find_row_writes if pure else None)
     prepare_call(body, sources, "WHILE body")
     check_output_types(context, node, body, "WHILE body")
@@ -607,14 +352,14 @@ def while_prepare(context, node):
         not dynamic,
     )
     node.user_data = WhileData(loop)
-    _resize_or_dynamic(context, node, None if loop.dynamic else _output_shapes(body))
+    resize_or_dynamic(context, node, None if loop.dynamic else output_shapes(body))
 
 
 def while_invoke(context, node):
     loop = node.user_data.loop
     limits = context.subgraph.limits
     limit = None if limits is None else limits.max_while_iterations  # None: unbounded, as TFLite
-    values = _values(context, node.inputs)
+    values = values_of(context, node.inputs)
     try:
         bound = loop.bound()
         if bound is not None and bound.condition.accepts(values) and bound.body.accepts(values):
@@ -635,9 +380,9 @@ def while_bind(context, node):
     if loop.dynamic:  # (a fusing body makes the loop dynamic: no Respecialize reaches this step; the
         return while_invoke  # outputs have the inputs' shapes, which the values copied in have)
     tensors = context.tensors
-    values = _values(context, node.inputs)
+    values = values_of(context, node.inputs)
     outputs = tuple(
-        (tensors[o].data, _copy_index(tensors[o].data), p)
+        (tensors[o].data, copy_index(tensors[o].data), p)
         for p, o in enumerate(node.outputs)
         if o != OPTIONAL_TENSOR
     )

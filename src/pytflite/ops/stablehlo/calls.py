@@ -2,7 +2,7 @@
 
 COMPOSITE names an operation (its name, version and attributes are for delegates that recognise it) and
 runs its decomposition subgraph on the node's inputs. CASE runs the branch subgraph its int32 index
-selects, the last branch for an index out of range. Both call subgraphs as IF does (ops/control_flow.py):
+selects, the last branch for an index out of range. Both call subgraphs as IF does (ops/subgraph_calls.py):
 the node's outputs are dynamic when the called subgraphs' output shapes are not known or not one set.
 """
 
@@ -16,8 +16,8 @@ from ...core.node import OPTIONAL_TENSOR
 from ...core.types import BuiltinOperator, TensorType
 from ...errors import KernelError, ensure, ensure_condition_eq, ensure_type_condition
 from ..common import ANY_TYPE, input_tensor
-from ..control_flow import Call, called_subgraph, check_output_types, prepare_call, write_outputs
 from ..registry import register_builtin
+from ..subgraph_calls import Call, called_subgraph, check_output_types, prepare_call, write_outputs
 
 
 @dataclass(frozen=True, slots=True)
