@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -35,69 +36,23 @@ from .sparse import canonical, supported_sparsity
 def hybrid_fc_kernel(
     source, weights, bias, options, batch, depth, kernel_type: KernelType, arithmetic: HostArithmetic
 ) -> Kernel:
-    what = "FULLY_CONNECTED"
-    units = weights.shape[0]
+    """FULLY_CONNECTED's kernel for float32 inputs and 8-, 4- or 2-bit weights, checked as TFLite's
+    Prepare does."""
     ensure(
-        isinstance(weights.quantization, AffineQuantization), f"{what} weights have no affine quantization"
+        isinstance(weights.quantization, AffineQuantization), f"{_WHAT} weights have no affine quantization"
     )
-    # TFLite's optimized build runs constant int4 weights of these shapes through its 4-bit kernel, which
-    # quantizes the input its own way (see quantize_rows_4bit_kernel) and stores weights as v + 7 in
-    # four bits: -8 does not fit, and TFLite returns garbage for it.
-    four_bit = (
-        kernel_type is OPTIMIZED
-        and weights.type == T.INT4
-        and weights.is_constant_or_persistent
-        and batch > 0
-        and depth % 2 == 0
-        and units >= 4
-        and depth >= 32
-    )
-    if four_bit:
-        ensure(
-            not np.any(_hybrid_weight_values(weights) == -8),
-            f"{what} INT4 weights holding -8 are not supported by TFLite's 4-bit kernel",
-        )
-    channel_scales = per_channel_scales(weights)
-    if channel_scales is not None:
-        axis = weights.quantization.quantized_dimension
-        ensure_eq(axis, 0, f"{what} hybrid weights quantized_dimension")
-        ensure_eq(channel_scales.size, weights.shape[axis], f"{what} per-channel weight scales")
-        weight_scale = channel_scales.astype(np.float32)
-    else:
-        weight_scale = np.array(weights.params.scale, np.float32)  # 0-d: see scale_back
+    four_bit = _runs_four_bit_kernel(weights, batch, depth, kernel_type)
+    weight_scale = _weight_scale(weights)
+    values = _constant_weight_values(weights)
     sparse = weights.sparsity is not None
-    if sparse:
-        ensure(weights.type == T.INT8, "Sparse hybrid FULLY_CONNECTED weights must be INT8")
-        ensure(weights.is_constant_or_persistent, "FULLY_CONNECTED sparse weights must be a constant tensor")
-        sparsity = weights.sparsity
-        ensure(
-            supported_sparsity(sparsity) and canonical(sparsity, 16),
-            "Unsupported sparse fully-connected weight format.",
-        )
-        values = densify(weights.data.reshape(-1), weights.shape, sparsity)
-    elif weights.is_constant_or_persistent:
-        values = _hybrid_weight_values(weights)
-    else:
-        values = None
-    float_type = exact_float_type(depth * 128 * 128)
-    finish = _float_activation(options.fused_activation_function)
     asymmetric = options.asymmetric_quantize_inputs and not four_bit
     # the columns TFLite's SSE kernel (x86 only) multiplies in 16-value blocks (every stored block when
     # sparse: the depth rounded up to whole blocks); its 4-bit kernel has no such quirk
     blocked = 0 if four_bit else arithmetic.sign_lost_columns(depth + 15 if sparse else depth)
-
-    def row_sums_of(raw) -> np.ndarray:
-        sums = raw.astype(np.int64).sum(axis=1) if sparse else arithmetic.hybrid_row_sums(raw)
-        return sums.astype(float_type)
-
-    def prepared(raw):
-        # (several rows multiply a C-contiguous matrix about twice as fast; one row a transposed view)
-        matrix = raw.astype(float_type).T
-        return np.ascontiguousarray(matrix) if batch > 1 else matrix, sign_transfer_mask(raw, blocked)
-
-    fixed = None if values is None else prepared(values)
+    layout = HybridWeights(exact_float_type(depth * 128 * 128), batch, blocked, sparse, arithmetic)
+    fixed = None if values is None else layout.prepared(values)
     # TFLite sums the weight rows on the first invoke after prepare only (stale if the weights change)
-    sums = [None if values is None else row_sums_of(values)]
+    sums = [None if values is None else layout.row_sums(values)]
     # Constant weights whose SSE row sums are the exact ones and without -128s in the SIMD blocks: the
     # accumulators acc - zp * sums are exactly (q - zp) @ w, what quantize(x, centered=True) multiplies
     # (exact in float_type too: |q - zp| <= 255)
@@ -105,7 +60,7 @@ def hybrid_fc_kernel(
         asymmetric
         and fixed is not None
         and fixed[1] is None
-        and exact_float_type(depth * 255 * 128) == float_type
+        and exact_float_type(depth * 255 * 128) == layout.float_type
         and np.array_equal(sums[0], values.astype(np.int64).sum(axis=1))
     )
     quantize = (
@@ -115,52 +70,151 @@ def hybrid_fc_kernel(
         if asymmetric
         else quantize_rows_symmetric
     )
-    acc = np.empty((batch, units), float_type)
+    acc = np.empty((batch, weights.shape[0]), layout.float_type)
+    scale_back = ScaleBack(
+        acc,
+        weight_scale,
+        _tiled_constant_bias(bias, batch),
+        _float_activation(options.fused_activation_function),
+    )
     product = matrix_product(depth)
-    scale = np.empty((batch, units), np.float32)
-    tiled_bias = _tiled_constant_bias(bias, batch)
+    if not centered:
+        return HybridFCKernel(layout, weights, fixed, sums, quantize, product, scale_back)
 
-    def scale_back(scales, bias_values, out):
-        """out = acc * (input scale * weight scale) + bias, then the fused activation."""
-        np.multiply(scales[:, None], weight_scale, scale)
-        np.multiply(acc, scale, out, casting="unsafe")
-        if tiled_bias is not None:
-            out += tiled_bias
+    def centered_kernel(x, w, bias_values, out):
+        quantized, scales, _ = quantize(x)
+        product(quantized, fixed[0], acc)  # exact integers
+        scale_back(scales, bias_values, out)
+
+    compiled_kernel = _compiled_centered_kernel(
+        quantize, product, fixed[0], acc, weight_scale, options.fused_activation_function, centered_kernel
+    )
+    return centered_kernel if compiled_kernel is None else compiled_kernel
+
+
+_WHAT = "FULLY_CONNECTED"
+
+
+def _runs_four_bit_kernel(weights, batch: int, depth: int, kernel_type: KernelType) -> bool:
+    """Whether TFLite's optimized build runs these weights through its 4-bit kernel: constant int4
+    weights of these shapes. It quantizes the input its own way (see quantize_rows_4bit_kernel) and stores
+    weights as v + 7 in four bits: -8 does not fit, and TFLite returns garbage for it."""
+    four_bit = (
+        kernel_type is OPTIMIZED
+        and weights.type == T.INT4
+        and weights.is_constant_or_persistent
+        and batch > 0
+        and depth % 2 == 0
+        and weights.shape[0] >= 4
+        and depth >= 32
+    )
+    if four_bit:
+        ensure(
+            not np.any(_hybrid_weight_values(weights) == -8),
+            f"{_WHAT} INT4 weights holding -8 are not supported by TFLite's 4-bit kernel",
+        )
+    return four_bit
+
+
+def _weight_scale(weights) -> np.ndarray:
+    """The weights' float32 scale per output channel, or 0-d per tensor (see ScaleBack)."""
+    channel_scales = per_channel_scales(weights)
+    if channel_scales is None:
+        return np.array(weights.params.scale, np.float32)
+    axis = weights.quantization.quantized_dimension
+    ensure_eq(axis, 0, f"{_WHAT} hybrid weights quantized_dimension")
+    ensure_eq(channel_scales.size, weights.shape[axis], f"{_WHAT} per-channel weight scales")
+    return channel_scales.astype(np.float32)
+
+
+def _constant_weight_values(weights) -> np.ndarray | None:
+    """The weights' integer values when they are constant (sparse ones densified); None otherwise."""
+    if weights.sparsity is not None:
+        ensure(weights.type == T.INT8, "Sparse hybrid FULLY_CONNECTED weights must be INT8")
+        ensure(weights.is_constant_or_persistent, "FULLY_CONNECTED sparse weights must be a constant tensor")
+        sparsity = weights.sparsity
+        ensure(
+            supported_sparsity(sparsity) and canonical(sparsity, 16),
+            "Unsupported sparse fully-connected weight format.",
+        )
+        return densify(weights.data.reshape(-1), weights.shape, sparsity)
+    return _hybrid_weight_values(weights) if weights.is_constant_or_persistent else None
+
+
+@dataclass(frozen=True, slots=True)
+class HybridWeights:
+    """How integer weights enter the product: in an exact float type, with the SSE kernel's sign-lost
+    columns (`blocked`) and row sums as the host's kernel computes them."""
+
+    float_type: type
+    batch: int
+    blocked: int
+    sparse: bool
+    arithmetic: HostArithmetic
+
+    def row_sums(self, raw) -> np.ndarray:
+        sums = raw.astype(np.int64).sum(axis=1) if self.sparse else self.arithmetic.hybrid_row_sums(raw)
+        return sums.astype(self.float_type)
+
+    def prepared(self, raw) -> tuple[np.ndarray, np.ndarray | None]:
+        """The matrix the product multiplies, and the SSE sign-transfer mask (None: no correction)."""
+        # (several rows multiply a C-contiguous matrix about twice as fast; one row a transposed view)
+        matrix = raw.astype(self.float_type).T
+        return np.ascontiguousarray(matrix) if self.batch > 1 else matrix, sign_transfer_mask(
+            raw, self.blocked
+        )
+
+
+class ScaleBack:
+    """scale_back(scales, bias, out): out = acc * (input scale * weight scale) + bias, then the fused
+    activation."""
+
+    __slots__ = ("acc", "weight_scale", "tiled_bias", "finish", "scale")
+
+    def __init__(self, acc: np.ndarray, weight_scale: np.ndarray, tiled_bias, finish):
+        self.acc, self.weight_scale, self.tiled_bias, self.finish = acc, weight_scale, tiled_bias, finish
+        self.scale = np.empty(acc.shape, np.float32)
+
+    def __call__(self, scales, bias_values, out) -> None:
+        np.multiply(scales[:, None], self.weight_scale, self.scale)
+        np.multiply(self.acc, self.scale, out, casting="unsafe")
+        if self.tiled_bias is not None:
+            out += self.tiled_bias
         elif bias_values is not None:
             out += bias_values
-        if finish is not None:
-            finish(out)
+        if self.finish is not None:
+            self.finish(out)
 
-    if centered:
-        matrix = fixed[0]
 
-        def centered_kernel(x, w, bias_values, out):
-            quantized, scales, _ = quantize(x)
-            product(quantized, matrix, acc)  # exact integers
-            scale_back(scales, bias_values, out)
+@dataclass(frozen=True, slots=True)
+class HybridFCKernel:
+    """kernel(x, w, bias, out): each row quantized, the exact integer product corrected for the SSE
+    kernel's sign-lost columns and the input zero points, scaled back."""
 
-        compiled_kernel = _compiled_centered_kernel(
-            quantize, product, matrix, acc, weight_scale, options.fused_activation_function, centered_kernel
-        )
-        return centered_kernel if compiled_kernel is None else compiled_kernel
+    layout: HybridWeights
+    weights: object  # the weights tensor, for weights that change between invokes
+    fixed: tuple[np.ndarray, np.ndarray | None] | None  # constant weights, prepared once
+    sums: list  # [the weight rows' sums], made at the first invoke where the weights are not constant
+    quantize: Callable
+    product: Callable
+    scale_back: ScaleBack
 
-    def kernel(x, w, bias_values, out):
-        if fixed is not None:
-            matrix, mask = fixed
+    def __call__(self, x, w, bias_values, out) -> None:
+        float_type, acc = self.layout.float_type, self.scale_back.acc
+        if self.fixed is not None:
+            matrix, mask = self.fixed
         else:
-            raw = _hybrid_weight_values_of(w, weights)
-            matrix, mask = prepared(raw)
-            if sums[0] is None:
-                sums[0] = row_sums_of(raw)
-        quantized, scales, *zero_points = quantize(x)
-        product(quantized, matrix, acc)  # exact integers
+            raw = _hybrid_weight_values_of(w, self.weights)
+            matrix, mask = self.layout.prepared(raw)
+            if self.sums[0] is None:
+                self.sums[0] = self.layout.row_sums(raw)
+        quantized, scales, *zero_points = self.quantize(x)
+        self.product(quantized, matrix, acc)  # exact integers
         if mask is not None:
             np.add(acc, sign_transfer_correction(quantized, mask).astype(float_type), out=acc)
         if zero_points:
-            np.subtract(acc, zero_points[0][:, None].astype(float_type) * sums[0][None, :], out=acc)
-        scale_back(scales, bias_values, out)
-
-    return kernel
+            np.subtract(acc, zero_points[0][:, None].astype(float_type) * self.sums[0][None, :], out=acc)
+        self.scale_back(scales, bias_values, out)
 
 
 def _compiled_centered_kernel(quantize, product, matrix, acc, weight_scale, activation, fallback):
