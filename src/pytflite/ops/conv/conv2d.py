@@ -271,40 +271,14 @@ def _conv2d_integer(context, node, state, options, source, weights, bias, output
     and in BUILTIN_REF, the reference kernel's) requantization."""
     op = "CONV_2D"
     out_channels = weights.shape[0]
-    wide_types = (
-        (TensorType.INT32, TensorType.INT64) if source.type == TensorType.INT16 else (TensorType.INT32,)
-    )
-    integer_checks(source, weights, bias, output, op, wide_types)
+    _check_integer_conv2d(options, source, weights, bias, output)
     uint8 = source.type == TensorType.UINT8
-    if source.type == TensorType.INT16:
-        chosen = declared_bias_type(options, bias, op)
-        # TFLite's 16x8 kernel reads the bias as int64 unless quantized_bias_type says INT32
-        ensure(
-            bias.type == TensorType.INT64 or chosen == TensorType.INT32,
-            f"{op} with int16 input and an INT32 bias needs quantized_bias_type INT32 "
-            "(TFLite would read the bias as int64)",
-        )
-    if uint8:
-        check_uint8_bias_scale(source, weights, bias, output, op)
     multiplier, shift = output_multipliers(
         source, weights, output, out_channels, op, per_tensor_product=uint8
     )
     low, high = output_activation_range(options, output)
     groups = source.shape[3] // weights.shape[3]
-    # int64 bias: the reference kernel; grouped: the reference kernel too; else cpu_backend_gemm
-    if bias.type == TensorType.INT64:
-        rounding = "wide"
-    elif kernel_type is OPTIMIZED and groups == 1:
-        rounding = gemm_rounding(
-            context.host,
-            int16=source.type == TensorType.INT16,
-            uint8=uint8,
-            one_column=source.shape[0] * window.out[0] * window.out[1] == 1,
-            rows=out_channels,
-            depth=int(np.prod(weights.shape[1:])),
-        )
-    else:
-        rounding = "scalar"
+    rounding = _integer_rounding(context, source, weights, bias, window, kernel_type, groups)
     offset = filter_zero_offset(weights)
     magnitude = input_magnitude(source)
     zero_point = source.params.zero_point
@@ -331,19 +305,8 @@ def _conv2d_integer(context, node, state, options, source, weights, bias, output
         if constant_bias is not None:
             integer.bias = integer.bias_terms(constant_bias, integer.sums)
             requant.share_constants(context, node, integer.bias)
-            fast = requant.float_constants(integer.bias)
-            depth = int(np.prod(weights.shape[1:]))
-            pixels = source.shape[0] * window.out[0] * window.out[1]
-            # (where compiled kernels run, requantizing costs one pass: a float32 product is faster)
-            folds = compiled("conv.requant_compiled", "requantize") is None
-            small = depth <= min(_SCALED_DEPTH, out_channels, 8 * pixels)
-            if folds and fast is not None and small and pairs is None:
-                # the requantization's float64 affine map rides in the product: the weights scaled by
-                # m', the constant c' in a row of the weights (exact for the same reason)
-                dtype = integer.dtype = np.float64
-                groups_matrix = matrix.astype(np.float64)
-                matrix = groups_matrix * fast.scale.reshape(groups, 1, -1)
-                fold, integer.scaled = fast.constant, True
+            matrix, fold = _fold_requantization(integer, requant, matrix, source, weights, window, groups)
+            dtype = integer.dtype  # float64 where the requantization was folded in
     state.integer = integer
     state.pad_value = zero_point
     temporaries = _plan_conv2d(
@@ -375,6 +338,59 @@ def _conv2d_integer(context, node, state, options, source, weights, bias, output
     set_temporaries(context, node, owned(state), temporaries)
 
 
+def _check_integer_conv2d(options, source, weights, bias, output) -> None:
+    """TFLite's Prepare checks of a quantized CONV_2D, and the bias type its 16x8 kernel reads."""
+    op = "CONV_2D"
+    wide_types = (
+        (TensorType.INT32, TensorType.INT64) if source.type == TensorType.INT16 else (TensorType.INT32,)
+    )
+    integer_checks(source, weights, bias, output, op, wide_types)
+    if source.type == TensorType.INT16:
+        chosen = declared_bias_type(options, bias, op)
+        # TFLite's 16x8 kernel reads the bias as int64 unless quantized_bias_type says INT32
+        ensure(
+            bias.type == TensorType.INT64 or chosen == TensorType.INT32,
+            f"{op} with int16 input and an INT32 bias needs quantized_bias_type INT32 "
+            "(TFLite would read the bias as int64)",
+        )
+    if source.type == TensorType.UINT8:
+        check_uint8_bias_scale(source, weights, bias, output, op)
+
+
+def _integer_rounding(context, source, weights, bias, window, kernel_type: KernelType, groups: int) -> str:
+    """The requantization of the kernel LiteRT runs: an int64 bias and grouped convolutions take the
+    reference kernel ("wide", "scalar"), the rest cpu_backend_gemm (fidelity/ruy.py, by host and shape)."""
+    if bias.type == TensorType.INT64:
+        return "wide"
+    if kernel_type is OPTIMIZED and groups == 1:
+        return gemm_rounding(
+            context.host,
+            int16=source.type == TensorType.INT16,
+            uint8=source.type == TensorType.UINT8,
+            one_column=source.shape[0] * window.out[0] * window.out[1] == 1,
+            rows=weights.shape[0],
+            depth=int(np.prod(weights.shape[1:])),
+        )
+    return "scalar"
+
+
+def _fold_requantization(integer, requant, matrix, source, weights, window, groups: int):
+    """(matrix, fold): where it pays, the requantization's float64 affine map rides in the product (the
+    weights scaled by m', the constant c' in a row of the weights, exact for the same reason) and
+    `integer` is marked scaled; else the matrix as it was and no fold."""
+    fast = requant.float_constants(integer.bias)
+    depth, out_channels = int(np.prod(weights.shape[1:])), weights.shape[0]
+    pixels = source.shape[0] * window.out[0] * window.out[1]
+    # (where compiled kernels run, requantizing costs one pass: a float32 product is faster)
+    folds = compiled("conv.requant_compiled", "requantize") is None
+    small = depth <= min(_SCALED_DEPTH, out_channels, 8 * pixels)
+    if not (folds and fast is not None and small and integer.pairs is None):
+        return matrix, None
+    integer.dtype = np.float64
+    integer.scaled = True
+    return matrix.astype(np.float64) * fast.scale.reshape(groups, 1, -1), fast.constant
+
+
 def _conv2d_hybrid(context, node, state, options, source, weights, bias, output, window, kernel_type):
     """CONV_2D of a float32 input with int8 weights: TFLite's EvalHybrid (per-tensor filter scale,
     symmetric input quantization) or EvalHybridPerChannel (distinct per-channel scales, or groups:
@@ -388,21 +404,7 @@ def _conv2d_hybrid(context, node, state, options, source, weights, bias, output,
     ensure_type(bias, FLOAT, "bias", op)
     out_channels = weights.shape[0]
     groups = source.shape[3] // weights.shape[3]
-    quantization = weights.quantization
-    ensure(
-        isinstance(quantization, AffineQuantization) and quantization.scale.size > 0,
-        f"{op} hybrid filter must have affine quantization with scales",
-    )
-    scales = quantization.scale.astype(np.float32)
-    axis = quantization.quantized_dimension
-    # TFLite's hybrid Prepare wants a scale per output channel (equal scales: per-tensor arithmetic)
-    ensure(
-        axis == 0 and scales.size == out_channels,
-        f"{op} hybrid filter has {scales.size} scales for {out_channels} output channels "
-        f"(quantized dimension {axis})",
-    )
-    per_channel = bool(scales.size > 1 and np.any(scales != scales[0])) or groups != 1
-    scales = np.broadcast_to(scales, (out_channels,)).astype(np.float32) if per_channel else scales[:1]
+    per_channel, scales = _hybrid_filter_scales(weights, groups)
     low, high = float_activation_range(options.fused_activation_function)
     reference = per_channel and (kernel_type is REFERENCE or groups != 1)
     hybrid = state.hybrid = HybridConv(per_channel, scales, reference, low, high, context.host.arithmetic)
@@ -442,8 +444,43 @@ def _conv2d_hybrid(context, node, state, options, source, weights, bias, output,
         dtype,
         np.dtype(dtype).itemsize,
     )
-    per_batch = window.out[0] * window.out[1]
-    if per_channel:
+    _hybrid_scale_back(hybrid, scales, bias, out_channels, window.out[0] * window.out[1], dtype)
+    pixels = source.shape[0] * window.out[0] * window.out[1]
+    if pixels:
+        # the quantized input, as the product's type (float32: quantized into it)
+        scratch_tensor(context, state.wide, FLOAT_TYPES[np.dtype(dtype)], source.shape)
+        scratch_tensor(context, state.acc, FLOAT_TYPES[np.dtype(dtype)], (pixels, out_channels))
+        temporaries += [state.wide, state.acc]
+        if matrix is not None:
+            hybrid.product = Program(_hybrid_product_calls)
+    set_temporaries(context, node, owned(state), temporaries)
+
+
+def _hybrid_filter_scales(weights, groups: int) -> tuple[bool, np.ndarray]:
+    """(per channel, float32 scales): TFLite's hybrid Prepare wants a scale per output channel; equal
+    scales and no groups take the per-tensor arithmetic (one scale)."""
+    op, out_channels = "CONV_2D", weights.shape[0]
+    quantization = weights.quantization
+    ensure(
+        isinstance(quantization, AffineQuantization) and quantization.scale.size > 0,
+        f"{op} hybrid filter must have affine quantization with scales",
+    )
+    scales = quantization.scale.astype(np.float32)
+    axis = quantization.quantized_dimension
+    ensure(
+        axis == 0 and scales.size == out_channels,
+        f"{op} hybrid filter has {scales.size} scales for {out_channels} output channels "
+        f"(quantized dimension {axis})",
+    )
+    per_channel = bool(scales.size > 1 and np.any(scales != scales[0])) or groups != 1
+    return per_channel, (
+        np.broadcast_to(scales, (out_channels,)).astype(np.float32) if per_channel else scales[:1]
+    )
+
+
+def _hybrid_scale_back(hybrid, scales: np.ndarray, bias, out_channels: int, per_batch: int, dtype) -> None:
+    """The rows the hybrid kernel scales its accumulators back with, and the compiled scale-back."""
+    if hybrid.per_channel:
         hybrid.scale_row = channel_row(scales, per_batch)
         hybrid.factors = np.empty_like(hybrid.scale_row)
     if dtype == np.float32:
@@ -454,15 +491,6 @@ def _conv2d_hybrid(context, node, state, options, source, weights, bias, output,
     hybrid.bias_constant = constant_data(bias) is not None
     values = bias.data if hybrid.bias_constant else np.zeros(out_channels)
     hybrid.bias_row = channel_row(values, per_batch, np.float32)
-    pixels = source.shape[0] * window.out[0] * window.out[1]
-    if pixels:
-        # the quantized input, as the product's type (float32: quantized into it)
-        scratch_tensor(context, state.wide, FLOAT_TYPES[np.dtype(dtype)], source.shape)
-        scratch_tensor(context, state.acc, FLOAT_TYPES[np.dtype(dtype)], (pixels, out_channels))
-        temporaries += [state.wide, state.acc]
-        if matrix is not None:
-            hybrid.product = Program(_hybrid_product_calls)
-    set_temporaries(context, node, owned(state), temporaries)
 
 
 def _hybrid_product_calls(state: ConvState, quantized, stage, col, acc) -> list:

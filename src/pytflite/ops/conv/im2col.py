@@ -167,13 +167,19 @@ def plan_conv(
             scratch_tensor(context, state.scratch, FLOAT_TYPES[state.dtype], (pixels, groups * state.depth))
         state.windows = (shape, view, columns)
         temporaries.append(state.scratch)
-    state.weights = None
-    if weights_matrix is not None:
-        w = weights_matrix
-        if state.folded:
-            w = np.concatenate((w, fold_bias.reshape(groups, 1, -1).astype(dtype)), axis=1)
-        state.weights = np.ascontiguousarray(w, dtype=dtype)
+    state.weights = _product_weights(weights_matrix, fold_bias if state.folded else None, groups, dtype)
     return temporaries
+
+
+def _product_weights(weights_matrix, fold_bias, groups: int, dtype) -> np.ndarray | None:
+    """The constant right operand of the product, with the folded bias as one more row per group."""
+    if weights_matrix is None:
+        return None
+    if fold_bias is not None:
+        weights_matrix = np.concatenate(
+            (weights_matrix, fold_bias.reshape(groups, 1, -1).astype(dtype)), axis=1
+        )
+    return np.ascontiguousarray(weights_matrix, dtype=dtype)
 
 
 def plan_float_bias(state, bias, pixels: int) -> None:
