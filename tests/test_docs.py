@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pytflite import BuiltinOperator
+from pytflite.tools.module_index import module_index
 from pytflite.tools.ops_table import ops_table
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
@@ -13,6 +14,12 @@ DOCS = Path(__file__).resolve().parents[1] / "docs"
 def test_ops_table_is_current():
     assert (DOCS / "ops.md").read_text() == ops_table(), (
         "regenerate: python -m pytflite.tools.ops_table > docs/ops.md"
+    )
+
+
+def test_module_index_is_current():
+    assert (DOCS / "modules.md").read_text() == module_index(), (
+        "regenerate: python -m pytflite.tools.module_index > docs/modules.md"
     )
 
 
