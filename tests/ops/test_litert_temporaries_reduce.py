@@ -52,6 +52,16 @@ def test_reduction_temporaries_as_litert(op, x, constant_axes, resolver):
     assert_listed_as_litert(model, resolver, inputs=feeds)
 
 
+def mean_model() -> tuple[bytes, list]:
+    """MEAN of X over axes 0 and 2: four temporaries under LiteRT's builtin kernels."""
+    return SingleOpModel(
+        Op.MEAN,
+        [Operand(X), Operand(np.array([0, 2], np.int32), constant=True)],
+        [T.FLOAT32],
+        {"keep_dims": False},
+    ).build()
+
+
 def test_a_rule_that_fails_lists_less_and_never_fails_the_model(caplog, monkeypatch):
     """The listing is a view: a rule raising on a node it did not foresee leaves that node's temporaries
     out, with a warning on the "pytflite" logger naming the node, and the model allocates and runs as
@@ -64,12 +74,7 @@ def test_a_rule_that_fails_lists_less_and_never_fails_the_model(caplog, monkeypa
     monkeypatch.setattr(
         temporaries, "rules_for", lambda op: TemporaryRules(broken) if op == Op.MEAN else rules_for(op)
     )
-    model, feeds = SingleOpModel(
-        Op.MEAN,
-        [Operand(X), Operand(np.array([0, 2], np.int32), constant=True)],
-        [T.FLOAT32],
-        {"keep_dims": False},
-    ).build()
+    model, feeds = mean_model()
     interpreter = pytflite.Interpreter(
         model_content=model,
         experimental_op_resolver_type=pytflite.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
@@ -87,12 +92,7 @@ def test_a_rule_that_fails_lists_less_and_never_fails_the_model(caplog, monkeypa
 def test_the_listing_can_be_switched_off():
     """With experimental_list_litert_temporaries=False no tensor stands for LiteRT's temporaries: the
     listing is the model's tensors, and the model runs as before."""
-    model, feeds = SingleOpModel(
-        Op.MEAN,
-        [Operand(X), Operand(np.array([0, 2], np.int32), constant=True)],
-        [T.FLOAT32],
-        {"keep_dims": False},
-    ).build()
+    model, feeds = mean_model()
     kernels = pytflite.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
     listed, unlisted = (
         pytflite.Interpreter(
