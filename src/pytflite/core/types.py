@@ -115,6 +115,9 @@ class Status(enum.IntEnum):
 
 OK_STATUSES = frozenset({None, Status.OK})  # what a kernel or delegate may return on success
 
+INT32_MIN = -(2**31)  # int32's range, which TFLite's integer arithmetic wraps or clamps to
+INT32_MAX = 2**31 - 1
+
 
 class SubgraphState(enum.Enum):
     """Where a subgraph is in its lifecycle (tflite::Subgraph::State)."""

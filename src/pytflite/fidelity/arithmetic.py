@@ -17,10 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..core.types import INT32_MAX, INT32_MIN
 from . import sse
-
-INT32_MIN = -(2**31)
-INT32_MAX = 2**31 - 1
 
 
 def float_to_int32(values, saturate: bool = False, *, x86: bool) -> np.ndarray:

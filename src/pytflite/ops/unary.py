@@ -41,7 +41,7 @@ from functools import partial
 
 import numpy as np
 
-from ..core.types import BuiltinOperator, TensorType, storage_dtype, type_name
+from ..core.types import INT32_MIN, BuiltinOperator, TensorType, storage_dtype, type_name
 from ..errors import KernelError, ensure, ensure_eq, ensure_type, ensure_types_eq
 from ..fidelity.arithmetic import HostArithmetic
 from .common import CallSequence, check_arity, input_tensor, output_tensor, unary_step
@@ -132,7 +132,6 @@ def _zeros(x, out):
 # --- quantized unary math: lookup tables over every int8 / int16 input value ----------------------
 
 _F32 = np.float32
-_INT32_MIN = -(2**31)
 
 
 def _affine(tensor, role: str, op_name: str) -> tuple[float, int]:
@@ -234,7 +233,7 @@ def _sqrt_quantized(source, output, arithmetic: HostArithmetic) -> Compute:
 def _saturating_left_shift(x: np.ndarray, exponent: int) -> np.ndarray:
     """gemmlowp's SaturatingRoundingMultiplyByPOT for a positive exponent on int32 values."""
     threshold = (1 << (31 - exponent)) - 1
-    return np.where(x > threshold, 2**31 - 1, np.where(x < -threshold, _INT32_MIN, x << exponent))
+    return np.where(x > threshold, 2**31 - 1, np.where(x < -threshold, INT32_MIN, x << exponent))
 
 
 def _inv_sqrt_multipliers(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -38,7 +38,7 @@ from itertools import islice
 
 import numpy as np
 
-from ...core.types import TensorType, bytes_required
+from ...core.types import INT32_MAX, TensorType, bytes_required
 from ...errors import KernelError, ensure, ensure_condition_eq
 from ...model.custom_options import decode_custom_options
 from ..common import input_tensor, output_tensor
@@ -49,7 +49,6 @@ from .heap_order import partial_sort_descending
 
 _NAME = "TFLite_Detection_PostProcess"
 _INPUT_TYPES = (TensorType.FLOAT32, TensorType.UINT8)
-_INT32_MAX = 2**31 - 1
 _exp = c_double_function("exp")  # the C library's, as LiteRT's std::exp(double)
 # NumPy's and the C library's exp(double) are each within a few ulps of the exact value, so the C
 # library's lies within this factor of NumPy's either way (2**-44 is 256 ulps).
@@ -169,9 +168,9 @@ def _check_options(options: PostProcessOptions) -> None:
     ensure(options.max_classes_per_detection >= 0, "max_classes_per_detection must be non-negative")
     ensure(options.detections_per_class >= 0, "detections_per_class must be non-negative")
     ensure(options.num_classes > 0, "num_classes must be positive")
-    ensure(2 * options.max_detections <= _INT32_MAX, "2 * max_detections overflows int32")
+    ensure(2 * options.max_detections <= INT32_MAX, "2 * max_detections overflows int32")
     ensure(
-        options.max_detections * options.max_classes_per_detection <= _INT32_MAX,
+        options.max_detections * options.max_classes_per_detection <= INT32_MAX,
         "max_detections * max_classes_per_detection overflows int32",
     )
 

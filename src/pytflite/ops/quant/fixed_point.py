@@ -17,8 +17,7 @@ import math
 
 import numpy as np
 
-INT32_MIN = -(2**31)
-INT32_MAX = 2**31 - 1
+from ...core.types import INT32_MAX, INT32_MIN
 
 
 def round_half_away(value):

@@ -6,14 +6,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...core.types import BuiltinOperator, type_name
+from ...core.types import INT32_MAX, BuiltinOperator, type_name
 from ...errors import KernelError, ensure_eq, ensure_type, ensure_types_eq
 from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
 from .common import INDEX, SIZED, T, int_values
 
 _TILE_TYPES = (*SIZED, T.STRING)
-_INT32_MAX = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -37,7 +36,7 @@ def _tile_plan(context, node) -> TilePlan:
     for d, m in zip(shape, counts):
         if m < 0:
             raise KernelError("Multipliers must be non-negative.")
-        if d < 0 or (d > 0 and m > _INT32_MAX // d):
+        if d < 0 or (d > 0 and m > INT32_MAX // d):
             raise KernelError(
                 f"Cannot multiply {d} and {m}. Output shape dimensions must be in range [0, INT32_MAX]."
             )

@@ -6,13 +6,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...core.types import AllocationType, BuiltinOperator, TensorType, num_elements
+from ...core.types import INT32_MIN, AllocationType, BuiltinOperator, TensorType, num_elements
 from ...errors import KernelError, ensure, ensure_eq, ensure_type, ensure_types_eq
 from ..common import check_arity, copy_step, input_tensor, output_tensor
 from ..registry import register_builtin
 from .common import SLICE_TYPES, ensure_vector, ints
-
-_INT32_MIN = -(2**31)
 
 
 def _bit(mask: int, i: int) -> bool:
@@ -132,7 +130,7 @@ def strided_slice_shape(shape, begin, end, strides, options) -> tuple[int, ...]:
         else:
             start = _start(axis)
             extent = _stop(axis, start, False) - start
-        ensure(axis.stride != _INT32_MIN, "stride value INT32_MIN is not supported")
+        ensure(axis.stride != INT32_MIN, "stride value INT32_MIN is not supported")
         if (extent < 0) != (axis.stride < 0):
             extent = 0
         elif axis.stride < 0:
