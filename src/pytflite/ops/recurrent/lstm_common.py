@@ -268,7 +268,7 @@ def _check_lstm_direction(
     context, node, direction: LstmDirection, t: dict, use_layer_norm: bool, is_integer: bool, op: str
 ) -> None:
     """TFLite's CheckInputTensorDimensions for one direction's tensors."""
-    n_cell, n_input, n_output = direction.n_cell, direction.n_input, direction.n_output
+    n_cell, n_output = direction.n_cell, direction.n_output
     options = node.builtin_data
     ensure(options.cell_clip >= 0, "params->cell_clip >= 0 was not true.")
     ensure(options.proj_clip >= 0, "params->proj_clip >= 0 was not true.")
@@ -279,98 +279,90 @@ def _check_lstm_direction(
         weight_type in (T.FLOAT32, T.UINT8, T.INT8),
         f"{op} weights of type {type_name(weight_type)} are not supported",
     )
-
-    def matrix(name, rows, cols, diag_ok=False):
-        tensor = t[name]
-        if diag_ok and tensor is not None and len(tensor.shape) == 1:
-            ensure_eq(tensor.shape[0], rows, f"{name}_weights->dims->data[0]")
-            return
-        if tensor is None:
-            return
-        ensure_eq(len(tensor.shape), 2, f"{name}_weights->dims->size")
-        ensure_eq(tensor.shape[0], rows, f"{name}_weights->dims->data[0]")
-        ensure_eq(tensor.shape[1], cols, f"{name}_weights->dims->data[1]")
-        if tensor.type != weight_type:
-            raise KernelError(
-                f"{name}_weights->type != input_to_forget_weights->type "
-                f"({type_name(tensor.type)} != {type_name(weight_type)})"
-            )
-
-    diag_ok = op == "UNIDIRECTIONAL_SEQUENCE_LSTM"
-    for gate in _GATES:
-        if gate != "input" or t["input_to_input"] is not None:
-            ensure(t[f"input_to_{gate}"] is not None, f"Tensor input_to_{gate}_weights is required")
-        matrix(f"input_to_{gate}", n_cell, n_input)
-        if gate != "input":
-            ensure(t[f"recurrent_to_{gate}"] is not None, f"Tensor recurrent_to_{gate}_weights is required")
-        matrix(f"recurrent_to_{gate}", n_cell, n_output, diag_ok)
+    _check_gate_weights(t, direction, weight_type, diag_ok=op == "UNIDIRECTIONAL_SEQUENCE_LSTM")
     cifg = t["input_to_input"] is None
     ensure(cifg == (t["recurrent_to_input"] is None), "cifg_weights_all_or_none == true was not true.")
-    peephole_type = T.INT16 if is_integer else weight_type
-    present = []
-    for gate in ("input", "forget", "output"):
-        tensor = t[f"cell_to_{gate}"]
-        if tensor is not None:
-            ensure_eq(len(tensor.shape), 1, f"cell_to_{gate}_weights->dims->size")
-            ensure_eq(tensor.shape[0], n_cell, f"cell_to_{gate}_weights->dims->data[0]")
-            if tensor.type != peephole_type:
-                raise KernelError(
-                    f"cell_to_{gate}_weights->type != {type_name(peephole_type)} "
-                    f"({type_name(tensor.type)} != {type_name(peephole_type)})"
-                )
-        present.append(tensor is not None)
-    all_present = (present[0] or cifg) and present[1] and present[2]
-    ensure(all_present or not any(present), "peephole_weights_all_or_none == true was not true.")
+    _check_peepholes(t, n_cell, cifg, T.INT16 if is_integer else weight_type)
     bias_type = T.INT32 if is_integer else T.FLOAT32
-    for gate in _GATES:
-        tensor = t[f"{gate}_bias"]
-        if gate == "input" and cifg:
-            ensure(tensor is None, "input_gate_bias == nullptr was not true.")
-            continue
-        ensure(tensor is not None, f"Tensor {gate}_gate_bias is required")
-        ensure_eq(len(tensor.shape), 1, f"{gate}_gate_bias->dims->size")
-        ensure_eq(tensor.shape[0], n_cell, f"{gate}_gate_bias->dims->data[0]")
-        if tensor.type != bias_type:
-            raise KernelError(
-                f"{gate}_gate_bias->type != {type_name(bias_type)} ({type_name(tensor.type)} != {type_name(bias_type)})"
-            )
+    biases = {gate: t[f"{gate}_bias"] for gate in _GATES}
+    _check_gate_vectors(biases, "{}_gate_bias", "Tensor {} is required", n_cell, cifg, bias_type)
     projection, projection_bias = t["projection_weights"], t["projection_bias"]
-    if projection is not None:
-        ensure_eq(len(projection.shape), 2, "projection_weights->dims->size")
-        ensure_eq(projection.shape[0], n_output, "projection_weights->dims->data[0]")
-        ensure_eq(projection.shape[1], n_cell, "projection_weights->dims->data[1]")
-        if projection.type != weight_type:
-            raise KernelError(
-                f"projection_weights->type != input_to_forget_weights->type "
-                f"({type_name(projection.type)} != {type_name(weight_type)})"
-            )
+    _check_weight_matrix(projection, "projection", n_output, n_cell, weight_type)
     if projection_bias is not None:
-        ensure_eq(len(projection_bias.shape), 1, "projection_bias->dims->size")
-        ensure_eq(projection_bias.shape[0], n_output, "projection_bias->dims->data[0]")
-        if projection_bias.type != bias_type:
-            raise KernelError(
-                f"projection_bias->type != {type_name(bias_type)} "
-                f"({type_name(projection_bias.type)} != {type_name(bias_type)})"
-            )
+        _check_vector(projection_bias, "projection_bias", n_output, bias_type)
     ensure(
         projection is not None or projection_bias is None,
         "projecton_tensors_consistent == true was not true.",
     )
     if use_layer_norm:
+        norms = {gate: t.get(f"{gate}_layer_norm") for gate in _GATES}
         norm_type = T.INT16 if is_integer else T.FLOAT32
-        for gate in _GATES:
-            tensor = t.get(f"{gate}_layer_norm")
-            if gate == "input" and cifg:
-                ensure(tensor is None, "input_layer_norm_coefficients == nullptr was not true.")
-                continue
-            ensure(tensor is not None, f"{gate}_layer_norm_coefficients != nullptr was not true.")
-            ensure_eq(len(tensor.shape), 1, f"{gate}_layer_norm_coefficients->dims->size")
-            ensure_eq(tensor.shape[0], n_cell, f"{gate}_layer_norm_coefficients->dims->data[0]")
-            if tensor.type != norm_type:
-                raise KernelError(
-                    f"{gate}_layer_norm_coefficients->type != {type_name(norm_type)} "
-                    f"({type_name(tensor.type)} != {type_name(norm_type)})"
-                )
+        label = "{}_layer_norm_coefficients"
+        _check_gate_vectors(norms, label, "{} != nullptr was not true.", n_cell, cifg, norm_type)
+
+
+def _check_weight_matrix(tensor, name: str, rows: int, cols: int, weight_type, diag_ok: bool = False) -> None:
+    """Check a [rows, cols] weight matrix (where diag_ok, or a [rows] diagonal) of the weights' type, if present."""
+    if diag_ok and tensor is not None and len(tensor.shape) == 1:
+        ensure_eq(tensor.shape[0], rows, f"{name}_weights->dims->data[0]")
+        return
+    if tensor is None:
+        return
+    ensure_eq(len(tensor.shape), 2, f"{name}_weights->dims->size")
+    ensure_eq(tensor.shape[0], rows, f"{name}_weights->dims->data[0]")
+    ensure_eq(tensor.shape[1], cols, f"{name}_weights->dims->data[1]")
+    if tensor.type != weight_type:
+        raise KernelError(
+            f"{name}_weights->type != input_to_forget_weights->type "
+            f"({type_name(tensor.type)} != {type_name(weight_type)})"
+        )
+
+
+def _check_vector(tensor, name: str, size: int, dtype) -> None:
+    """Check a 1-D [size] tensor (bias, peephole, layer norm coefficients) of the given type."""
+    ensure_eq(len(tensor.shape), 1, f"{name}->dims->size")
+    ensure_eq(tensor.shape[0], size, f"{name}->dims->data[0]")
+    if tensor.type != dtype:
+        raise KernelError(
+            f"{name}->type != {type_name(dtype)} ({type_name(tensor.type)} != {type_name(dtype)})"
+        )
+
+
+def _check_gate_weights(t: dict, direction: LstmDirection, weight_type, diag_ok: bool) -> None:
+    """Check each gate's input and recurrent weights: present (the input gate's only without CIFG), shaped."""
+    n_cell, n_input, n_output = direction.n_cell, direction.n_input, direction.n_output
+    for gate in _GATES:
+        if gate != "input" or t["input_to_input"] is not None:
+            ensure(t[f"input_to_{gate}"] is not None, f"Tensor input_to_{gate}_weights is required")
+        _check_weight_matrix(t[f"input_to_{gate}"], f"input_to_{gate}", n_cell, n_input, weight_type)
+        if gate != "input":
+            ensure(t[f"recurrent_to_{gate}"] is not None, f"Tensor recurrent_to_{gate}_weights is required")
+        recurrent = t[f"recurrent_to_{gate}"]
+        _check_weight_matrix(recurrent, f"recurrent_to_{gate}", n_cell, n_output, weight_type, diag_ok)
+
+
+def _check_peepholes(t: dict, n_cell: int, cifg: bool, dtype) -> None:
+    """Check the peephole (cell_to_gate) weights: [n_cell] vectors, all of them or none."""
+    present = []
+    for gate in ("input", "forget", "output"):
+        tensor = t[f"cell_to_{gate}"]
+        if tensor is not None:
+            _check_vector(tensor, f"cell_to_{gate}_weights", n_cell, dtype)
+        present.append(tensor is not None)
+    all_present = (present[0] or cifg) and present[1] and present[2]
+    ensure(all_present or not any(present), "peephole_weights_all_or_none == true was not true.")
+
+
+def _check_gate_vectors(tensors: dict, label: str, required: str, n_cell: int, cifg: bool, dtype) -> None:
+    """Check per-gate [n_cell] vectors (biases, layer norms) by gate: the input gate's absent with CIFG, the
+    others present; `label` and `required` (its message when absent) are formats of the tensor's name."""
+    for gate, tensor in tensors.items():
+        name = label.format(gate)
+        if gate == "input" and cifg:
+            ensure(tensor is None, f"{name} == nullptr was not true.")
+            continue
+        ensure(tensor is not None, required.format(name))
+        _check_vector(tensor, name, n_cell, dtype)
 
 
 def lstm_direction(

@@ -4,6 +4,8 @@ quirk."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -55,111 +57,175 @@ def run_lstm(
     if plain(direction, run):
         PlainLstm(weights.halved, run, x, aux, h, c, out, forward)()
         return
-    n = direction.n_cell
-    hybrid = direction.hybrid
-    # Input (and aux input) contributions of every step at once: bias + x.W (+ aux.W), TFLite's order.
-    if hybrid:
+    pre = _input_terms(direction, weights, run, x, aux)
+    scalar = _scalar_mask(direction, batch, run.batch_major) if direction.hybrid else None
+    if _compiled_steps(direction, weights, run, pre, scalar, h, c, out, forward):
+        return
+    step = _step_buffers(direction, weights, run, x, aux, scalar)
+    hidden = h  # the output state: h before the first step, then the last step's output
+    for t in range(steps) if forward else range(steps - 1, -1, -1):
+        _step_gates(step, pre[t], hidden, c, t)
+        _step_cell(step, c)
+        hidden = out[t]
+        _step_output(step, c, hidden)
+    h[...] = hidden
+
+
+def _input_terms(direction: LstmDirection, weights, run: LstmRun, x, aux) -> np.ndarray:
+    """Input (and aux input) contributions of every step at once: bias + x.W (+ aux.W), TFLite's order."""
+    if direction.hybrid:
+        steps, batch = x.shape[0], x.shape[1]
         products = [(weights.input_matrix, np.ascontiguousarray(x).reshape(-1, x.shape[2]))]
         if aux is not None:
             products.append((weights.aux_matrix, np.ascontiguousarray(aux).reshape(-1, aux.shape[2])))
-        pre = hybrid_terms(weights.bias, steps * batch, products, run.asymmetric).reshape(steps, batch, -1)
-    else:
-        pre = sequence_matmul(x, weights.input_weights)
-        pre += weights.bias
-        if aux is not None:
-            pre += sequence_matmul(aux, weights.aux_weights)
-    scalar = None
-    if hybrid:
-        key, masks = (batch, run.batch_major), direction.scalar_mask
-        scalar = masks.get(key)
-        if scalar is None:
-            masks.clear()
-            scalar = masks[key] = read_only(_sigmoid_scalar_elements(direction, batch, run.batch_major))
-    if _compiled_steps(direction, weights, run, pre, scalar, h, c, out, forward):
-        return
-    quirk = run.activation == ActivationFunctionType.NONE
-    if quirk:
-        zero_rows = _zero_input_rows(direction, run, x, aux)
+        return hybrid_terms(weights.bias, steps * batch, products, run.asymmetric).reshape(steps, batch, -1)
+    pre = sequence_matmul(x, weights.input_weights)
+    pre += weights.bias
+    if aux is not None:
+        pre += sequence_matmul(aux, weights.aux_weights)
+    return pre
 
-    gates = np.empty((batch, len(direction.order) * n), F32)
-    recurrent = np.empty_like(gates)
-    scratch = np.empty((batch, n), F32)
-    cell_gate = gates[:, direction.gate_slice("cell")]
-    output_gate = gates[:, direction.gate_slice("output")]
-    forget_gate = gates[:, direction.gate_slice("forget")]
-    input_gate = None if direction.cifg else gates[:, direction.gate_slice("input")]
-    gates3 = gates.reshape(batch, -1, n)
-    layer_norm = weights.layer_norm
-    peephole = weights.peephole
-    ngates = len(direction.order)
+
+def _scalar_mask(direction: LstmDirection, batch: int, batch_major: bool) -> np.ndarray:
+    """The hybrid sigmoid's _sigmoid_scalar_elements, kept on the direction for the last batch and layout."""
+    key, masks = (batch, batch_major), direction.scalar_mask
+    scalar = masks.get(key)
+    if scalar is None:
+        masks.clear()
+        scalar = masks[key] = read_only(_sigmoid_scalar_elements(direction, batch, batch_major))
+    return scalar
+
+
+@dataclass(frozen=True)
+class _StepBuffers:
+    """What run_lstm's NumPy steps share: the weights and settings, and buffers and gate views made once."""
+
+    direction: LstmDirection
+    weights: Any
+    asymmetric: bool
+    gates: np.ndarray  # [batch, gates * n_cell], the gates in direction.order
+    gates3: np.ndarray  # the same buffer as [batch, gates, n_cell] (the layer norm's rows)
+    recurrent: np.ndarray  # h . W (float)
+    scratch: np.ndarray  # [batch, n_cell]
+    input_gate: np.ndarray | None  # None with CIFG
+    forget_gate: np.ndarray
+    output_gate: np.ndarray
+    cell_gate: np.ndarray
+    sigmoid_early: slice  # the sigmoid gates before the cell update (the leading ones)
+    scalar_early: np.ndarray | None  # the hybrid sigmoid's scalar elements of those, and of the output gate
+    scalar_output: np.ndarray | None
+    sigmoid: Callable
+    activate: Callable | None  # the cell gate's and cell state's activation; None for NONE
+    cell_clip: np.float32
+    proj_clip: np.float32
+    zero_rows: np.ndarray | None  # _zero_input_rows with no activation (the cell gate quirk), else None
+
+
+def _step_buffers(direction: LstmDirection, weights, run: LstmRun, x, aux, scalar) -> _StepBuffers:
+    """Make the steps' buffers and gate views once a sequence, not at each step."""
+    n, batch, ngates = direction.n_cell, x.shape[1], len(direction.order)
+    hybrid = direction.hybrid
+    zero_rows = (
+        _zero_input_rows(direction, run, x, aux) if run.activation == ActivationFunctionType.NONE else None
+    )
+    gates = np.empty((batch, ngates * n), F32)
     # Before the cell update: the sigmoid gates are the leading ones (all but cell when no peephole).
     sigmoid_early = slice(0, (ngates - 1) * n) if not direction.peephole else slice(0, (ngates - 2) * n)
-    proj_clip = F32(run.proj_clip)
-    cell_clip = F32(run.cell_clip)
     # Eigen's exact logistic and tanh where the results are requantized (hybrid), faster ones otherwise
     sigmoid, tanh = (sigmoid_into, tanh_into) if hybrid else (fast_sigmoid, fast_tanh)
-    scalar_early = scalar_output = None
-    if hybrid:
-        scalar_early, scalar_output = scalar[:, sigmoid_early], scalar[:, direction.gate_slice("output")]
+    return _StepBuffers(
+        direction=direction,
+        weights=weights,
+        asymmetric=run.asymmetric,
+        gates=gates,
+        gates3=gates.reshape(batch, -1, n),
+        recurrent=np.empty_like(gates),
+        scratch=np.empty((batch, n), F32),
+        input_gate=None if direction.cifg else gates[:, direction.gate_slice("input")],
+        forget_gate=gates[:, direction.gate_slice("forget")],
+        output_gate=gates[:, direction.gate_slice("output")],
+        cell_gate=gates[:, direction.gate_slice("cell")],
+        sigmoid_early=sigmoid_early,
+        scalar_early=scalar[:, sigmoid_early] if hybrid else None,
+        scalar_output=scalar[:, direction.gate_slice("output")] if hybrid else None,
+        sigmoid=sigmoid,
+        activate=activation_function(run.activation, tanh),
+        cell_clip=F32(run.cell_clip),
+        proj_clip=F32(run.proj_clip),
+        zero_rows=zero_rows,
+    )
 
-    activate = activation_function(run.activation, tanh)
-    hidden = h  # the output state: h before the first step, then the last step's output
-    for t in range(steps) if forward else range(steps - 1, -1, -1):
-        if hybrid:
-            if hidden.any():
-                np.add(pre[t], hybrid_product(weights.recurrent_matrix, hidden, run.asymmetric), out=gates)
-            else:
-                np.copyto(gates, pre[t])
+
+def _step_gates(s: _StepBuffers, pre_t, hidden, c, t: int) -> None:
+    """One step's gates before the cell update: input terms plus h.R, the peepholes on the old cell state,
+    layer norm, and the activations."""
+    direction, weights, gates, scratch = s.direction, s.weights, s.gates, s.scratch
+    if direction.hybrid:
+        if hidden.any():
+            np.add(pre_t, hybrid_product(weights.recurrent_matrix, hidden, s.asymmetric), out=gates)
         else:
-            np.matmul(hidden, weights.recurrent_weights, out=recurrent)
-            np.add(pre[t], recurrent, out=gates)
-        if direction.peephole:
-            if input_gate is not None:
-                np.multiply(peephole["input"], c, out=scratch)
-                input_gate += scratch
-            np.multiply(peephole["forget"], c, out=scratch)
-            forget_gate += scratch
+            np.copyto(gates, pre_t)
+    else:
+        np.matmul(hidden, weights.recurrent_weights, out=s.recurrent)
+        np.add(pre_t, s.recurrent, out=gates)
+    if direction.peephole:
+        input_gate, forget_gate, peephole = s.input_gate, s.forget_gate, weights.peephole
+        if input_gate is not None:
+            np.multiply(peephole["input"], c, out=scratch)
+            input_gate += scratch
+        np.multiply(peephole["forget"], c, out=scratch)
+        forget_gate += scratch
+    layer_norm = weights.layer_norm
+    if layer_norm is not None:
+        if direction.peephole:  # output gate later, after its peephole on the new cell state
+            _layer_norm(s.gates3[:, :-1], layer_norm[0][:-1], layer_norm[1][:-1])
+        else:
+            _layer_norm(s.gates3, layer_norm[0], layer_norm[1])
+    s.sigmoid(gates[:, s.sigmoid_early], gates[:, s.sigmoid_early], s.scalar_early)
+    if s.activate is not None:
+        s.activate(s.cell_gate, s.cell_gate)
+    if s.zero_rows is not None:
+        _cell_gate_quirk(direction, weights, pre_t, s.cell_gate, s.zero_rows[t])
+
+
+def _step_cell(s: _StepBuffers, c) -> None:
+    """One step's cell state, in place: c = f * c + i * g (CIFG: i = 1 - f), clipped."""
+    forget_gate, scratch = s.forget_gate, s.scratch
+    np.multiply(forget_gate, c, out=c)
+    if s.input_gate is None:
+        np.subtract(ONE, forget_gate, out=forget_gate)
+        np.multiply(s.cell_gate, forget_gate, out=scratch)
+    else:
+        np.multiply(s.cell_gate, s.input_gate, out=scratch)
+    c += scratch
+    if s.cell_clip > 0:
+        clip(c, -s.cell_clip, s.cell_clip, out=c)
+
+
+def _step_output(s: _StepBuffers, c, hidden) -> None:
+    """One step's output into hidden: the output gate (its peephole on the new cell state) times act(c),
+    projected and clipped."""
+    direction, weights, output_gate, scratch = s.direction, s.weights, s.output_gate, s.scratch
+    if direction.peephole:
+        np.multiply(weights.peephole["output"], c, out=scratch)
+        output_gate += scratch
+        layer_norm = weights.layer_norm
         if layer_norm is not None:
-            if direction.peephole:  # output gate later, after its peephole on the new cell state
-                _layer_norm(gates3[:, :-1], layer_norm[0][:-1], layer_norm[1][:-1])
-            else:
-                _layer_norm(gates3, layer_norm[0], layer_norm[1])
-        sigmoid(gates[:, sigmoid_early], gates[:, sigmoid_early], scalar_early)
-        if activate is not None:
-            activate(cell_gate, cell_gate)
-        if quirk:
-            _cell_gate_quirk(direction, weights, pre[t], cell_gate, zero_rows[t])
-        # Cell state: c = f * c + i * g (CIFG: i = 1 - f), clipped.
-        np.multiply(forget_gate, c, out=c)
-        if input_gate is None:
-            np.subtract(ONE, forget_gate, out=forget_gate)
-            np.multiply(cell_gate, forget_gate, out=scratch)
-        else:
-            np.multiply(cell_gate, input_gate, out=scratch)
-        c += scratch
-        if cell_clip > 0:
-            clip(c, -cell_clip, cell_clip, out=c)
-        if direction.peephole:
-            np.multiply(peephole["output"], c, out=scratch)
-            output_gate += scratch
-            if layer_norm is not None:
-                _layer_norm(gates3[:, -1:], layer_norm[0][-1:], layer_norm[1][-1:])
-            sigmoid(output_gate, output_gate, scalar_output)
-        # Output: o * act(c) (with no activation TFLite multiplies by the cell gate buffer instead).
-        if activate is None:
-            activated = cell_gate
-        else:
-            activate(c, scratch)
-            activated = scratch
-        hidden = out[t]
-        if direction.projection:
-            np.multiply(output_gate, activated, out=scratch)
-            _lstm_project(weights, hybrid, run.asymmetric, scratch, hidden)
-            if proj_clip > 0:
-                clip(hidden, -proj_clip, proj_clip, out=hidden)
-        else:
-            np.multiply(output_gate, activated, out=hidden)
-    h[...] = hidden
+            _layer_norm(s.gates3[:, -1:], layer_norm[0][-1:], layer_norm[1][-1:])
+        s.sigmoid(output_gate, output_gate, s.scalar_output)
+    # Output: o * act(c) (with no activation TFLite multiplies by the cell gate buffer instead).
+    if s.activate is None:
+        activated = s.cell_gate
+    else:
+        s.activate(c, scratch)
+        activated = scratch
+    if direction.projection:
+        np.multiply(output_gate, activated, out=scratch)
+        _lstm_project(weights, direction.hybrid, s.asymmetric, scratch, hidden)
+        if s.proj_clip > 0:
+            clip(hidden, -s.proj_clip, s.proj_clip, out=hidden)
+    else:
+        np.multiply(output_gate, activated, out=hidden)
 
 
 def _compiled_steps(direction, weights, run, pre, scalar, h, c, out, forward: bool) -> bool:

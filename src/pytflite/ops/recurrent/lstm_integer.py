@@ -61,6 +61,7 @@ class _IntegerLstm:
 
 
 _FIXED_POINT_TABLES: dict = {}
+_GATES = ("input", "forget", "cell", "output")  # the order of the intermediates
 
 
 def fixed_point_table(function: str, integer_bits: int) -> np.ndarray:
@@ -82,8 +83,22 @@ def checked_log2(value: float) -> int | None:
     return int(rounded) if abs(F32(log2 - rounded)) < F32(1e-3) else None
 
 
-def integer_lstm_prepare(context, node, direction: LstmDirection, t: dict, source, op: str) -> _IntegerLstm:
+@dataclass(frozen=True)
+class _IntegerScales:
+    """The float32 scales, zero points and cell state log2 that the integer LSTM's multipliers come from."""
 
+    gates: dict  # gate -> scale of its intermediate (Q3.12 without layer norm)
+    hidden: np.float32  # the hidden intermediate's scale and zero point
+    hidden_zp: int
+    input: np.float32
+    input_zp: int
+    output_state: np.float32
+    output_state_zp: int
+    cell_log2: int  # the cell state's scale is 2**cell_log2
+
+
+def integer_lstm_prepare(context, node, direction: LstmDirection, t: dict, source, op: str) -> _IntegerLstm:
+    """TFLite's integer LSTM checks and its gate multipliers, biases and tables, made once in prepare."""
     if op == "LSTM" and len(node.intermediates) == 12:
         raise KernelError("LSTM with 12 intermediates (TFLite's 8x8->8 integer kernel) is not supported")
     ensure(len(node.intermediates) == 5, "num_intermediate_tensors == 5 was not true.")
@@ -91,111 +106,147 @@ def integer_lstm_prepare(context, node, direction: LstmDirection, t: dict, sourc
         # TFLite's integer peephole runs over n_output values per row: past the cell state here
         raise KernelError(f"{op} integer peephole with n_output > n_cell is not supported")
     ensure(lstm_weights_constant(direction, t), f"{op} with INT8 input needs constant weights")
-    options = node.builtin_data
-    output_state, cell_state = t["output_state"], t["cell_state"]
+    cell_state = t["cell_state"]
     output = output_tensor(context, node)
     for tensor, name in ((cell_state, "cell_state"), (output, "output_tensor")):
         ensure(
             tensor.quantization is not None,
             f"{name}->quantization.type != kTfLiteNoQuantization was not true.",
         )
-    n, order = direction.n_cell, ("input", "forget", "cell", "output")
-    present = [g for g in order if not (direction.cifg and g == "input")]
-    intermediates = [context.tensors[i] for i in node.intermediates]
-    scale_of = {}  # gate -> float32 scale of its intermediate
-    for k, gate in enumerate(order):
-        if direction.layer_norm:
-            ensure(
-                intermediates[k].quantization is not None,
-                "intermediate->quantization.type != kTfLiteNoQuantization",
-            )
-            scale_of[gate] = F32(intermediates[k].quantization.scale[0])
-        else:
-            scale_of[gate] = F32(2.0**-12)  # Q3.12 for the activations
-    hidden = intermediates[4]
-    ensure(
-        hidden.quantization is not None, "hidden->quantization.type != kTfLiteNoQuantization was not true."
-    )
-    hidden_scale, hidden_zp = F32(hidden.quantization.scale[0]), int(hidden.quantization.zero_point[0])
-
-    def scale(tensor):
-        return F32(tensor.params.scale)
-
-    cell_log2 = checked_log2(cell_state.params.scale)
-    ensure(cell_log2 is not None, "CheckedLog2(cell_state->params.scale, &cell_scale) was not true.")
-    if op == "LSTM":
-        ensure(cell_log2 <= -9, "cell_scale <= -9 was not true.")
-    tanh_bits = 15 + cell_log2
-    if not 0 <= tanh_bits <= 6:
-        raise KernelError(
-            f"{op}: a cell state scale of 2**{cell_log2} is not supported (TFLite skips its tanh)"
-        )
-    input_scale, output_state_scale = scale(source), scale(output_state)
-    input_zp, output_state_zp = int(source.params.zero_point), int(output_state.params.zero_point)
-
-    def multiplier(real):
-        return quantize_multiplier(float(real))
-
-    gates = {}
-    input_bias, recurrent_bias = [], []
-    for gate in present:
-        wx, wh = t[f"input_to_{gate}"], t[f"recurrent_to_{gate}"]
-        spec = _IntegerGate(
-            input_scale=multiplier(scale(wx) * input_scale / scale_of[gate]),
-            recurrent_scale=multiplier(scale(wh) * output_state_scale / scale_of[gate]),
-            table=fixed_point_table("tanh" if gate == "cell" else "logistic", 3),
-        )
-        if direction.peephole and gate != "cell":
-            weights = t[f"cell_to_{gate}"]
-            spec.peephole = weights.data.astype(np.int64)
-            spec.peephole_scale = multiplier(
-                F32(2.0**cell_log2 * float(scale(weights)) / float(scale_of[gate]))
-            )
-        bias = t[f"{gate}_bias"].data.astype(np.int64)
-        if direction.layer_norm:
-            norm = t[f"{gate}_layer_norm"]
-            spec.norm_weights = norm.data.astype(np.int64)
-            spec.norm_bias = bias
-            spec.norm_scale = multiplier(scale(norm))
-            spec.variance_guard = max(1, int(F32(10000) * scale(norm)))
-            bias = np.zeros(n, np.int64)
-        input_bias.append(bias - input_zp * wx.data.astype(np.int64).sum(axis=1))
-        recurrent_bias.append(-output_state_zp * wh.data.astype(np.int64).sum(axis=1))
-        gates[gate] = spec
+    scales = _integer_scales(context, node, direction, t, source, op)
+    present = tuple(g for g in _GATES if not (direction.cifg and g == "input"))
+    gates = {gate: _integer_gate(direction, t, gate, scales) for gate in present}
+    input_bias = [_input_bias(direction, t, gate, scales.input_zp) for gate in present]
+    recurrent_bias = [
+        -scales.output_state_zp * t[f"recurrent_to_{gate}"].data.astype(np.int64).sum(axis=1)
+        for gate in present
+    ]
     projection = t["projection_weights"]
-    projection_bias = None
-    if projection is not None:
-        projection_bias = hidden_zp * projection.data.astype(np.int64).sum(axis=1)
-        if t["projection_bias"] is not None:
-            projection_bias = projection_bias + t["projection_bias"].data.astype(np.int64)
-    cell_clip = 0
-    if options.cell_clip > 0:
-        cell_clip = int(np.clip(F32(options.cell_clip) / scale(cell_state), -32768, 32767))
-    proj_clip = 0
-    if options.proj_clip > 0:
-        proj_clip = int(np.clip(F32(options.proj_clip) / F32(output.quantization.scale[0]), -128, 127))
+    projection_bias = _projection_bias(t, scales.hidden_zp)
+    options = node.builtin_data
+    cell_clip = _clip_bound(options.cell_clip, _scale(cell_state), 32767)
+    proj_clip = _clip_bound(options.proj_clip, F32(output.quantization.scale[0]), 127)
     return _IntegerLstm(
-        n_cell=n,
+        n_cell=direction.n_cell,
         n_output=direction.n_output,
-        order=tuple(present),
+        order=present,
         input_weights=np.concatenate([t[f"input_to_{g}"].data for g in present]).T.astype(np.float64),
         input_bias=np.concatenate(input_bias),
         recurrent_weights=np.concatenate([t[f"recurrent_to_{g}"].data for g in present]).T.astype(np.float64),
         recurrent_bias=np.concatenate(recurrent_bias),
         gates=gates,
-        cell_shift=cell_log2,
-        cell_table=fixed_point_table("tanh", tanh_bits),
-        hidden_scale=multiplier(F32(2.0**-15 / float(hidden_scale) * 2.0**-15)),
-        hidden_zp=hidden_zp,
-        output_zp=output_state_zp,
+        cell_shift=scales.cell_log2,
+        cell_table=fixed_point_table("tanh", 15 + scales.cell_log2),
+        hidden_scale=_multiplier(F32(2.0**-15 / float(scales.hidden) * 2.0**-15)),
+        hidden_zp=scales.hidden_zp,
+        output_zp=scales.output_state_zp,
         projection=None if projection is None else projection.data.T.astype(np.float64),
         projection_bias=projection_bias,
-        projection_scale=multiplier(
-            (scale(projection) if projection is not None else ONE) * hidden_scale / output_state_scale
+        projection_scale=_multiplier(
+            (_scale(projection) if projection is not None else ONE) * scales.hidden / scales.output_state
         ),
         cell_clip=cell_clip,
         proj_clip=proj_clip,
     )
+
+
+def _scale(tensor) -> np.float32:
+    """A per-tensor quantized tensor's scale, as float32 (TFLite's)."""
+    return F32(tensor.params.scale)
+
+
+def _multiplier(real) -> tuple[int, int]:
+    """A real multiplier as TFLite's (multiplier, shift), from its float64 value."""
+    return quantize_multiplier(float(real))
+
+
+def _integer_scales(context, node, direction: LstmDirection, t: dict, source, op: str) -> _IntegerScales:
+    """Read and check the intermediates' and states' scales (TFLite's order of checks)."""
+    intermediates = [context.tensors[i] for i in node.intermediates]
+    gates = {}
+    for k, gate in enumerate(_GATES):
+        if direction.layer_norm:
+            ensure(
+                intermediates[k].quantization is not None,
+                "intermediate->quantization.type != kTfLiteNoQuantization",
+            )
+            gates[gate] = F32(intermediates[k].quantization.scale[0])
+        else:
+            gates[gate] = F32(2.0**-12)  # Q3.12 for the activations
+    hidden = intermediates[4]
+    ensure(
+        hidden.quantization is not None, "hidden->quantization.type != kTfLiteNoQuantization was not true."
+    )
+    hidden_scale, hidden_zp = F32(hidden.quantization.scale[0]), int(hidden.quantization.zero_point[0])
+    cell_log2 = checked_log2(t["cell_state"].params.scale)
+    ensure(cell_log2 is not None, "CheckedLog2(cell_state->params.scale, &cell_scale) was not true.")
+    if op == "LSTM":
+        ensure(cell_log2 <= -9, "cell_scale <= -9 was not true.")
+    if not 0 <= 15 + cell_log2 <= 6:
+        raise KernelError(
+            f"{op}: a cell state scale of 2**{cell_log2} is not supported (TFLite skips its tanh)"
+        )
+    output_state = t["output_state"]
+    return _IntegerScales(
+        gates=gates,
+        hidden=hidden_scale,
+        hidden_zp=hidden_zp,
+        input=_scale(source),
+        input_zp=int(source.params.zero_point),
+        output_state=_scale(output_state),
+        output_state_zp=int(output_state.params.zero_point),
+        cell_log2=cell_log2,
+    )
+
+
+def _integer_gate(direction: LstmDirection, t: dict, gate: str, scales: _IntegerScales) -> _IntegerGate:
+    """One gate's requantization multipliers, peephole, layer norm and activation table."""
+    gate_scale = scales.gates[gate]
+    spec = _IntegerGate(
+        input_scale=_multiplier(_scale(t[f"input_to_{gate}"]) * scales.input / gate_scale),
+        recurrent_scale=_multiplier(_scale(t[f"recurrent_to_{gate}"]) * scales.output_state / gate_scale),
+        table=fixed_point_table("tanh" if gate == "cell" else "logistic", 3),
+    )
+    if direction.peephole and gate != "cell":
+        weights = t[f"cell_to_{gate}"]
+        spec.peephole = weights.data.astype(np.int64)
+        spec.peephole_scale = _multiplier(
+            F32(2.0**scales.cell_log2 * float(_scale(weights)) / float(gate_scale))
+        )
+    if direction.layer_norm:
+        norm = t[f"{gate}_layer_norm"]
+        spec.norm_weights = norm.data.astype(np.int64)
+        spec.norm_bias = t[f"{gate}_bias"].data.astype(np.int64)
+        spec.norm_scale = _multiplier(_scale(norm))
+        spec.variance_guard = max(1, int(F32(10000) * _scale(norm)))
+    return spec
+
+
+def _input_bias(direction: LstmDirection, t: dict, gate: str, input_zp: int) -> np.ndarray:
+    """One gate's input product offset: its bias (zero with layer norm, which adds it) - input_zp * row sums."""
+    if direction.layer_norm:
+        bias = np.zeros(direction.n_cell, np.int64)
+    else:
+        bias = t[f"{gate}_bias"].data.astype(np.int64)
+    return bias - input_zp * t[f"input_to_{gate}"].data.astype(np.int64).sum(axis=1)
+
+
+def _projection_bias(t: dict, hidden_zp: int) -> np.ndarray | None:
+    """The projection's offset: hidden_zp * its row sums, plus its bias; None without projection."""
+    projection = t["projection_weights"]
+    if projection is None:
+        return None
+    projection_bias = hidden_zp * projection.data.astype(np.int64).sum(axis=1)
+    if t["projection_bias"] is not None:
+        projection_bias = projection_bias + t["projection_bias"].data.astype(np.int64)
+    return projection_bias
+
+
+def _clip_bound(clip: float, scale: np.float32, limit: int) -> int:
+    """A float clip option in quantized units, saturated to [-limit - 1, limit]; 0 (no clip) unless positive."""
+    if clip > 0:
+        return int(np.clip(F32(clip) / scale, -limit - 1, limit))
+    return 0
 
 
 def _requantize(acc, scale) -> np.ndarray:

@@ -1,5 +1,5 @@
 """The LSTM's time steps compiled by numba (ops/jit.py), for every form: float or hybrid, CIFG, peephole,
-layer norm, projection, clips, with tanh. lstm_float._run_lstm runs 20 to 60 NumPy calls a step; here one
+layer norm, projection, clips, with tanh. lstm_float.run_lstm runs 20 to 60 NumPy calls a step; here one
 call runs the sequence. The input terms (bias + x.W, one product for all steps) come in as `pre`, gates in
 the direction's order (the offsets of input, forget, output and cell; input -1 for CIFG).
 

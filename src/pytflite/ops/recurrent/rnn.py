@@ -315,77 +315,72 @@ def _aux_steps(aux_flat: np.ndarray, steps: int, batch: int, depth: int, step_st
     )
 
 
+_BIDI_RNN = "BIDIRECTIONAL_SEQUENCE_RNN"
+_BIDI_RNN_REQUIRED = (
+    "input",
+    "fw_input_weights",
+    "fw_recurrent_weights",
+    "fw_bias",
+    "fw_hidden_state",
+    "bw_input_weights",
+    "bw_recurrent_weights",
+    "bw_bias",
+    "bw_hidden_state",
+)
+
+
+@dataclass(frozen=True)
+class _BidiRnnInputs:
+    """BIDIRECTIONAL_SEQUENCE_RNN's input tensors by role, in the node's order (None: an absent optional)."""
+
+    source: Any
+    fw_weights: Any
+    fw_recurrent: Any
+    fw_bias: Any
+    fw_state: Any
+    bw_weights: Any
+    bw_recurrent: Any
+    bw_bias: Any
+    bw_state: Any
+    aux: Any
+    fw_aux_weights: Any
+    bw_aux_weights: Any
+
+    def weights(self) -> tuple:
+        """The weight tensors, in _bidi_rnn_cells' order."""
+        return (
+            self.fw_weights,
+            self.fw_recurrent,
+            self.fw_bias,
+            self.bw_weights,
+            self.bw_recurrent,
+            self.bw_bias,
+            self.fw_aux_weights,
+            self.bw_aux_weights,
+        )
+
+
 def bidirectional_rnn_prepare(context, node):
+    """BIDIRECTIONAL_SEQUENCE_RNN's checks (TFLite's, in its order), output shapes and op data."""
     options = node.builtin_data
     ensure_eq(len(node.inputs), 12, "node->inputs->size")
     ensure_eq(len(node.outputs), 1 if options.merge_outputs else 2, "node->outputs->size")
     tensors = [None if i < 0 else context.tensors[i] for i in node.inputs]
-    source, fw_w, fw_r, fw_b, fw_h, bw_w, bw_r, bw_b, bw_h, aux, fw_aux_w, bw_aux_w = tensors
-    for name, tensor in zip(
-        (
-            "input",
-            "fw_input_weights",
-            "fw_recurrent_weights",
-            "fw_bias",
-            "fw_hidden_state",
-            "bw_input_weights",
-            "bw_recurrent_weights",
-            "bw_bias",
-            "bw_hidden_state",
-        ),
-        tensors,
-    ):
+    for name, tensor in zip(_BIDI_RNN_REQUIRED, tensors):
         ensure(tensor is not None, f"Tensor {name} is required")
-    ensure((fw_aux_w is None) == (bw_aux_w is None), "aux_inputs_weights_or_none was not true.")
-    has_aux_weights = fw_aux_w is not None
+    inputs = _BidiRnnInputs(*tensors)
+    has_aux_weights = inputs.fw_aux_weights is not None
+    ensure(has_aux_weights == (inputs.bw_aux_weights is not None), "aux_inputs_weights_or_none was not true.")
+    source = inputs.source
     if source.type != T.FLOAT32:
         raise KernelError(f"input->type != kTfLiteFloat32 ({type_name(source.type)} != FLOAT32)")
     ensure_eq(len(source.shape), 3, "input->dims->size")
     time_major = bool(options.time_major)
     batch, steps = (source.shape[1], source.shape[0]) if time_major else (source.shape[0], source.shape[1])
-    depth = source.shape[2]
-    fw_units, bw_units = fw_w.shape[0], bw_w.shape[0]
-    ensure_eq(depth, fw_w.shape[1], "input->dims->data[2]")
-    ensure_eq(depth, bw_w.shape[1], "input->dims->data[2]")
-    ensure_eq(fw_w.shape[0], fw_b.shape[0], "fw_input_weights->dims->data[0]")
-    ensure_eq(bw_w.shape[0], bw_b.shape[0], "bw_input_weights->dims->data[0]")
-    ensure_eq(fw_r.shape[0], fw_b.shape[0], "fw_recurrent_weights->dims->data[0]")
-    ensure_eq(bw_r.shape[1], bw_b.shape[0], "bw_recurrent_weights->dims->data[1]")
-    op = "BIDIRECTIONAL_SEQUENCE_RNN"
-    _rnn_check(context, fw_w, fw_r, fw_b, op)
-    _rnn_check(context, bw_w, bw_r, bw_b, op)
-    if fw_w.type != bw_w.type:
-        raise KernelError(f"{op} forward and backward weights must have the same type")
-    for state, units, name in ((fw_h, fw_units, "fw_hidden_state"), (bw_h, bw_units, "bw_hidden_state")):
-        ensure_eq(len(state.shape), 2, f"NumDimensions({name})")
-        ensure_eq(state.shape[0], batch, f"{name}->dims->data[0]")
-        ensure_eq(state.shape[1], units, f"{name}->dims->data[1]")
-    hybrid = fw_w.type in WEIGHT_INT
-    aux_depth = 0
-    if has_aux_weights:
-        ensure(aux is not None, f"{op}: aux input weights need an aux input")
-        ensure_eq(len(aux.shape), 3, "aux_input->dims->size")
-        ensure_eq(aux.shape[0], source.shape[0], "aux_input->dims->data[0]")
-        ensure_eq(aux.shape[1], source.shape[1], "aux_input->dims->data[1]")
-        ensure_eq(fw_aux_w.shape[0], fw_units, "fw_aux_input_weights->dims->data[0]")
-        ensure_eq(bw_aux_w.shape[0], bw_units, "bw_aux_input_weights->dims->data[0]")
-        aux_depth = aux.shape[2]
-        ensure_eq(aux_depth, fw_aux_w.shape[1], "aux_input->dims->data[2]")
-        ensure_eq(aux_depth, bw_aux_w.shape[1], "aux_input->dims->data[2]")
-        if fw_aux_w.type != fw_w.type or bw_aux_w.type != fw_w.type:
-            raise KernelError(f"{op} aux weights must have the input weights' type")
-        # TFLite reads the aux input at offsets strided by the input's depth (time major, and the hybrid
-        # kernel's batch major): an aux input shallower than the input is read past its end there.
-        if (time_major or hybrid) and aux_depth < depth and steps * batch > 1:
-            raise KernelError(
-                f"{op}: an aux input shallower than the input ({aux_depth} < {depth}) is not supported "
-                "(TFLite reads past its end)"
-            )
-    elif aux is not None:
-        ensure(
-            tuple(aux.shape) == tuple(source.shape),
-            f"{op}: the backward input (aux input) must have the input's shape",
-        )
+    _check_bidi_rnn_weights(context, inputs, batch)
+    hybrid = inputs.fw_weights.type in WEIGHT_INT
+    _check_bidi_rnn_aux(inputs, time_major, hybrid)
+    fw_units, bw_units = inputs.fw_weights.shape[0], inputs.bw_weights.shape[0]
     merged = bool(options.merge_outputs)
     lead = (steps, batch) if time_major else (batch, steps)
     context.resize_tensor(
@@ -393,13 +388,69 @@ def bidirectional_rnn_prepare(context, node):
     )
     if not merged:
         context.resize_tensor(output_tensor(context, node, 1), (*lead, bw_units))
-    weights = (fw_w, fw_r, fw_b, bw_w, bw_r, bw_b, fw_aux_w, bw_aux_w)
+    weights = inputs.weights()
     constant = all(tensor is None or tensor.is_constant_or_persistent for tensor in weights)
     arithmetic, row_sums = context.host.arithmetic, ({}, {})
     cells = _bidi_rnn_cells(weights, row_sums, arithmetic) if constant else None
     node.user_data = BidirectionalRnnData(
-        cells, arithmetic, time_major, merged, has_aux_weights, aux is not None, hybrid, row_sums
+        cells, arithmetic, time_major, merged, has_aux_weights, inputs.aux is not None, hybrid, row_sums
     )
+
+
+def _check_bidi_rnn_weights(context, inputs: _BidiRnnInputs, batch: int) -> None:
+    """Check both directions' weights and bias against the input and each other, and their hidden states."""
+    depth = inputs.source.shape[2]
+    fw_w, fw_r, fw_b = inputs.fw_weights, inputs.fw_recurrent, inputs.fw_bias
+    bw_w, bw_r, bw_b = inputs.bw_weights, inputs.bw_recurrent, inputs.bw_bias
+    fw_units, bw_units = fw_w.shape[0], bw_w.shape[0]
+    ensure_eq(depth, fw_w.shape[1], "input->dims->data[2]")
+    ensure_eq(depth, bw_w.shape[1], "input->dims->data[2]")
+    ensure_eq(fw_w.shape[0], fw_b.shape[0], "fw_input_weights->dims->data[0]")
+    ensure_eq(bw_w.shape[0], bw_b.shape[0], "bw_input_weights->dims->data[0]")
+    ensure_eq(fw_r.shape[0], fw_b.shape[0], "fw_recurrent_weights->dims->data[0]")
+    ensure_eq(bw_r.shape[1], bw_b.shape[0], "bw_recurrent_weights->dims->data[1]")
+    _rnn_check(context, fw_w, fw_r, fw_b, _BIDI_RNN)
+    _rnn_check(context, bw_w, bw_r, bw_b, _BIDI_RNN)
+    if fw_w.type != bw_w.type:
+        raise KernelError(f"{_BIDI_RNN} forward and backward weights must have the same type")
+    for state, units, name in (
+        (inputs.fw_state, fw_units, "fw_hidden_state"),
+        (inputs.bw_state, bw_units, "bw_hidden_state"),
+    ):
+        ensure_eq(len(state.shape), 2, f"NumDimensions({name})")
+        ensure_eq(state.shape[0], batch, f"{name}->dims->data[0]")
+        ensure_eq(state.shape[1], units, f"{name}->dims->data[1]")
+
+
+def _check_bidi_rnn_aux(inputs: _BidiRnnInputs, time_major: bool, hybrid: bool) -> None:
+    """Check the aux input: against its weights where there are some, else (the backward input) its shape."""
+    source, aux = inputs.source, inputs.aux
+    fw_aux_w, bw_aux_w = inputs.fw_aux_weights, inputs.bw_aux_weights
+    if fw_aux_w is None:
+        if aux is not None:
+            ensure(
+                tuple(aux.shape) == tuple(source.shape),
+                f"{_BIDI_RNN}: the backward input (aux input) must have the input's shape",
+            )
+        return
+    ensure(aux is not None, f"{_BIDI_RNN}: aux input weights need an aux input")
+    ensure_eq(len(aux.shape), 3, "aux_input->dims->size")
+    ensure_eq(aux.shape[0], source.shape[0], "aux_input->dims->data[0]")
+    ensure_eq(aux.shape[1], source.shape[1], "aux_input->dims->data[1]")
+    ensure_eq(fw_aux_w.shape[0], inputs.fw_weights.shape[0], "fw_aux_input_weights->dims->data[0]")
+    ensure_eq(bw_aux_w.shape[0], inputs.bw_weights.shape[0], "bw_aux_input_weights->dims->data[0]")
+    aux_depth, depth = aux.shape[2], source.shape[2]
+    ensure_eq(aux_depth, fw_aux_w.shape[1], "aux_input->dims->data[2]")
+    ensure_eq(aux_depth, bw_aux_w.shape[1], "aux_input->dims->data[2]")
+    if fw_aux_w.type != inputs.fw_weights.type or bw_aux_w.type != inputs.fw_weights.type:
+        raise KernelError(f"{_BIDI_RNN} aux weights must have the input weights' type")
+    # TFLite reads the aux input at offsets strided by the input's depth (time major, and the hybrid
+    # kernel's batch major): an aux input shallower than the input is read past its end there.
+    if (time_major or hybrid) and aux_depth < depth and source.shape[0] * source.shape[1] > 1:
+        raise KernelError(
+            f"{_BIDI_RNN}: an aux input shallower than the input ({aux_depth} < {depth}) is not supported "
+            "(TFLite reads past its end)"
+        )
 
 
 def _bidi_rnn_cells(
