@@ -10,6 +10,7 @@ import pytest
 import pytflite
 from pytflite import BuiltinOperator as Op
 from pytflite import TensorType as T
+from pytflite.ops.row_write import is_rewritten
 from pytflite.tools.profiler import Profiler
 from tests.ops.test_control_flow import counting_while
 from tests.oracle import assert_matches, litert_interpreter, requires_litert, run
@@ -81,7 +82,7 @@ def test_the_fused_loop_matches_litert_and_the_original_kernels(start, limit):
         assert_matches(a, b)
     _equal(ours, run(unfused(model), feeds(start, limit)))
     body = interpreter.subgraphs[2]
-    assert body.fusions is not None and not body.has_dynamic_tensors  # fused: the body is static
+    assert is_rewritten(body) and not body.has_dynamic_tensors  # fused: the body is static
     loop = interpreter.subgraphs[0].nodes[0][0].user_data.loop
     assert loop.bound() is not None  # and the WHILE runs as a bound loop
     _equal(run(interpreter, feeds(start, limit)), ours)  # again, bound
@@ -112,7 +113,7 @@ def test_k_of_minus_one_grows_the_buffer_as_the_original_kernels_do():
     for a, b in zip(ours, run(litert_interpreter(model), feeds(-1, 2))):
         assert_matches(a, b)
     _equal(ours, run(unfused(model), feeds(-1, 2)))
-    assert interpreter.subgraphs[2].fusions is None  # it stopped fusing
+    assert not is_rewritten(interpreter.subgraphs[2])  # it stopped fusing
     _equal(run(interpreter, feeds(0, ROWS)), run(unfused(model), feeds(0, ROWS)))
 
 
@@ -147,6 +148,6 @@ def test_a_user_kernel_under_a_builtin_code_keeps_the_body_unfused():
     resolver.add_builtin(Op.MUL, pytflite.Registration(prepare=builtin.prepare, invoke=counting_invoke), 1)
     interpreter = pytflite.Interpreter(model_content=row_writing_loop(), op_resolver=resolver)
     ours = run(interpreter, feeds(0, ROWS))
-    assert interpreter.subgraphs[2].fusions is None
+    assert not is_rewritten(interpreter.subgraphs[2])
     assert len(calls) == ROWS
     _equal(ours, run(unfused(row_writing_loop()), feeds(0, ROWS)))

@@ -58,16 +58,10 @@ class PlanRunner:
         if subgraph.cursor.next_to_prepare < len(subgraph.execution_plan) or subgraph.has_dynamic_tensors:
             return None
         steps = []
-        fusions = subgraph.fusions
         for node_index in subgraph.execution_plan:
             if node_index in subgraph.folded_nodes:
                 continue
             node, registration = subgraph.nodes[node_index]
-            if fusions is not None and fusions.handles(node_index):
-                step = fusions.step(subgraph.context, node_index)
-                if step is not None:  # None: a node the fused step stands in for
-                    steps.append((step, node))
-                continue
             if registration.invoke is None or any(
                 t != OPTIONAL_TENSOR and _held_elsewhere(subgraph.tensors[t]) for t in node.inputs
             ):

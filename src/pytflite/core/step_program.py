@@ -32,8 +32,9 @@ Failed = Callable[..., NoReturn]  # failed(node, error=...) or failed(node, stat
 
 
 class Respecialize(Exception):
-    """Raised by a fused step (Subgraph.allow_fusions) that met values its prepared shapes do not hold
-    for: the subgraph must run again without fusions. It passes through the step loops unreported."""
+    """Raised by a fused node (a plan rewrite, core/plan_rewrite.py) that met values its prepared shapes
+    do not hold for: whoever rewrote the plan undoes it and runs the subgraph again. It passes through
+    the step loops and kernel calls unreported."""
 
 
 class Direct:

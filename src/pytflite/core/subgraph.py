@@ -60,10 +60,6 @@ _RESIZABLE = frozenset(
 _ARENA = frozenset({AllocationType.ARENA_RW, AllocationType.ARENA_RW_PERSISTENT})
 
 
-class Unfusable(Exception):
-    """A fusion's prepare found shapes or types it does not fit: the subgraph is prepared without fusions."""
-
-
 class Subgraph:
     """One graph of a model (tflite::Subgraph)."""
 
@@ -99,10 +95,6 @@ class Subgraph:
         self.consistent = True
         self.has_dynamic_tensors = False
         self.folded_nodes: set[int] = set()  # computed once in prepare (core/folding.py)
-        # node patterns run as one step (allow_fusions): what finds them, and what this allocation fused
-        self._fusion_finder: Callable[[Subgraph], Any] | None = None
-        self._fusing_stopped = False
-        self.fusions: Any = None
         self._planner: ArenaPlanner | None = None
         self._runner: PlanRunner | None = None  # what invoke runs; None until allocate_tensors
         self.cursor = PrepareCursor()  # where the lazy prepare stands (core/prepare_cursor.py)
@@ -204,43 +196,7 @@ class Subgraph:
         self._planner = None
         self._runner = None
         self.folded_nodes = set()
-        self.fusions = None
         self.cursor.prepared_inputs.clear()
-
-    # --- fusions -------------------------------------------------------------------------------------
-
-    def allow_fusions(self, finder: Callable[[Subgraph], Any] | None) -> None:
-        """Let allocations run the node patterns `finder(subgraph)` finds as fused steps (an object with
-        handles(node_index), prepare(context, node), complete(), as_planned(node) and
-        step(context, node_index), e.g. ops/row_write.py's RowWrites), or None for no fusion. A fused
-        step raises Respecialize when the values do not fit it; whoever allows fusions must then call
-        stop_fusing and run the subgraph again from the same inputs (a WHILE calling its body does)."""
-        if self._fusing_stopped:
-            finder = None
-        if finder is not self._fusion_finder:
-            self._fusion_finder = finder
-            self.invalidate()
-
-    def stop_fusing(self) -> None:
-        """Fuse nothing from now on: run every node's own kernel, prepared as TFLite prepares it."""
-        self._fusing_stopped = True
-        if self._fusion_finder is not None:
-            self._fusion_finder = None
-            self.invalidate()
-
-    def _find_fusions(self) -> Any:
-        """The fusions of this allocation: none while every tensor must stay readable or a delegate
-        rewrote the plan (its kernels see the original nodes)."""
-        finder = self._fusion_finder
-        delegation = self.delegation
-        if (
-            finder is None
-            or self.config.preserve_all_tensors
-            or delegation.applied
-            or delegation.pre_delegation_plan is not None
-        ):
-            return None
-        return finder(self)
 
     # --- errors --------------------------------------------------------------------------------------
 
@@ -259,6 +215,8 @@ class Subgraph:
         """Run a kernel's prepare or invoke; a failure is reported with TFLite's "Node number" line."""
         try:
             status = function(self.context, node)
+        except Respecialize:  # a fused node's speculation failed: its caller runs the plan unfused
+            raise
         except Exception as error:
             self.kernel_failed(step, node, registration, error=error)
         if status in OK_STATUSES:
@@ -299,32 +257,14 @@ class Subgraph:
         self.delegation.redo_all_delegates()
         if self.state != SubgraphState.UNINVOKABLE and not self._has_dynamic(self.inputs):
             return  # shapes and memory plan are unchanged
-        fused = self._prepare_from_start()
-        if not fused:  # a fusion did not fit; it is only worth it when the whole subgraph runs as fast steps
-            self.stop_fusing()
-            self._prepare_from_start()
-        self.state = SubgraphState.INVOKABLE
-        self.reset_variable_tensors()
-        self._runner = PlanRunner(self)
-        if self.fusions is not None and self._runner.fast_steps is None:
-            self.stop_fusing()  # (a fused subgraph never runs the careful loop)
-            self.allocate_tensors()
-
-    def _prepare_from_start(self) -> bool:
-        """Prepare the whole plan and allocate; returns False when a fusion did not fit."""
         self.cursor.restart()
         self.folded_nodes = set()
         if self._planner is not None:
             self._planner.reset_allocations()
-        self.fusions = self._find_fusions()
-        if self.fusions is None:
-            self.prepare_ops_and_tensors()
-            return True
-        try:
-            self.prepare_ops_and_tensors()
-        except Unfusable:
-            return False
-        return self.fusions.complete() and not self.has_dynamic_tensors
+        self.prepare_ops_and_tensors()
+        self.state = SubgraphState.INVOKABLE
+        self.reset_variable_tensors()
+        self._runner = PlanRunner(self)
 
     def prepare_ops_and_tensors(self, in_invoke: bool = False) -> None:
         """Prepare from the next unprepared node and allocate what it produced; `in_invoke`: a lazy
@@ -341,8 +281,6 @@ class Subgraph:
             max_bytes = None if limits is None else limits.max_bytes
             self._planner = ArenaPlanner(self.tensors, self.config.preserve_all_tensors, max_bytes)
             plan_nodes = [self.nodes[i][0] for i in self.execution_plan]
-            if self.fusions is not None:  # a fused step reads what the nodes it stands in for read
-                plan_nodes = [self.fusions.as_planned(node) for node in plan_nodes]
             self._planner.plan_allocations(plan_nodes, self.inputs, self.outputs, self.variables)
         # Nodes not prepared again, or prepared again into the memory they had, leave nothing to allocate.
         if allocate:
@@ -376,13 +314,9 @@ class Subgraph:
         nodes = self.nodes
         tensors = self.tensors
         prepared = self.cursor.prepared_inputs
-        fusions = self.fusions
         for position in range(first, len(plan)):
             node, registration = nodes[plan[position]]
             last = position
-            if fusions is not None and fusions.handles(node.index):
-                fusions.prepare(self.context, node)  # (only at allocation: a fused subgraph is static)
-                continue
             inputs = prepared.get(node.index) if in_invoke else None
             if inputs is not None and inputs.unchanged():
                 # (its outputs lack memory when an allocation placed only the nodes before it)
@@ -517,27 +451,12 @@ class Subgraph:
         """Run every node of the plan once (Subgraph::Invoke)."""
         if not self.consistent or self.state == SubgraphState.UNINVOKABLE:
             self._check_invokable()
-        if self.fusions is not None and self.context.profiler is not None:
-            self._invoke_unfused()  # a profiler sees every node
-            return
         # Overflow, division by zero and NaN are results here, as in TFLite, not warnings.
         token = float_errors.ignore()
         try:
             self._runner.invoke()
-        except Respecialize:
-            self._invoke_unfused()
         finally:
             float_errors.restore(token)
-
-    def _invoke_unfused(self) -> None:
-        """Run again from the same inputs without fusions (allow_fusions' callers make sure that running
-        the subgraph again changes nothing), keeping the input values across the new allocation."""
-        values = [(t, self.tensors[t].data.copy()) for t in self.inputs if t != OPTIONAL_TENSOR]
-        self.stop_fusing()
-        self.allocate_tensors()
-        for t, value in values:
-            self.tensors[t].data[...] = value
-        self.invoke()
 
     def invoke_nested(self) -> None:
         """invoke() for a kernel running this subgraph from inside another subgraph's invoke (IF, WHILE):

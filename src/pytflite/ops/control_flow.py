@@ -5,9 +5,10 @@ so an IF with a bound branch runs that branch's steps directly, and a WHILE whos
 BoundLoop: each iteration copies the body's outputs into the inputs that read them and runs the two
 step lists, with no shape checks, dispatch or error-state setup in between.
 
-A WHILE whose condition and body are pure lets its body fuse the row writes TensorFlow's loops make
-(ops/row_write.py), which turns such a body static; the node's outputs stay dynamic, as the unfused body's
-are, because a row write that meets other values makes the WHILE run the loop again without fusions.
+A WHILE whose condition and body are pure rewrites its body's plan so that the row writes TensorFlow's
+loops make run fused (ops/row_write.py), which turns such a body static; the node's outputs stay dynamic,
+as the unfused body's are, because a row write that meets other values makes the WHILE undo the rewrite
+and run the loop again.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from ..core.types import BuiltinOperator, TensorType
 from ..errors import KernelError, ensure, ensure_eq
 from .common import ANY_TYPE, input_tensor
 from .registry import register_builtin
-from .row_write import find_row_writes, is_pure
+from .row_write import is_pure, is_rewritten, keeps_rewrite, rewrite_row_writes, stop_rewriting
 from .subgraph_calls import (
     Bound,
     Call,
@@ -325,8 +326,14 @@ def while_prepare(context, node):
         _check_condition(condition_output)
     # a pure loop whose body only this node calls can run again from its inputs (Respecialize)
     pure = is_pure(condition) and is_pure(body) and call_count(context.subgraphs, body.index) == 1
-    body.allow_fusions(find_row_writes if pure else None)
+    if pure:
+        rewrite_row_writes(body)
+    else:
+        stop_rewriting(body)
     prepare_call(body, sources, "WHILE body")
+    if is_rewritten(body) and not keeps_rewrite(body):
+        stop_rewriting(body)
+        prepare_call(body, sources, "WHILE body")
     check_output_types(context, node, body, "WHILE body")
     dynamic = body.has_dynamic_tensors
     alike = False  # a loop-carried value goes from [] to [1] or back
@@ -348,7 +355,7 @@ def while_prepare(context, node):
     loop = Loop(
         Call(condition, skip_unread=True),
         Call(body),
-        dynamic or alike or body.fusions is not None,
+        dynamic or alike or is_rewritten(body),
         not dynamic,
     )
     node.user_data = WhileData(loop)
@@ -367,7 +374,7 @@ def while_invoke(context, node):
         else:
             values = loop.run_call_by_call(values, limit)
     except Respecialize:  # a fused row write met other values: the whole loop again, unfused
-        loop.body.target.stop_fusing()
+        stop_rewriting(loop.body.target)
         values = loop.run_call_by_call(values, limit)
     write_outputs(context, node, values, loop.dynamic)
 

@@ -3,25 +3,28 @@
 TensorFlow writes each loop step's result into a sequence buffer `x` ([N, ...]) this way (a TensorArray
 write of row k). The two SLICEs have computed begin/size, so TFLite marks their outputs dynamic and the
 whole body is prepared again at every iteration, which also keeps the WHILE off the bound loop. Whenever
-0 <= k < N the concatenation is just `x` with row k replaced by `item`, so its shape is `x`'s: RowWrite
-prepares the CONCATENATION to that shape, leaves the two SLICEs unprepared and unrun (only the
-concatenation reads them), and runs `out[...] = x; out[k] = item`.
+0 <= k < N the concatenation is just `x` with row k replaced by `item`, so its shape is `x`'s. The WHILE
+asks for the fusion as a rewrite of its body's plan (core/plan_rewrite.py, rewrite_row_writes): one
+ROW_WRITE node, reading `x`, `item` and the SLICEs' begin/size tensors, takes the place of the three
+nodes; its prepare gives the output `x`'s shape and it runs `out[...] = x; out[k] = item`.
 
-The shape is a speculation that the values decide. A fused step that finds begin/size other than that
-pattern raises Respecialize; the WHILE then stops fusing its body for good and runs the whole loop again
-from its inputs with the original kernels, which give exactly their results, shapes and error texts. That
-restart is sound because fusion is offered only to a body the one WHILE calls whose condition and body
-have no state or side effects (ops/control_flow.py), so running them again changes nothing.
+The shape is a speculation that the values decide. A fused node whose prepare finds other shapes or
+types, or whose step finds begin/size other than that pattern (it raises Respecialize), makes the WHILE
+undo the rewrite for good (stop_rewriting) and run the whole loop again from its inputs with the original
+kernels, which give exactly their results, shapes and error texts. That restart is sound because the
+fusion is asked for only in a body the one WHILE calls whose condition and body have no state or side
+effects (ops/control_flow.py), so running them again changes nothing.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..core.node import OPTIONAL_TENSOR, Node
+from ..core.node import OPTIONAL_TENSOR, Node, Registration
+from ..core.plan_rewrite import PlanRewrite
 from ..core.step_program import Respecialize
-from ..core.subgraph import Unfusable
 from ..core.types import BuiltinOperator, TensorType
 from ..errors import KernelError
 from ..model.options import ActivationFunctionType
@@ -70,69 +73,115 @@ class RowWrite:
         return self.concat.inputs[1]
 
 
-class RowWrites:
-    """The row writes of one subgraph's plan and which of them its current preparation fused."""
+@dataclass(frozen=True, slots=True)
+class RowWriteData:
+    """The fused node's op data: whether its prepare found a row write's shapes and types."""
 
-    __slots__ = ("by_concat", "absorbed", "prepared")
+    fits: bool
 
-    def __init__(self, writes: list[RowWrite]):
-        self.by_concat = {w.concat.index: w for w in writes}
-        self.absorbed = {n.index for w in writes for n in (w.head, w.tail)}
-        self.prepared: set[int] = set()  # CONCATENATION nodes prepared fused
 
-    def handles(self, node_index: int) -> bool:
-        return node_index in self.absorbed or node_index in self.by_concat
-
-    def prepare(self, context, node: Node) -> None:
-        """Prepare a node of a row write: a SLICE is left alone, the CONCATENATION gets `x`'s shape.
-        Raises Unfusable when shapes or types are not those of a row write."""
-        write = self.by_concat.get(node.index)
-        if write is None:
-            return  # a SLICE: nothing reads its output while fused
-        _check_fits(context.tensors, write)
-        output = context.tensors[node.outputs[0]]
+def row_write_prepare(context, node) -> None:
+    """The CONCATENATION's output gets `x`'s shape; shapes or types other than a row write's leave the
+    output dynamic (the prepare stops there) and the WHILE undoes the rewrite (keeps_rewrite)."""
+    write = node.builtin_data
+    fits = _fits(context.tensors, write)
+    output = context.tensors[node.outputs[0]]
+    if fits:
         try:
             context.resize_tensor(output, context.tensors[write.x].shape)
         except KernelError:  # (a limit): the original kernels report it as TFLite does
-            raise Unfusable from None
-        self.prepared.add(node.index)
-
-    def complete(self) -> bool:
-        """Whether the preparation fused every row write (it stops early at a dynamic node)."""
-        return len(self.prepared) == len(self.by_concat)
-
-    def as_planned(self, node: Node) -> Node | _Reads:
-        """`node` as the arena planner must see it: a fused CONCATENATION also reads what its SLICEs read
-        (they do not run), so those tensors live until it has run."""
-        write = self.by_concat.get(node.index)
-        return node if write is None else _Reads(node, write.head.inputs + write.tail.inputs)
-
-    def step(self, context, node_index: int) -> Callable | None:
-        """The fused step for a CONCATENATION, None for an absorbed SLICE (it does not run)."""
-        write = self.by_concat.get(node_index)
-        return None if write is None else _bind(context, write)
+            fits = False
+    if not fits:
+        context.set_tensor_to_dynamic(output)
+    node.user_data = RowWriteData(fits)
 
 
-class _Reads:
-    """A node with more inputs, for the arena planner's lifetimes (RowWrites.as_planned)."""
-
-    __slots__ = ("node", "inputs")
-
-    def __init__(self, node: Node, more: tuple[int, ...]):
-        self.node = node
-        self.inputs = node.inputs + more
-
-    @property
-    def outputs(self) -> tuple[int, ...]:
-        return self.node.outputs
-
-    @property
-    def temporaries(self) -> tuple[int, ...]:
-        return self.node.temporaries
+def row_write_invoke(context, node) -> None:
+    _bind(context, node.builtin_data)(context, node)
 
 
-def find_row_writes(subgraph) -> RowWrites | None:
-    """The row-write patterns in `subgraph`'s plan (by structure only; prepare checks shapes), or None."""
+def row_write_bind(context, node) -> Callable:
+    return _bind(context, node.builtin_data)
+
+
+ROW_WRITE = Registration(
+    prepare=row_write_prepare,
+    invoke=row_write_invoke,
+    bind=row_write_bind,
+    builtin_code=BuiltinOperator.CUSTOM,
+    custom_name="pytflite_RowWrite",
+    stateless=True,
+)
+
+
+@dataclass
+class _BodyRewrite:
+    """A WHILE body's row writes: the rewrite applied (or None), and whether the body gave it up."""
+
+    rewrite: PlanRewrite | None = None
+    given_up: bool = False
+
+
+_BODIES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def rewrite_row_writes(body) -> None:
+    """Replace each row write of `body`'s plan by one fused node, once (not after stop_rewriting), and
+    not while every tensor must stay readable or a delegate rewrote the plan (its kernels see the
+    original nodes)."""
+    state = _BODIES.setdefault(body, _BodyRewrite())
+    delegation = body.delegation
+    if (
+        state.given_up
+        or state.rewrite is not None
+        or body.config.preserve_all_tensors
+        or delegation.applied
+        or delegation.pre_delegation_plan is not None
+    ):
+        return
+    writes = find_row_writes(body)
+    if not writes:
+        return
+    rewrite = PlanRewrite(body)
+    for write in writes:
+        head, tail = write.head, write.tail
+        inputs = (write.x, write.item, *head.inputs[1:], *tail.inputs[1:])
+        rewrite.replace(
+            (head.index, tail.index, write.concat.index), ROW_WRITE, inputs, write.concat.outputs, write
+        )
+    state.rewrite = rewrite
+
+
+def is_rewritten(body) -> bool:
+    """Whether `body` runs its row writes fused."""
+    state = _BODIES.get(body)
+    return state is not None and state.rewrite is not None
+
+
+def keeps_rewrite(body) -> bool:
+    """Whether a prepared, fused `body` is worth running so: every fused node fits, nothing is dynamic,
+    and the whole body runs as check-free steps (a fused body never runs the careful loop)."""
+    fused = [body.nodes[i][0] for i in _BODIES[body].rewrite.added]
+    return (
+        all(isinstance(n.user_data, RowWriteData) and n.user_data.fits for n in fused)
+        and not body.has_dynamic_tensors
+        and body.runner is not None
+        and body.runner.fast_steps is not None
+    )
+
+
+def stop_rewriting(body) -> None:
+    """Run `body`'s own nodes from now on, prepared as TFLite prepares them."""
+    state = _BODIES.setdefault(body, _BodyRewrite())
+    state.given_up = True
+    if state.rewrite is not None:
+        state.rewrite.undo()
+        state.rewrite = None
+
+
+def find_row_writes(subgraph) -> list[RowWrite]:
+    """The row-write patterns in `subgraph`'s plan (by structure only; the fused node's prepare checks
+    shapes)."""
     plan = subgraph.execution_plan
     nodes = [subgraph.nodes[i] for i in plan]
     producer: dict[int, tuple[Node, int]] = {}
@@ -164,10 +213,10 @@ def find_row_writes(subgraph) -> RowWrites | None:
         ):
             continue
         writes.append(RowWrite(node, head_node, tail_node))
-    return RowWrites(writes) if writes else None
+    return writes
 
 
-def _check_fits(tensors, write: RowWrite) -> None:
+def _fits(tensors, write: RowWrite) -> bool:
     """The checks SLICE's and CONCATENATION's prepare would make, narrowed to a row write: same type and
     quantization throughout (a plain copy), rank >= 1, axis 0, item of one row of `x`."""
     x, item = tensors[write.x], tensors[write.item]
@@ -189,8 +238,7 @@ def _check_fits(tensors, write: RowWrite) -> None:
             for t in n.inputs[1:]
         )
     )
-    if not fits:
-        raise Unfusable
+    return fits
 
 
 def _same_quantization(tensor, other) -> bool:

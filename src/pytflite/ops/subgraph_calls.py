@@ -22,6 +22,7 @@ from ..core.subgraph import Subgraph
 from ..core.tensor import Tensor
 from ..core.types import AllocationType, SubgraphState
 from ..errors import ensure
+from .row_write import is_rewritten, stop_rewriting
 
 
 def called_subgraph(context, index: int, role: str) -> Subgraph:
@@ -113,8 +114,8 @@ class Call:
             outputs = bound.run(values)
             return [o.copy() for o in outputs] if copy else outputs
         target = self.target
-        if target.fusions is not None and target.context.profiler is not None:
-            target.stop_fusing()
+        if target.context.profiler is not None and is_rewritten(target):
+            stop_rewriting(target)  # a profiler sees every node
         count = len(values)
         inputs = [(t, values[p]) for p, t in self.inputs if p < count and values[p] is not None]
         resized = False

@@ -1,0 +1,56 @@
+"""PlanRewrite: nodes of a subgraph's plan replaced by new ones, undoably.
+
+A kernel that wants a pattern of nodes to run as one (ops/row_write.py: the row write of a WHILE body)
+asks for it as a rewrite of the plan, not as a mode of the Subgraph: each new node is added as any node
+is (its init runs, the observer hears of it) and takes the plan position of the last node it replaces;
+the replaced nodes stay in the node list, off the plan. `undo` frees the added nodes, drops them and
+restores the plan, as delegation undoes its kernels. The subgraph is then prepared again from scratch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .node import Registration
+    from .subgraph import Subgraph
+
+
+class PlanRewrite:
+    """One subgraph's plan as it was, and the nodes a rewrite added after it."""
+
+    def __init__(self, subgraph: Subgraph):
+        self.subgraph = subgraph
+        self.original = list(subgraph.execution_plan)
+        self.first_added = len(subgraph.nodes)
+        self.added: list[int] = []
+
+    def replace(
+        self,
+        replaced: Sequence[int],
+        registration: Registration,
+        inputs: Sequence[int],
+        outputs: Sequence[int],
+        builtin_data: Any,
+    ) -> int:
+        """Replace the plan's nodes `replaced` by one node running `registration`; returns its index."""
+        subgraph = self.subgraph
+        index = subgraph.add_node_with_parameters(inputs, outputs, (), None, builtin_data, registration)
+        plan = [i for i in subgraph.execution_plan if i != index]  # (add_node appends it to the plan)
+        last = max(plan.index(i) for i in replaced)
+        plan[last] = index
+        subgraph.execution_plan = [i for i in plan if i not in replaced]
+        self.added.append(index)
+        return index
+
+    def undo(self) -> None:
+        """Back to the plan before the rewrite: the added nodes freed and removed."""
+        subgraph = self.subgraph
+        for index in self.added:
+            node, registration = subgraph.nodes[index]
+            subgraph.free_node(node, registration)
+        subgraph.execution_plan = self.original
+        del subgraph.nodes[self.first_added :]
+        self.added = []
+        subgraph.invalidate()
