@@ -87,75 +87,86 @@ def _tensor_list(model: ModelDescription, subgraph_index: int, tensors, with_val
     return ", ".join(parts)
 
 
-def analyzer_text(model: ModelDescription, data: bytes) -> str:
-    """The Analyzer's report of a model."""
-    out = []
-    first_graph = model.subgraphs[0]
-    out.append(
+def _introduction(model: ModelDescription) -> str:
+    """The Analyzer's opening paragraph: the subgraph count, and how to read T# with the first op."""
+    text = (
         f"Your TFLite model has '{len(model.subgraphs)}' subgraph(s). In the subgraph description below,\n"
         "T# represents the Tensor numbers. "
     )
+    first_graph = model.subgraphs[0]
     if first_graph.operators:
         first = first_graph.operators[0]
         ins = " and ".join(f"tensor #{t}" for t in first.inputs)
         outs = " and ".join(f"tensor #{t}" for t in first.outputs)
-        out.append(
+        text += (
             f"For example, in Subgraph#0, the {op_name(model, first.opcode_index)} op takes\n"
             f"{ins} as input and produces {outs} as output.\n"
         )
+    return text + "\n"
+
+
+def _subgraph_text(model: ModelDescription, s: int, buffers: list[tuple[int, bool]]) -> tuple[str, int]:
+    """One subgraph's ops and tensors, as the Analyzer lists them, and the bytes of its constant buffers
+    (for the size table)."""
+    subgraph = model.subgraphs[s]
+    out = []
+    name = f" {subgraph.name}" if subgraph.name else ""
+    out.append(
+        f"Subgraph#{s}{name}({_tensor_list(model, s, subgraph.inputs)}) -> "
+        f"[{_tensor_list(model, s, subgraph.outputs)}]\n"
+    )
+    for j, op in enumerate(subgraph.operators):
+        line = f"  Op#{j} {op_name(model, op.opcode_index)}({_tensor_list(model, s, op.inputs, True)}"
+        options = op.builtin_options
+        if isinstance(options, CallOnceOptions):
+            line += f"Subgraph#{options.init_subgraph_index}"
+        elif isinstance(options, IfOptions):
+            line += f", Then: Subgraph#{options.then_subgraph_index}, Else: Subgraph#{options.else_subgraph_index}"
+        elif isinstance(options, WhileOptions):
+            line += f", Cond: Subgraph#{options.cond_subgraph_index}, Body: Subgraph#{options.body_subgraph_index}"
+        out.append(line + f") -> [{_tensor_list(model, s, op.outputs)}]\n")
+    out.append(f"\nTensors of Subgraph#{s}\n")
+    usage = 0
+    for t, tensor in enumerate(subgraph.tensors):
+        line = f"  {tensor_ref(s, t)}({tensor.name}) "
+        if tensor.shape_signature is not None:
+            line += "shape_signature:[" + ", ".join(map(str, tensor.shape_signature)) + "]"
+        else:
+            line += "shape:[" + ", ".join(map(str, tensor.shape)) + "]"
+        line += f", type:{tensor.type.name}"
+        b = tensor.buffer_index
+        if 0 < b < len(buffers) and buffers[b][0]:
+            line += f" RO {buffers[b][0]} bytes, buffer: {b}, data:{_values(tensor.data, tensor.type)}"
+            usage += buffers[b][0]
+        out.append(line + "\n")
     out.append("\n")
-    buffers = _buffers(data)
-    usage = [0] * len(model.subgraphs)
-    for s, subgraph in enumerate(model.subgraphs):
-        name = f" {subgraph.name}" if subgraph.name else ""
-        out.append(
-            f"Subgraph#{s}{name}({_tensor_list(model, s, subgraph.inputs)}) -> "
-            f"[{_tensor_list(model, s, subgraph.outputs)}]\n"
-        )
-        for j, op in enumerate(subgraph.operators):
-            line = f"  Op#{j} {op_name(model, op.opcode_index)}({_tensor_list(model, s, op.inputs, True)}"
-            options = op.builtin_options
-            if isinstance(options, CallOnceOptions):
-                line += f"Subgraph#{options.init_subgraph_index}"
-            elif isinstance(options, IfOptions):
-                line += f", Then: Subgraph#{options.then_subgraph_index}, Else: Subgraph#{options.else_subgraph_index}"
-            elif isinstance(options, WhileOptions):
-                line += f", Cond: Subgraph#{options.cond_subgraph_index}, Body: Subgraph#{options.body_subgraph_index}"
-            out.append(line + f") -> [{_tensor_list(model, s, op.outputs)}]\n")
-        out.append(f"\nTensors of Subgraph#{s}\n")
-        for t, tensor in enumerate(subgraph.tensors):
-            line = f"  {tensor_ref(s, t)}({tensor.name}) "
-            if tensor.shape_signature is not None:
-                line += "shape_signature:[" + ", ".join(map(str, tensor.shape_signature)) + "]"
-            else:
-                line += "shape:[" + ", ".join(map(str, tensor.shape)) + "]"
-            line += f", type:{tensor.type.name}"
-            b = tensor.buffer_index
-            if 0 < b < len(buffers) and buffers[b][0]:
-                line += f" RO {buffers[b][0]} bytes, buffer: {b}, data:{_values(tensor.data, tensor.type)}"
-                usage[s] += buffers[b][0]
-            out.append(line + "\n")
+    return "".join(out), usage
+
+
+def _signatures_text(model: ModelDescription) -> str:
+    """The Analyzer's list of SignatureDefs (nothing when the model has none)."""
+    if not model.signatures:
+        return ""
+    out = [SPLITTER + "\n", f"Your TFLite model has '{len(model.signatures)}' signature_def(s).\n\n"]
+    for i, signature in enumerate(model.signatures):
+        out.append(f"Signature#{i} key: '{signature.key}'\n")
+        out.append(f"- Subgraph: Subgraph#{signature.subgraph_index}\n")
+        out.append("- Inputs: \n")
+        for name, t in signature.inputs.items():
+            out.append(f"    '{name}' : {tensor_ref(signature.subgraph_index, t)}\n")
+        out.append("- Outputs: \n")
+        for name, t in signature.outputs.items():
+            out.append(f"    '{name}' : {tensor_ref(signature.subgraph_index, t)}\n")
         out.append("\n")
+    return "".join(out)
 
-    if model.signatures:
-        out.append(SPLITTER + "\n")
-        out.append(f"Your TFLite model has '{len(model.signatures)}' signature_def(s).\n\n")
-        for i, signature in enumerate(model.signatures):
-            out.append(f"Signature#{i} key: '{signature.key}'\n")
-            out.append(f"- Subgraph: Subgraph#{signature.subgraph_index}\n")
-            out.append("- Inputs: \n")
-            for name, t in signature.inputs.items():
-                out.append(f"    '{name}' : {tensor_ref(signature.subgraph_index, t)}\n")
-            out.append("- Outputs: \n")
-            for name, t in signature.outputs.items():
-                out.append(f"    '{name}' : {tensor_ref(signature.subgraph_index, t)}\n")
-            out.append("\n")
 
+def _size_text(model: ModelDescription, buffers: list[tuple[int, bool]], usage: list[int]) -> str:
+    """The Analyzer's closing size table: data and non-data bytes, per subgraph when several, zero buffers."""
     size = model.size
     total = sum(b for b, _ in buffers)
     zeros = sum(b for b, zero in buffers if zero)
-    out.append(SPLITTER + "\n")
-    out.append(f"{'Model size':>24}: {size:10d} bytes\n")
+    out = [SPLITTER + "\n", f"{'Model size':>24}: {size:10d} bytes\n"]
     out.append(
         f"{'Non-data buffer size':>24}: {size - total:10d} bytes ({(size - total) / size * 100:05.2f} %)\n"
     )
@@ -174,6 +185,18 @@ def analyzer_text(model: ModelDescription, data: bytes) -> str:
         "https://github.com/tensorflow/tensorflow/blob/master/tensorflow/lite/schema/schema.fbs\n"
     )
     return "".join(out)
+
+
+def analyzer_text(model: ModelDescription, data: bytes) -> str:
+    """The Analyzer's report of a model."""
+    buffers = _buffers(data)
+    subgraphs = [_subgraph_text(model, s, buffers) for s in range(len(model.subgraphs))]
+    return (
+        _introduction(model)
+        + "".join(text for text, _ in subgraphs)
+        + _signatures_text(model)
+        + _size_text(model, buffers, [usage for _, usage in subgraphs])
+    )
 
 
 def support_text(model: ModelDescription, custom_ops: list[str]) -> str:

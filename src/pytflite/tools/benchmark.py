@@ -16,7 +16,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,6 +25,10 @@ from .inputs import parse_range, parse_shapes, resolve_inputs
 from .loading import ToolError, build_interpreter, delegate_from_args
 from .profiler import Profiler, ProfileSummary, Stat
 from .session import Session, run_reference
+
+if TYPE_CHECKING:
+    from ..core.arena import MemoryReport
+    from ..interpreter import Interpreter
 
 
 def _proc_status_bytes(field: str) -> int | None:
@@ -192,9 +196,8 @@ def _litert_times(args: Any, session: Session, values: list[np.ndarray]) -> list
     return results
 
 
-def command(args: Any) -> int:
-    model = args.graph or args.model
-    args.model = model
+def _print_settings(args: Any, model: str) -> None:
+    """benchmark_model's opening lines, so that a log shows the protocol its timings come from."""
     print("STARTING!")
     print(f"Min num runs: [{args.num_runs}]")
     print(f"Min runs duration (seconds): [{args.min_secs:g}]")
@@ -210,7 +213,9 @@ def command(args: Any) -> int:
     if args.min_nodes_per_partition is not None:
         print(f"Min nodes per partition: [{args.min_nodes_per_partition}]")
 
-    rss_start = rss_bytes()
+
+def _load(args: Any, model: str) -> tuple[Interpreter, Session, float]:
+    """Build, resize and allocate the interpreter: what benchmark_model times as the session's Init (us)."""
     init_begin = time.perf_counter()
     interpreter = build_interpreter(
         model, custom_ops=args.custom_ops, delegates=delegate_from_args(args), num_threads=args.num_threads
@@ -218,8 +223,11 @@ def command(args: Any) -> int:
     session = Session(interpreter, args.signature)
     _apply_shapes(session, args.input_layer, args.input_layer_shape)
     session.allocate()
-    init_us = (time.perf_counter() - init_begin) * 1e6
-    rss_init = rss_bytes()
+    return interpreter, session, (time.perf_counter() - init_begin) * 1e6
+
+
+def _report_loading(args: Any, model: str, interpreter: Interpreter, session: Session, init_us: float) -> int:
+    """What loading gave (size, init time, the nodes the delegates took); returns the partition count."""
     print(f"Loaded model {model}")
     print(f"The input model file size (MB): {os.path.getsize(model) / 1e6:g}")
     print(f"Initialized session in {init_us / 1e3:.3f}ms.")
@@ -231,7 +239,11 @@ def command(args: Any) -> int:
             f"Applied {', '.join(args.delegate)}: {delegated} nodes delegated out of {total} nodes "
             f"with {len(partitions)} partitions."
         )
+    return len(partitions)
 
+
+def _set_inputs(args: Any, session: Session) -> list[np.ndarray]:
+    """Set the inputs once: every run reuses them, and --compare-litert feeds LiteRT the same values."""
     values = resolve_inputs(
         args.input, session.input_details, session.input_names, parse_range(args.image_range), args.seed
     )
@@ -239,6 +251,13 @@ def command(args: Any) -> int:
         session.set_inputs(values)
     except ValueError as error:
         raise ToolError(str(error)) from None
+    return values
+
+
+def _time_invokes(
+    args: Any, interpreter: Interpreter, session: Session
+) -> tuple[Stat, Stat, Profiler | None]:
+    """Warm-up, then the timed runs; the op profiler (--enable_op_profiling) sees the timed runs only."""
     show = args.progress == "always" or (args.progress == "auto" and sys.stderr.isatty())
     try:
         warmup = timed_runs(
@@ -265,8 +284,15 @@ def command(args: Any) -> int:
         raise ToolError(f"invoke failed: {str(error).strip()}") from None
     if profiler is not None:
         profiler.detach(interpreter)
-    rss_end = rss_bytes()
+    return warmup, inference, profiler
 
+
+def _print_timings(
+    init_us: float, warmup: Stat, inference: Stat, rss: tuple[int, int, int]
+) -> dict[str, float]:
+    """benchmark_model's summary lines (rss: at the start, after init, at the end), then the invoke times'
+    distribution in ms, which the LiteRT ratios and the JSON reuse."""
+    rss_start, rss_init, rss_end = rss
     print(
         f"Inference timings in us: Init: {init_us:.0f}, First inference: {(warmup.values or inference.values or [0])[0]:.0f}, "
         f"Warmup (avg): {warmup.avg:.6g}, Inference (avg): {inference.avg:.6g}"
@@ -283,6 +309,11 @@ def command(args: Any) -> int:
             header=["invoke ms", "min", "median", "mean", "p90", "max"],
         )
     )
+    return times
+
+
+def _print_memory(interpreter: Interpreter, session: Session) -> MemoryReport:
+    """Where the memory goes (arena, constants, dynamic tensors, peak RSS); returns the MemoryReport."""
     memory = interpreter.memory_report(session.subgraph_index)
     print(
         f"Memory: arena {human_bytes(memory.arena_bytes)} (lower bound {human_bytes(memory.arena_lower_bound_bytes)}), "
@@ -290,33 +321,60 @@ def command(args: Any) -> int:
         f"(mapped from the file), dynamic {human_bytes(memory.dynamic_bytes)}; "
         f"peak RSS {human_bytes(peak_rss_bytes())}"
     )
+    return memory
 
+
+def _print_profile(args: Any, profiler: Profiler, interpreter: Interpreter) -> None:
+    """--enable_op_profiling's operator-wise tables, and the CSV --profiling_output_csv_file asks for."""
+    summary = ProfileSummary.from_profiler(profiler, interpreter)
+    print()
+    print("Operator-wise Profiling Info for Regular Benchmark Runs:")
+    print(summary.text())
+    if args.profiling_output_csv_file:
+        Path(args.profiling_output_csv_file).write_text(summary.csv())
+        print(f"wrote {args.profiling_output_csv_file}")
+
+
+def _compare_litert(
+    args: Any, session: Session, values: list[np.ndarray], times: dict[str, float]
+) -> list[dict[str, Any]]:
+    """--compare-litert: time LiteRT on the same inputs and print pytflite's median against each runtime's."""
+    print()
+    results = _litert_times(args, session, values)
+    if results:
+        rows = [["pytflite", *(f"{times[k]:.3f}" for k in ("median", "mean")), "1.00x", "-"]]
+        for result in results:
+            rows.append(
+                [
+                    result["runtime"],
+                    f"{result['median']:.3f}",
+                    f"{result['mean']:.3f}",
+                    f"{times['median'] / result['median']:.2f}x",
+                    f"{result['max_abs_output_difference']:.3g}",
+                ]
+            )
+        print(table(rows, header=["runtime", "median ms", "mean ms", "pytflite / it", "max |out diff|"]))
+    return results
+
+
+def command(args: Any) -> int:
+    model = args.graph or args.model
+    args.model = model
+    _print_settings(args, model)
+
+    rss_start = rss_bytes()
+    interpreter, session, init_us = _load(args, model)
+    rss_init = rss_bytes()
+    partition_count = _report_loading(args, model, interpreter, session, init_us)
+    values = _set_inputs(args, session)
+    warmup, inference, profiler = _time_invokes(args, interpreter, session)
+    rss_end = rss_bytes()
+
+    times = _print_timings(init_us, warmup, inference, (rss_start, rss_init, rss_end))
+    memory = _print_memory(interpreter, session)
     if profiler is not None:
-        summary = ProfileSummary.from_profiler(profiler, interpreter)
-        print()
-        print("Operator-wise Profiling Info for Regular Benchmark Runs:")
-        print(summary.text())
-        if args.profiling_output_csv_file:
-            Path(args.profiling_output_csv_file).write_text(summary.csv())
-            print(f"wrote {args.profiling_output_csv_file}")
-
-    litert_results = []
-    if args.compare_litert:
-        print()
-        litert_results = _litert_times(args, session, values)
-        if litert_results:
-            rows = [["pytflite", *(f"{times[k]:.3f}" for k in ("median", "mean")), "1.00x", "-"]]
-            for result in litert_results:
-                rows.append(
-                    [
-                        result["runtime"],
-                        f"{result['median']:.3f}",
-                        f"{result['mean']:.3f}",
-                        f"{times['median'] / result['median']:.2f}x",
-                        f"{result['max_abs_output_difference']:.3g}",
-                    ]
-                )
-            print(table(rows, header=["runtime", "median ms", "mean ms", "pytflite / it", "max |out diff|"]))
+        _print_profile(args, profiler, interpreter)
+    litert_results = _compare_litert(args, session, values, times) if args.compare_litert else []
 
     if args.json:
         Path(args.json).write_text(
@@ -330,7 +388,7 @@ def command(args: Any) -> int:
                     "arena_bytes": memory.arena_bytes,
                     "arena_lower_bound_bytes": memory.arena_lower_bound_bytes,
                     "peak_rss_bytes": peak_rss_bytes(),
-                    "delegate_partitions": len(partitions),
+                    "delegate_partitions": partition_count,
                     "litert": litert_results,
                     "median_ratio_vs": {r["runtime"]: times["median"] / r["median"] for r in litert_results},
                 },

@@ -84,11 +84,14 @@ def _add_input_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--num_threads", "--num-threads", type=int, default=None, help="threads for BLAS")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pytflite", description="TensorFlow Lite models in Python: tools.")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+def _add_partition_arguments(parser: argparse.ArgumentParser) -> None:
+    """benchmark_model's limits on delegate partitioning, for the commands that apply delegates to a graph."""
+    parser.add_argument("--max_delegated_partitions", type=int, default=None)
+    parser.add_argument("--min_nodes_per_partition", type=int, default=None)
 
-    run = commands.add_parser("run", help="invoke a model once and print its outputs")
+
+def _add_run_arguments(run: argparse.ArgumentParser) -> None:
+    """`run`'s flags: how outputs are shown or saved, and repeated or debugged invokes."""
     _add_model_arguments(run)
     _add_input_arguments(run)
     run.add_argument("--top_k", "--top-k", type=int, default=5, help="classes shown for score outputs")
@@ -104,7 +107,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="print every node (level 1-3; env PYTFLITE_DEBUG)",
     )
 
-    bench = commands.add_parser("benchmark", help="time invokes as TFLite's benchmark_model does")
+
+def _add_benchmark_arguments(bench: argparse.ArgumentParser) -> None:
+    """`benchmark`'s flags, spelled as benchmark_model's, then pytflite's own (--compare-litert and on)."""
     _add_model_arguments(bench)
     _add_input_arguments(bench)
     bench.add_argument("--graph", help=argparse.SUPPRESS)
@@ -120,8 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--input_layer_shape", default="", help="shapes: dims by ',', inputs by ':'")
     bench.add_argument("--enable_op_profiling", type=_bool, nargs="?", const=True, default=False)
     bench.add_argument("--profiling_output_csv_file", default="", help="write the op profile as CSV here")
-    bench.add_argument("--max_delegated_partitions", type=int, default=None)
-    bench.add_argument("--min_nodes_per_partition", type=int, default=None)
+    _add_partition_arguments(bench)
     bench.add_argument(
         "--compare-litert", "--compare_litert", action="store_true", help="also time ai-edge-litert"
     )
@@ -130,7 +134,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bench.add_argument("--json", metavar="FILE", help="also write the results as JSON")
 
-    profile = commands.add_parser("profile", help="per-operator times (benchmark_model's op profiling)")
+
+def _add_profile_arguments(profile: argparse.ArgumentParser) -> None:
+    """`profile`'s flags: the runs to average over and where the tables, chart and node data go."""
     _add_model_arguments(profile)
     _add_input_arguments(profile)
     profile.add_argument("--num_runs", type=int, default=10)
@@ -144,20 +150,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     profile.add_argument("--top", type=int, default=10, help="rows of 'Top by Computation Time'")
 
-    analyze = commands.add_parser("analyze", help="describe a model (tf.lite.experimental.Analyzer)")
-    _add_model_arguments(analyze)
-    analyze.add_argument("--max_delegated_partitions", type=int, default=None)
-    analyze.add_argument("--min_nodes_per_partition", type=int, default=None)
 
-    visualize = commands.add_parser("visualize", help="write an HTML page drawing the graph")
-    _add_model_arguments(visualize)
-    visualize.add_argument("-o", "--output", default="graph.html", help="the HTML file to write")
-    visualize.add_argument("--max_delegated_partitions", type=int, default=None)
-    visualize.add_argument("--min_nodes_per_partition", type=int, default=None)
-
-    compare = commands.add_parser(
-        "compare", help="find the first tensor that differs with a delegate, or against ai-edge-litert"
-    )
+def _add_compare_arguments(compare: argparse.ArgumentParser) -> None:
+    """`compare`'s flags: the reference to compare against and the tolerances."""
     _add_model_arguments(compare)
     _add_input_arguments(compare)
     compare.add_argument(
@@ -168,6 +163,33 @@ def build_parser() -> argparse.ArgumentParser:
     )
     compare.add_argument("--atol", type=float, default=1e-5, help="absolute tolerance")
     compare.add_argument("--all", action="store_true", help="list every differing tensor, not just the first")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pytflite", description="TensorFlow Lite models in Python: tools.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_run_arguments(commands.add_parser("run", help="invoke a model once and print its outputs"))
+    _add_benchmark_arguments(
+        commands.add_parser("benchmark", help="time invokes as TFLite's benchmark_model does")
+    )
+    _add_profile_arguments(
+        commands.add_parser("profile", help="per-operator times (benchmark_model's op profiling)")
+    )
+
+    analyze = commands.add_parser("analyze", help="describe a model (tf.lite.experimental.Analyzer)")
+    _add_model_arguments(analyze)
+    _add_partition_arguments(analyze)
+
+    visualize = commands.add_parser("visualize", help="write an HTML page drawing the graph")
+    _add_model_arguments(visualize)
+    visualize.add_argument("-o", "--output", default="graph.html", help="the HTML file to write")
+    _add_partition_arguments(visualize)
+
+    _add_compare_arguments(
+        commands.add_parser(
+            "compare", help="find the first tensor that differs with a delegate, or against ai-edge-litert"
+        )
+    )
 
     from . import batch
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,6 +26,10 @@ from ..debug import shape_text, tensor_value
 from .inputs import parse_range, resolve_inputs
 from .loading import ToolError, build_interpreter, delegate_from_args
 from .session import Session, run_reference
+
+if TYPE_CHECKING:
+    from ..core.delegate import Delegate
+    from ..core.delegation import DelegatePartition
 
 
 class Recorder(ProfilerHooks):
@@ -158,6 +162,76 @@ def _describe(session: Session, tensor: int, producer: int | None) -> str:
     return text
 
 
+def _reference(
+    args: Any,
+    delegates: list[Delegate],
+    candidate: Any,
+    session: Session,
+    values: list[np.ndarray],
+    ours: Recorder,
+) -> tuple[str, dict[int, Any], list[int], dict[int, int]]:
+    """The run to compare against: (its label, its tensor values, the tensors in its execution order and
+    their producers). LiteRT gives no node order, so the order is pytflite's on CPU kernels."""
+    if not args.litert:
+        cpu = build_interpreter(args.model, custom_ops=args.custom_ops, num_threads=args.num_threads)
+        cpu_session = Session(cpu, args.signature)
+        cpu_session.allocate()
+        reference = _record(cpu, cpu_session, values)
+        return "pytflite without delegates", reference.values, reference.order, reference.producers
+    _, reference_values = _litert_tensors(args, session, values)
+    cpu = build_interpreter(args.model, custom_ops=args.custom_ops) if delegates else candidate
+    cpu_session = Session(cpu, args.signature) if delegates else session
+    if delegates:
+        cpu_session.allocate()
+        order_source = _record(cpu, cpu_session, values)
+    else:
+        order_source = ours
+    return "ai-edge-litert (builtin kernels)", reference_values, order_source.order, order_source.producers
+
+
+def _divergences(
+    args: Any, session: Session, ours: Recorder, reference_values: dict[int, Any], order: list[int]
+) -> tuple[int, list[Divergence]]:
+    """Compare the tensors both runs expose, in the reference's order, then the graph outputs: (how many
+    were compared, those that diverge)."""
+    compared, divergences = 0, []
+    outputs = [t for t in session.output_indices if t not in order]
+    for t in [*order, *outputs]:
+        if t not in ours.values or t not in reference_values:
+            continue
+        compared += 1
+        found = divergence(ours.values[t], np.asarray(reference_values[t]), args.atol, args.rtol, t)
+        if found is not None:
+            divergences.append(found)
+    return compared, divergences
+
+
+def _print_divergence(
+    label: str,
+    found: Divergence,
+    session: Session,
+    producers: dict[int, int],
+    ours: Recorder,
+    partitions: dict[int, DelegatePartition],
+) -> None:
+    """One divergence: the tensor, the node (or delegate partition) that wrote it, and how it differs."""
+    print(f"{label}: {_describe(session, found.tensor, producers.get(found.tensor))}")
+    written_by = ours.producers.get(found.tensor)
+    if written_by in partitions:
+        partition = partitions[written_by]
+        print(
+            f"  computed in delegate partition node #{written_by} {partition.delegate_name} "
+            f"(nodes {', '.join(f'#{n} {o}' for n, o in zip(partition.nodes, partition.op_names))})"
+        )
+    if found.where == () and found.max_diff == float("inf") and found.size == 1 and found.differing == 1:
+        print(f"  {found.ours} vs {found.reference}")
+        return
+    print(
+        f"  max |diff| {found.max_diff:.6g} at {list(found.where)}: {found.ours} vs {found.reference} "
+        f"(tolerance {found.tolerance:.3g}); {found.differing} of {found.size} elements differ"
+    )
+
+
 def command(args: Any) -> int:
     delegates = delegate_from_args(args)
     if not delegates and not args.litert:
@@ -174,25 +248,9 @@ def command(args: Any) -> int:
     )
     ours = _record(candidate, session, values)
     partitions = {p.node_index: p for p in candidate.delegate_partitions(session.subgraph_index)}
-
-    if args.litert:
-        reference_label = "ai-edge-litert (builtin kernels)"
-        _, reference_values = _litert_tensors(args, session, values)
-        cpu = build_interpreter(args.model, custom_ops=args.custom_ops) if delegates else candidate
-        cpu_session = Session(cpu, args.signature) if delegates else session
-        if delegates:
-            cpu_session.allocate()
-            order_source = _record(cpu, cpu_session, values)
-        else:
-            order_source = ours
-        order, producers = order_source.order, order_source.producers
-    else:
-        reference_label = "pytflite without delegates"
-        cpu = build_interpreter(args.model, custom_ops=args.custom_ops, num_threads=args.num_threads)
-        cpu_session = Session(cpu, args.signature)
-        cpu_session.allocate()
-        reference = _record(cpu, cpu_session, values)
-        reference_values, order, producers = reference.values, reference.order, reference.producers
+    reference_label, reference_values, order, producers = _reference(
+        args, delegates, candidate, session, values, ours
+    )
 
     candidate_label = "pytflite" + (f" with {', '.join(args.delegate)}" if delegates else "")
     print(f"compare: {candidate_label} against {reference_label}")
@@ -202,16 +260,7 @@ def command(args: Any) -> int:
     )
     print(f"tolerance: |a - b| <= {args.atol:g} + {args.rtol:g} * max|reference| per tensor")
 
-    # the tensors both runs expose, in the reference's order, then the graph outputs
-    compared, divergences = 0, []
-    outputs = [t for t in session.output_indices if t not in order]
-    for t in [*order, *outputs]:
-        if t not in ours.values or t not in reference_values:
-            continue
-        compared += 1
-        found = divergence(ours.values[t], np.asarray(reference_values[t]), args.atol, args.rtol, t)
-        if found is not None:
-            divergences.append(found)
+    compared, divergences = _divergences(args, session, ours, reference_values, order)
     hidden = sum(1 for t in order if t not in ours.values)
     print(
         f"compared {compared} tensors"
@@ -223,21 +272,7 @@ def command(args: Any) -> int:
     shown = divergences if args.all else divergences[:1]
     for number, found in enumerate(shown):
         label = "first divergence" if number == 0 else "divergence"
-        print(f"{label}: {_describe(session, found.tensor, producers.get(found.tensor))}")
-        written_by = ours.producers.get(found.tensor)
-        if written_by in partitions:
-            partition = partitions[written_by]
-            print(
-                f"  computed in delegate partition node #{written_by} {partition.delegate_name} "
-                f"(nodes {', '.join(f'#{n} {o}' for n, o in zip(partition.nodes, partition.op_names))})"
-            )
-        if found.where == () and found.max_diff == float("inf") and found.size == 1 and found.differing == 1:
-            print(f"  {found.ours} vs {found.reference}")
-            continue
-        print(
-            f"  max |diff| {found.max_diff:.6g} at {list(found.where)}: {found.ours} vs {found.reference} "
-            f"(tolerance {found.tolerance:.3g}); {found.differing} of {found.size} elements differ"
-        )
+        _print_divergence(label, found, session, producers, ours, partitions)
     if not args.all and len(divergences) > 1:
         print(f"{len(divergences) - 1} later tensor(s) diverge too (--all lists them)")
     return 1

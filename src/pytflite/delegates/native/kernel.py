@@ -74,72 +74,87 @@ class _Kernel:
         self.node.temporaries = None
 
 
-def delegate_kernel_registration(
-    native: NativeContext, registration: abi.TfLiteRegistration, delegate: NativeDelegate
-) -> Registration:
-    """The pytflite Registration running a C delegate kernel (`registration` is our own copy)."""
-    name = (
-        ctypes.string_at(registration.custom_name).decode("utf-8", "replace")
-        if registration.custom_name
-        else ""
-    )
-    # the delegate's name string may not outlive its Prepare: point the copy at our own
-    name_buffer = ctypes.create_string_buffer(name.encode("utf-8"))
-    registration.custom_name = ctypes.addressof(name_buffer) if name else None
-    init = _function(abi.InitFn, registration.init)
-    free = _function(abi.FreeFn, registration.free)
-    prepare = _function(abi.KernelFn, registration.prepare)
-    invoke = _function(abi.KernelFn, registration.invoke)
-    profiling_string = _function(abi.ProfilingStringFn, registration.profiling_string)
-    context_address = native.address
-    label = name or delegate.name
-    # a delegate that can copy buffers back may mark its outputs stale in each invoke
-    outputs_may_go_stale = delegate.copy_from_buffer_handle is not None
+class _KernelCalls:
+    """The pytflite callbacks of one C delegate kernel, as methods sharing its function pointers, the
+    context they are passed and the name string, which must live as long as the registration."""
 
-    def init_kernel(context: Context, params: DelegateParams, length: int) -> _Kernel:
-        kernel = _Kernel(native, registration, delegate)
-        kernel.buffers = [name_buffer, *fill_delegate_params(kernel.params, params, delegate.native_address)]
+    def __init__(self, native: NativeContext, registration: abi.TfLiteRegistration, delegate: NativeDelegate):
+        self.native = native
+        self.registration = registration
+        self.delegate = delegate
+        self.name = (
+            ctypes.string_at(registration.custom_name).decode("utf-8", "replace")
+            if registration.custom_name
+            else ""
+        )
+        # the delegate's name string may not outlive its Prepare: point the copy at our own
+        self.name_buffer = ctypes.create_string_buffer(self.name.encode("utf-8"))
+        registration.custom_name = ctypes.addressof(self.name_buffer) if self.name else None
+        self.c_init = _function(abi.InitFn, registration.init)
+        self.c_free = _function(abi.FreeFn, registration.free)
+        self.c_prepare = _function(abi.KernelFn, registration.prepare)
+        self.c_invoke = _function(abi.KernelFn, registration.invoke)
+        self.c_profiling_string = _function(abi.ProfilingStringFn, registration.profiling_string)
+        self.context_address = native.address
+        self.label = self.name or delegate.name
+        # a delegate that can copy buffers back may mark its outputs stale in each invoke
+        self.outputs_may_go_stale = delegate.copy_from_buffer_handle is not None
+
+    def init(self, context: Context, params: DelegateParams, length: int) -> _Kernel:
+        """Registration.init: the node's C structs, then the C init (which gets the TfLiteDelegateParams)."""
+        native, delegate = self.native, self.delegate
+        kernel = _Kernel(native, self.registration, delegate)
+        kernel.buffers = [
+            self.name_buffer,
+            *fill_delegate_params(kernel.params, params, delegate.native_address),
+        ]
         kernel.node.builtin_data = ctypes.addressof(kernel.params)
         kernel.node.delegate = delegate.native_address
         kernel.write_node(params.input_tensors, params.output_tensors, ())
         native.sync()
-        if init is not None:
-            user_data = init(context_address, ctypes.addressof(kernel.params), 0)
+        if self.c_init is not None:
+            user_data = self.c_init(self.context_address, ctypes.addressof(kernel.params), 0)
             if user_data == abi.INIT_FAILED:
                 kernel.free_arrays()
-                raise KernelError(f"{label} kernel init failed (TfLiteKernelInitFailed).")
+                raise KernelError(f"{self.label} kernel init failed (TfLiteKernelInitFailed).")
             kernel.node.user_data = user_data
             native.read_back()
         delegate.hold()
         return kernel
 
-    def prepare_kernel(context: Context, node: Node) -> int | None:
+    def prepare(self, context: Context, node: Node) -> int | None:
+        """Registration.prepare: the C prepare on fresh structs, then what it wrote (temporaries too) read back."""
         kernel: _Kernel = node.user_data
         kernel.write_node(node.inputs, node.outputs, node.temporaries)
-        native.sync()
-        if prepare is None:
+        self.native.sync()
+        if self.c_prepare is None:
             return None
-        status = prepare(context_address, ctypes.addressof(kernel.node))
+        status = self.c_prepare(self.context_address, ctypes.addressof(kernel.node))
         kernel.read_temporaries(node)
-        native.read_back()
+        self.native.read_back()
         return status
 
-    def invoke_kernel(context: Context, node: Node) -> int | None:
+    def invoke(self, context: Context, node: Node) -> int | None:
+        """Registration.invoke: the C invoke with the node's tensors synced, and its outputs read back
+        when they may have gone stale."""
         kernel: _Kernel = node.user_data
-        native.sync((*node.inputs, *node.outputs, *node.temporaries))
-        if invoke is None:
+        self.native.sync((*node.inputs, *node.outputs, *node.temporaries))
+        if self.c_invoke is None:
             return None
-        status = invoke(context_address, ctypes.addressof(kernel.node))
-        if outputs_may_go_stale:
-            native.read_back(node.outputs)
+        status = self.c_invoke(self.context_address, ctypes.addressof(kernel.node))
+        if self.outputs_may_go_stale:
+            self.native.read_back(node.outputs)
         return status
 
-    def bind_kernel(context: Context, node: Node) -> Any:
-        native.sync()
-        if invoke is None or outputs_may_go_stale:
-            return invoke_kernel
+    def bind(self, context: Context, node: Node) -> Any:
+        """Registration.bind: after syncing every struct, a bare C call as the step where nothing needs
+        reading back, else the checked invoke."""
+        self.native.sync()
+        if self.c_invoke is None or self.outputs_may_go_stale:
+            return self.invoke
+        invoke, context_address = self.c_invoke, self.context_address
         node_address = ctypes.addressof(node.user_data.node)
-        struct = native.struct
+        struct = self.native.struct
 
         def step(context: Context, node: Node) -> int:
             if struct.profiler:  # a profiler was removed since the last sync
@@ -148,26 +163,34 @@ def delegate_kernel_registration(
 
         return step
 
-    def free_kernel(context: Context, kernel: _Kernel) -> None:
+    def free(self, context: Context, kernel: _Kernel) -> None:
+        """Registration.free: the C free of the user data, then the node's arrays and our hold on the delegate."""
         try:
-            if free is not None and kernel.node.user_data:
-                free(context_address, kernel.node.user_data)
+            if self.c_free is not None and kernel.node.user_data:
+                self.c_free(self.context_address, kernel.node.user_data)
         finally:
             kernel.free_arrays()
-            delegate.drop()
+            self.delegate.drop()
 
-    def profile_kernel(context: Context, node: Node) -> str:
-        text = profiling_string(context_address, ctypes.addressof(node.user_data.node))
+    def profiling_string(self, context: Context, node: Node) -> str:
+        """Registration.profiling_string: the C kernel's text for the profiler's event."""
+        text = self.c_profiling_string(self.context_address, ctypes.addressof(node.user_data.node))
         return ctypes.string_at(text).decode("utf-8", "replace") if text else ""
 
+
+def delegate_kernel_registration(
+    native: NativeContext, registration: abi.TfLiteRegistration, delegate: NativeDelegate
+) -> Registration:
+    """The pytflite Registration running a C delegate kernel (`registration` is our own copy)."""
+    calls = _KernelCalls(native, registration, delegate)
     return Registration(
-        init=init_kernel,
-        free=free_kernel,
-        prepare=prepare_kernel,
-        invoke=invoke_kernel,
-        bind=bind_kernel,
-        profiling_string=profile_kernel if profiling_string is not None else None,
+        init=calls.init,
+        free=calls.free,
+        prepare=calls.prepare,
+        invoke=calls.invoke,
+        bind=calls.bind,
+        profiling_string=calls.profiling_string if calls.c_profiling_string is not None else None,
         builtin_code=BuiltinOperator.DELEGATE,
-        custom_name=name or None,
+        custom_name=calls.name or None,
         version=registration.version,
     )
