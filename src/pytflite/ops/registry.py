@@ -202,8 +202,8 @@ def default_custom_kernels(reference: bool = False) -> dict[tuple[str, int], Reg
 
 def is_builtin_kernel(registration: Registration) -> bool:
     """Whether `registration` is one of the table's kernels (or a resolver's equal copy of one) rather
-    than a user's, even one registered under a builtin code."""
-    _load_families()
+    than a user's, even one registered under a builtin code. (Called for every node a model adds: the
+    families are not loaded here, as any table registration exists only once they are.)"""
     try:
         return registration in _KERNELS
     except TypeError:  # a user's callback object that cannot be hashed
