@@ -85,7 +85,9 @@ def test_another_kernel_or_config_computes_its_own():
     base = pytflite.BuiltinOpResolver().find_builtin(Op.DEQUANTIZE, 1)
     resolver.add_builtin(Op.DEQUANTIZE, pytflite.Registration(prepare=base.prepare, invoke=doubled))
     others = [
-        pytflite.Interpreter(model_content=model, op_resolver=resolver, experimental_preserve_all_tensors=True),
+        pytflite.Interpreter(
+            model_content=model, op_resolver=resolver, experimental_preserve_all_tensors=True
+        ),
         pytflite.Interpreter(model_content=model, num_threads=2),
         pytflite.Interpreter(
             model_content=model, experimental_op_resolver_type=pytflite.OpResolverType.BUILTIN_REF

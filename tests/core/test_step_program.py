@@ -11,7 +11,7 @@ import pytest
 
 import pytflite
 from pytflite.core.step_program import Direct, Respecialize, StepProgram, Written
-from tests.core.test_bind import add_then_custom_op
+from tests.core.test_kernel_calls import add_then_custom_op
 
 
 class _Reported(Exception):
@@ -37,14 +37,14 @@ def test_every_kind_of_step_runs_the_same_walked_and_written():
     def increment(context, node):
         x[()] += 1
 
-    def double(context, node):
+    def double():
         plain_calls.append("double")
         doubled[()] = x[()] * 2
 
     program, reports = _program(
         [
             increment,
-            Written(double, "{doubled}[()] = {x}[()] * 2", doubled=doubled, x=x),
+            Written("{doubled}[()] = {x}[()] * 2", double, doubled=doubled, x=x),
             Direct(partial(np.add, x, doubled, total), partial(np.multiply, total, 10, out=out)),
         ]
     )

@@ -6,8 +6,6 @@ optimized kernels and its reference ones (BUILTIN_REF)."""
 
 from __future__ import annotations
 
-from functools import partial
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -17,8 +15,8 @@ import pytflite
 from pytflite import BuiltinOperator as Op
 from pytflite import TensorType as T
 from pytflite.core.quantization import AffineQuantization
+from pytflite.core.step_program import Direct
 from pytflite.model.builder import ModelBuilder
-from pytflite.ops.conv.program import Program
 from tests.ops.refusals import fails_like_litert
 from tests.oracle import (
     assert_compiled_as_numpy,
@@ -1153,28 +1151,10 @@ def _int8_conv_model(**changes) -> bytes:
     ).build()[0]
 
 
-def test_program_rebuilds_its_calls_only_for_new_operands():
-    """program.py: the calls are built once for the same operand objects, again for a new one."""
-    built = []
-
-    def build(target, addend):
-        built.append(target)
-        return [partial(np.add, target, addend, out=target)]
-
-    program = Program(build)
-    first, ones = np.zeros(3), np.ones(3)
-    program.run(first, ones)
-    program.run(first, ones)
-    second = np.zeros(3)
-    program.run(second, ones)
-    assert len(built) == 2
-    assert first.tolist() == [2, 2, 2] and second.tolist() == [1, 1, 1]
-
-
 @pytest.mark.parametrize("op", [Op.CONV_2D, Op.DEPTHWISE_CONV_2D])
 @pytest.mark.parametrize("resolver", RESOLVERS)
 def test_int8_calls_follow_resized_tensors(op, resolver, kernels):
-    """The int8 kernels run calls bound to the arena's arrays (program.py): invokes before and after
+    """The int8 kernels run calls bound to the arena's arrays (Registration.calls): invokes before and after
     resizes (new arrays, new staging and im2col geometry) match LiteRT's, with the NumPy requantization
     and with the compiled one."""
     rng = np.random.default_rng(7)
@@ -1208,11 +1188,12 @@ def test_int8_calls_follow_resized_tensors(op, resolver, kernels):
     integer = ours.subgraphs[0].nodes[ours.subgraphs[0].execution_plan[0]][0].user_data.integer
     simd = integer.requant.rounding == "simd"  # the optimized kernels': requantized in float64
     if op == Op.CONV_2D:  # the product with a constant filter is calls, and the float64 requantization
-        assert integer.program is not None and integer.requantizes == simd
+        assert integer.as_calls and integer.requantizes == simd
     else:  # the depthwise kernel has calls for the float64 requantization only
-        assert (integer.program is not None) == simd
+        assert integer.as_calls == simd
         if simd and kernels == "compiled":  # the sums and the requantization in one compiled call
-            assert len(integer.program._calls) == 1
+            step, _ = ours.subgraphs[0].runner.fast_steps[0]
+            assert len(step.calls) == 1
 
 
 @pytest.mark.parametrize(
@@ -1729,7 +1710,7 @@ def test_requantization_rows_are_shared_by_a_models_interpreters(op):
 
 @pytest.mark.parametrize("op", [Op.CONV_2D, Op.DEPTHWISE_CONV_2D])
 def test_bound_hybrid_steps_hand_refused_rows_to_invoke(op):
-    """The hybrid kernels' bound steps (conv2d_bind, depthwise_bind) quantize with the compiled kernel;
+    """The hybrid kernels' bound calls (conv2d_calls, depthwise_calls) quantize with the compiled kernel;
     a batch it refuses (a NaN, an infinity) goes through the kernel's invoke: the outputs are the
     NumPy kernels' for every feed, and the bound step serves the next finite one."""
     rng = np.random.default_rng(11)
@@ -1753,6 +1734,6 @@ def test_bound_hybrid_steps_hand_refused_rows_to_invoke(op):
 
     def inspect(interpreter, compiled):
         step = interpreter.subgraphs[0].runner.fast_steps[0][0]
-        assert (step.__name__ == "step") == compiled  # the bound step, or the kernel's invoke
+        assert isinstance(step, Direct) == compiled  # the bound calls, or the kernel's invoke
 
     assert_compiled_as_numpy(model, [[x] for x in feeds], inspect)

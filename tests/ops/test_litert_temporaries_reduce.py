@@ -96,7 +96,9 @@ def test_the_listing_can_be_switched_off():
     kernels = pytflite.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
     listed, unlisted = (
         pytflite.Interpreter(
-            model_content=model, experimental_op_resolver_type=kernels, experimental_list_litert_temporaries=on
+            model_content=model,
+            experimental_op_resolver_type=kernels,
+            experimental_list_litert_temporaries=on,
         )
         for on in (True, False)
     )

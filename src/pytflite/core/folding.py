@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 _CONSTANT = frozenset({AllocationType.MMAP_RO, AllocationType.PERSISTENT_RO})
 _FOLDABLE_OUTPUT = frozenset({AllocationType.ARENA_RW, AllocationType.PERSISTENT_RO})
 
+
 def foldable_outputs(tensors: Sequence[Tensor], node: Node, registration: Registration) -> list[Tensor]:
     """The outputs of a just-prepared node to compute now, once; empty when it must run at invoke.
 

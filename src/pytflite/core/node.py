@@ -8,9 +8,9 @@ A `Registration` (TfLiteRegistration) is a kernel: plain functions for each life
     invoke(context, node)                        compute, writing into the preallocated outputs
     free(context, user_data)                     teardown
     profiling_string(context, node) -> str       extra text for the profiler
-    bind(context, node) -> step                  (pytflite's own, optional) after each allocation: a
-                                                 function of (context, node) doing what invoke does,
-                                                 for the memory tensors have now
+    calls(context, node) -> calls                (pytflite's own, optional) after each allocation:
+                                                 what invoke does, for the memory tensors have now,
+                                                 as calls (see below), or None: invoke it is
     stateless: bool                              (pytflite's own) prepare and invoke depend on the
                                                  inputs alone: no state, side effects, randomness or
                                                  called subgraphs. Such a node with constant inputs is
@@ -22,13 +22,14 @@ A `Registration` (TfLiteRegistration) is a kernel: plain functions for each life
                                                  other, which TFLite prepares and invokes as usual)
 prepare and invoke may return None or Status.OK on success, another Status on failure, or raise.
 
-`bind` is for kernels whose invoke is short next to looking up its tensors: the step it returns may hold
-the input and output arrays themselves (and anything derived from them, such as views), because the
-check-free step list it goes into (core/plan_runner.py) is made again whenever memory may have moved;
-invoke still serves every other caller (the careful loop, profilers, delegates' kernels). A step that is
-only calls of NumPy functions on those arrays is best returned as a `core.step_program.Direct` of them
-(or one element's arithmetic as a `Written` statement): the step list's program then makes the calls
-themselves, with no Python frame around them.
+`calls` is the one fast-path protocol, for kernels whose invoke is short next to looking up its tensors.
+It returns either a tuple of calls of nothing (functools.partial objects over NumPy functions or compiled
+kernels and the node's arrays, or closures), made in order, their results unread, a failure raised; or
+one `core.step_program.Written` statement (one element's arithmetic as Python's own operations). The
+calls may hold the input and output arrays themselves (and views of them): the check-free step list
+they go into (core/plan_runner.py) is made again whenever memory may have moved, and the step program
+writes each partial out as the call itself, with no Python frame around it. invoke still serves every
+other caller (the careful loop, profilers, delegates' kernels).
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ class Registration:
     builtin_code: int = BuiltinOperator.CUSTOM
     custom_name: str | None = None
     version: int = 1
-    bind: Callable[[Context, Node], KernelFn] | None = None  # pytflite's own: see the module docstring
+    calls: Callable[[Context, Node], Any] | None = None  # pytflite's own: see the module docstring
     stateless: bool = False  # pytflite's own: see the module docstring
 
     @property

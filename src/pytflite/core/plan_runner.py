@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from .delegate import DelegateFlags
 from .node import OPTIONAL_TENSOR, Node
 from .profiling import EventType
-from .step_program import StepProgram, Steps
+from .step_program import Direct, StepProgram, Steps, Written
 from .types import NON_POD_TYPES, AllocationType, BuiltinOperator, Status
 
 if TYPE_CHECKING:
@@ -208,7 +208,7 @@ class _Suffix:
     """Check-free steps for plan positions [first, end) after a lazy prepare (PlanRunner._suffix).
 
     Every node in it has a pure prepare (so one prepared again had its inputs change) and no dynamic
-    output. Bound steps (Registration.bind) are valid while the arena has not moved and their node was
+    output. Bound steps (Registration.calls) are valid while the arena has not moved and their node was
     not prepared again: its recorded inputs (Subgraph.cursor.prepared_inputs) are still the same object. A node
     reading a dynamic tensor is prepared again at nearly every resize, so it runs its plain invoke, which
     looks its arrays up each time, and does not make the suffix be built again."""
@@ -291,15 +291,19 @@ def _lacks_data(tensor: Tensor) -> bool:
 
 
 def _step(subgraph: Subgraph, node: Node, registration) -> Callable:
-    """What a check-free step calls: the kernel's bound step (Registration.bind) or its invoke. A node
-    reading or writing a string (or resource, variant) tensor is not bound: setting a string input
-    gives the tensor a new array."""
+    """What a check-free step calls: the kernel's calls for the memory its tensors have now
+    (Registration.calls, as a Direct step or its Written statement), or its invoke. A node reading or
+    writing a string (or resource, variant) tensor is not bound: setting a string input gives the tensor
+    a new array."""
     tensors = subgraph.tensors
-    if registration.bind is None or any(
+    if registration.calls is None or any(
         t != OPTIONAL_TENSOR and tensors[t].type in NON_POD_TYPES for t in (*node.inputs, *node.outputs)
     ):
         return registration.invoke
-    return registration.bind(subgraph.context, node)
+    calls = registration.calls(subgraph.context, node)
+    if calls is None:
+        return registration.invoke
+    return calls if isinstance(calls, Written) else Direct(*calls)
 
 
 def _held_elsewhere(tensor: Tensor) -> bool:

@@ -4,14 +4,14 @@ Walking a list of steps costs, per step, a loop iteration, the step's Python fra
 about 0.4 us, which on the small tensors of loop bodies and small graphs is most of a node's time. A list
 that runs again is written out as straight-line code instead (Source), one statement per step:
 
-    s = step_2(context_1, node_3)       # a kernel's step, its status checked
+    s = step_2(context_1, node_3)       # a kernel's invoke, its status checked
     if s: stop(2, s)
-    call_6(arg_4, arg_5, out=out_7)     # a Direct step: the NumPy call itself, nothing around it
-    out_8[at_9] = operation_10(a_11[first_12], b_13[second_14])  # a Written step
+    call_6(arg_4, arg_5, out=out_7)     # a kernel's calls (Registration.calls): each call itself
+    out_8[at_9] = operation_10(a_11[first_12], b_13[second_14])  # a Written statement
 
-A Direct step (`Direct(partial(np.add, a, b, out=out))`) is a bound step made only of calls that report
-nothing, typically ufuncs writing into their bound output: in a program it costs just those calls. Called
-as a plain step (the careful loop, a benchmark timing one node) it makes the same calls.
+A kernel's calls become a Direct step (`Direct(partial(np.add, a, b, out=out))`): in a program it costs
+just those calls. Called as a plain step (the careful loop, a benchmark timing one node) it makes the
+same calls.
 
 Writing a program costs about 25 us a statement (Python's compiler), so a list runs its first time as a
 plain loop and is written out on its second run. Failures are reported as the plain loop reports them:
@@ -38,8 +38,9 @@ class Respecialize(Exception):
 
 
 class Direct:
-    """A check-free step made of calls whose results the runner does not read, each a functools.partial
-    of a function and its bound arrays and values (fixed until the step is bound again), made in order."""
+    """The check-free step of a kernel's calls (Registration.calls): calls of nothing whose results the
+    runner does not read, made in order; a program writes each functools.partial out as its function
+    with its bound arrays and values (fixed until the step is bound again)."""
 
     __slots__ = ("calls",)
 
@@ -52,18 +53,18 @@ class Direct:
 
 
 class Written:
-    """A check-free step a StepProgram writes as one Python statement: `text`, in which each {name} stands
-    for values[name] (`"{out}[()] = {add}({a}[()], {b}[()])"`), for what costs more as calls than as
-    Python's own operations (arithmetic on single elements); it may use the local name `x` for an
-    intermediate value. As a plain step it calls `step`, which does the same."""
+    """A kernel's calls (Registration.calls) as one Python statement a StepProgram writes: `text`, in
+    which each {name} stands for values[name] (`"{out}[()] = {add}({a}[()], {b}[()])"`), for what costs
+    more as calls than as Python's own operations (arithmetic on single elements); it may use the local
+    name `x` for an intermediate value. As a plain step it makes `call`, which does the same."""
 
-    __slots__ = ("step", "text", "values")
+    __slots__ = ("call", "text", "values")
 
-    def __init__(self, step: Callable, text: str, **values: Any):
-        self.step, self.text, self.values = step, text, values
+    def __init__(self, text: str, call: Callable[[], object], **values: Any):
+        self.call, self.text, self.values = call, text, values
 
-    def __call__(self, context, node) -> Any:
-        return self.step(context, node)
+    def __call__(self, context, node) -> None:
+        self.call()
 
 
 class _Stopped(Exception):
@@ -107,8 +108,8 @@ class Source:
         self.steps(program.steps, program.context, program.failed, indent)
 
     def steps(self, steps: Steps, context, failed: Failed, indent: int = 1) -> None:
-        """The lines of `steps`: a Direct step's calls, a Written step's statement, any other step's call
-        with its status checked."""
+        """The lines of `steps`: a Direct step's calls, a Written statement, any other step's call with
+        its status checked."""
         context_name = self.name("context", context)
         for step, node in steps:
             origin = (failed, node)
@@ -123,7 +124,10 @@ class Source:
                 # (None and Status.OK are falsy; stop is told this line's index)
                 self.line(f"if s: stop({len(self._lines)}, s)", indent, origin)
 
-    def _call(self, call: partial, indent: int, origin: tuple) -> None:
+    def _call(self, call: Callable[[], object], indent: int, origin: tuple) -> None:
+        if not isinstance(call, partial):
+            self.line("{call}()", indent, origin, call=call)
+            return
         written = [self.name("arg", value) for value in call.args]
         written += [f"{keyword}={self.name(keyword, value)}" for keyword, value in call.keywords.items()]
         self.line(f"{self.name('call', call.func)}({', '.join(written)})", indent, origin)

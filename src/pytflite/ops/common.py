@@ -3,7 +3,7 @@ temporaries."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from operator import setitem
 
@@ -11,7 +11,7 @@ import numpy as np
 
 from ..core.context import Context
 from ..core.node import OPTIONAL_TENSOR, Node
-from ..core.step_program import Direct
+from ..core.step_program import Written
 from ..core.tensor import Tensor
 from ..core.types import AllocationType, TensorType
 from ..errors import KernelError, ensure
@@ -27,47 +27,52 @@ except ImportError:  # NumPy 1.x
 ANY_TYPE = tuple(t for t in TensorType if t not in (TensorType.RESOURCE, TensorType.VARIANT))
 
 
-class CallSequence:
-    """A compute(x, out) made of calls alone (NumPy's or a compiled kernel's), which calls_of(x, out)
-    makes for a pair of arrays: run as a function, or made once into a Direct step (unary_step)."""
+class Computation:
+    """A computation on arrays given by its calls (the kernels' side of Registration.calls):
+    `calls(*arrays)` makes the calls of nothing that compute it on those arrays (a tuple of them, or one
+    Written statement); calling it with the arrays computes it, as an invoke does: by `run(*arrays)`
+    where given (the same computation without making the calls), else by making them. calls_on turns
+    any compute function into calls, so a kernel's calls come from the function its op data holds."""
 
-    __slots__ = ("calls_of",)
+    __slots__ = ("calls", "run")
 
-    def __init__(self, calls_of: Callable[[np.ndarray, np.ndarray], tuple]):
-        self.calls_of = calls_of
+    def __init__(self, calls: Callable[..., tuple | Written], run: Callable[..., None] | None = None):
+        self.calls = calls
+        self.run = run if run is not None else partial(_make_calls, calls)
 
-    def __call__(self, x: np.ndarray, out: np.ndarray) -> None:
-        for call in self.calls_of(x, out):
-            call()
-
-
-def calls_of(compute: Callable, x: np.ndarray, out: np.ndarray) -> tuple:
-    """compute(x, out) as calls: a CallSequence's own, else the one call of `compute`."""
-    if isinstance(compute, CallSequence):
-        return compute.calls_of(x, out)
-    return (partial(compute, x, out),)
+    def __call__(self, *arrays: np.ndarray) -> None:
+        self.run(*arrays)
 
 
-def unary_step(compute: Callable, x: np.ndarray, out: np.ndarray) -> Callable:
-    """The check-free step of `compute(x, out)` on these arrays: a Direct step where compute is a NumPy
-    ufunc (which takes its out positionally) or a CallSequence."""
-    if isinstance(compute, np.ufunc):
-        return Direct(partial(compute, x, out))
-    if isinstance(compute, CallSequence):
-        return Direct(*compute.calls_of(x, out))
-
-    def step(context, node):
-        compute(x, out)
-
-    return step
+def _make_calls(calls: Callable[..., tuple | Written], *arrays: np.ndarray) -> None:
+    made = calls(*arrays)
+    if isinstance(made, Written):
+        made.call()
+    else:
+        make_calls(made)
 
 
-def copy_step(out: np.ndarray, view: np.ndarray, source: np.ndarray) -> Direct | None:
-    """A Direct step copying `view`, a view of the array `source`, into `out`; None where NumPy could
-    not make it a view (a reshape regrouping strided elements copies), so that it would hold old values."""
+def make_calls(calls: Iterable[Callable[[], object]]) -> None:
+    """Make each of a kernel's calls in order (an invoke running what Registration.calls returns)."""
+    for call in calls:
+        call()
+
+
+def calls_on(compute: Callable, *arrays: np.ndarray) -> tuple | Written:
+    """compute(*arrays) as calls (Registration.calls): a Computation's own, else the one call of
+    `compute` (a NumPy ufunc takes its out positionally)."""
+    if isinstance(compute, Computation):
+        return compute.calls(*arrays)
+    return (partial(compute, *arrays),)
+
+
+def copy_calls(out: np.ndarray, view: np.ndarray, source: np.ndarray) -> tuple | None:
+    """The call copying `view`, a view of the array `source`, into `out` (Registration.calls); None
+    where NumPy could not make it a view (a reshape regrouping strided elements copies), so that it
+    would hold old values."""
     if view.size and not np.may_share_memory(view, source):
         return None
-    return Direct(partial(setitem, out, Ellipsis, view))
+    return (partial(setitem, out, Ellipsis, view),)
 
 
 def check_arity(node: Node, inputs: int | Sequence[int], outputs: int = 1) -> None:

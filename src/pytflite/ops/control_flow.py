@@ -84,14 +84,14 @@ def if_invoke(context, node):
     write_outputs(context, node, call.run(values_of(context, data.arguments), copy=False), data.dynamic)
 
 
-def if_bind(context, node):
-    """An IF with fixed output shapes, for the memory its tensors have now: the condition, argument and
+def if_calls(context, node):
+    """Registration.calls of an IF with fixed output shapes, for the memory its tensors have now: the condition, argument and
     output arrays looked up once, and per branch, once per Bound (until the branch is allocated again),
     the copies in and out as pairs of arrays (_BranchRun); a branch that is not bound runs through
     if_invoke."""
     data = node.user_data
     if data.dynamic:
-        return if_invoke
+        return None
     tensors = context.tensors
     flag = tensors[node.inputs[0]].data.reshape(-1)
     values = values_of(context, data.arguments)
@@ -99,17 +99,18 @@ def if_bind(context, node):
     calls = (data.else_call, data.then_call)
     runs: list[_BranchRun | None] = [None, None]  # per branch: made for its Bound last seen
 
-    def if_step(context, node):
+    def if_call():
         taken = 1 if flag[0] else 0
         bound = calls[taken].bound()
         run = runs[taken]
         if run is None or run.bound is not bound:
             if bound is None or not bound.accepts(values):
-                return if_invoke(context, node)
+                if_invoke(context, node)
+                return
             run = runs[taken] = _BranchRun(bound, values, outputs)
         run.run()
 
-    return if_step
+    return (if_call,)
 
 
 class _BranchRun(Staged):
@@ -379,13 +380,13 @@ def while_invoke(context, node):
     write_outputs(context, node, values, loop.dynamic)
 
 
-def while_bind(context, node):
-    """A WHILE with fixed output shapes, for the memory its tensors have now: the input and output arrays
+def while_calls(context, node):
+    """Registration.calls of a WHILE with fixed output shapes, for the memory its tensors have now: the input and output arrays
     looked up once, and the BoundLoop checked against the inputs once (until it is made again); a loop
     that is not bound runs through while_invoke."""
     loop = node.user_data.loop
-    if loop.dynamic:  # (a fusing body makes the loop dynamic: no Respecialize reaches this step; the
-        return while_invoke  # outputs have the inputs' shapes, which the values copied in have)
+    if loop.dynamic:  # (a fusing body makes the loop dynamic: no Respecialize reaches these calls; the
+        return None  # outputs have the inputs' shapes, which the values copied in have)
     tensors = context.tensors
     values = values_of(context, node.inputs)
     outputs = tuple(
@@ -395,20 +396,21 @@ def while_bind(context, node):
     )
     accepted: BoundLoop | None = None  # the BoundLoop last seen to accept `values`
 
-    def while_step(context, node):
+    def while_call():
         nonlocal accepted
         bound = loop.bound()
         if bound is None or (
             bound is not accepted and not (bound.condition.accepts(values) and bound.body.accepts(values))
         ):
-            return while_invoke(context, node)
+            while_invoke(context, node)
+            return
         accepted = bound
         limits = context.subgraph.limits
         results = bound.run(values, None if limits is None else limits.max_while_iterations)
         for out, index, p in outputs:
             out[index] = results[p]
 
-    return while_step
+    return (while_call,)
 
 
 def _too_many_iterations(iterations: int, limit: int) -> NoReturn:
@@ -451,7 +453,7 @@ register_builtin(
     op_data=IfData,
     prepare=if_prepare,
     invoke=if_invoke,
-    bind=if_bind,
+    calls=if_calls,
     stateful=True,
 )
 register_builtin(
@@ -461,7 +463,7 @@ register_builtin(
     op_data=WhileData,
     prepare=while_prepare,
     invoke=while_invoke,
-    bind=while_bind,
+    calls=while_calls,
     stateful=True,
 )
 register_builtin(

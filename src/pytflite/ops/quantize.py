@@ -57,16 +57,15 @@ from ..errors import KernelError, ensure, ensure_eq, ensure_type
 from ..fidelity.arithmetic import HostArithmetic
 from .common import (
     INTP_TYPE,
-    CallSequence,
+    Computation,
     add_scratch_tensors,
-    calls_of,
+    calls_on,
     check_arity,
     clip,
     input_tensor,
     output_tensor,
     scratch_tensor,
     set_temporaries,
-    unary_step,
 )
 from .jit import compiled
 from .kernel_type import OPTIMIZED, KernelType
@@ -112,7 +111,7 @@ def _affine(scale: np.ndarray, zero_point: np.ndarray, largest_input: int) -> Co
     scale = scale.astype(np.float32)
     if int(np.max(np.abs(zero_point), initial=0)) + largest_input < _EXACT_IN_FLOAT32:
         zero_point = zero_point.astype(np.float32)
-        return CallSequence(
+        return Computation(
             lambda q, out: (
                 partial(np.copyto, out, q),  # exact: a small integer; cheaper than a ufunc casting its input
                 partial(np.subtract, out, zero_point, out),  # exact: both are small integers
@@ -145,10 +144,10 @@ def _affine_blocked(scale: float, zero_point: int, exact: Compute) -> Compute:
             partial(np.multiply, block, scale32, block),
             partial(np.add, block, offset, block),
         )
-        tail = calls_of(exact, flat_q[blocked:], flat_out[blocked:]) if blocked < flat_q.size else ()
+        tail = calls_on(exact, flat_q[blocked:], flat_out[blocked:]) if blocked < flat_q.size else ()
         return (blocks if blocked else ()) + tail
 
-    return CallSequence(calls)
+    return Computation(calls)
 
 
 def _compiled_affine(scale: float, zero_point: int, kernel_type: KernelType, numpy_path: Compute) -> Compute:
@@ -166,11 +165,11 @@ def _compiled_affine(scale: float, zero_point: int, kernel_type: KernelType, num
 
     def calls(q, out):
         if not (q.flags.c_contiguous and q.flags.writeable and out.flags.c_contiguous):
-            return calls_of(numpy_path, q, out)
+            return calls_on(numpy_path, q, out)
         blocked = q.size - q.size % 8 if kernel_type is OPTIMIZED else 0
         return (partial(kernel, q.reshape(-1), scale32, offset, zero32, blocked, out.reshape(-1)),)
 
-    return CallSequence(calls)
+    return Computation(calls)
 
 
 def dequantize_compute(source, kernel_type: KernelType) -> Compute:
@@ -230,11 +229,11 @@ def dequantize_invoke(context, node):
         node.user_data.compute(tensors[node.inputs[0]].data, tensors[node.outputs[0]].data)
 
 
-def dequantize_bind(context, node):
-    """The compute on the node's arrays, without dequantize_invoke's np.errstate: a step list runs inside
-    the subgraph's invoke, which has set it."""
+def dequantize_calls(context, node):
+    """The compute's calls on the node's arrays, without dequantize_invoke's np.errstate: a step list
+    runs inside the subgraph's invoke, which has set it."""
     tensors = context.tensors
-    return unary_step(node.user_data.compute, tensors[node.inputs[0]].data, tensors[node.outputs[0]].data)
+    return calls_on(node.user_data.compute, tensors[node.inputs[0]].data, tensors[node.outputs[0]].data)
 
 
 register_builtin(
@@ -244,7 +243,7 @@ register_builtin(
     op_data=ConversionData,
     prepare_for=dequantize_prepare,
     invoke=dequantize_invoke,
-    bind=dequantize_bind,
+    calls=dequantize_calls,
 )
 
 
@@ -398,7 +397,11 @@ def quantize_prepare(kernel_type: KernelType):
                 raise KernelError(
                     f"Input type FLOAT32 with Output type {type_name(output.type)} is not currently supported."
                 )
-            blocked = kernel_type is OPTIMIZED and output.type in _BLOCKED_TARGETS and output.quantization.scale.size == 1
+            blocked = (
+                kernel_type is OPTIMIZED
+                and output.type in _BLOCKED_TARGETS
+                and output.quantization.scale.size == 1
+            )
             compute, works = _float_quantizer(output, blocked, context.host.arithmetic)
             work_type = TensorType.FLOAT32
         work = node.user_data.scratch  # by init

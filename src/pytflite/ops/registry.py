@@ -140,9 +140,7 @@ def register_custom(
             BuiltinOperator.CUSTOM, versions, tuple(types), _source(callbacks["invoke"]), op_data, False, name
         )
     )
-    registration = Registration(
-        builtin_code=BuiltinOperator.CUSTOM, custom_name=name, **callbacks
-    )
+    registration = Registration(builtin_code=BuiltinOperator.CUSTOM, custom_name=name, **callbacks)
     for version in range(versions[0], versions[1] + 1):
         if (name, version) in _CUSTOM:
             raise RuntimeError(f"{name} version {version} registered twice")

@@ -97,17 +97,18 @@ def row_write_prepare(context, node) -> None:
 
 
 def row_write_invoke(context, node) -> None:
-    _bind(context, node.builtin_data)(context, node)
+    row_write_calls(context, node)[0]()
 
 
-def row_write_bind(context, node) -> Callable:
-    return _bind(context, node.builtin_data)
+def row_write_calls(context, node) -> tuple[Callable[[], None]]:
+    """The fused write over the arrays the tensors have now (valid while the subgraph's runner is)."""
+    return (_row_write(context, node.builtin_data),)
 
 
 ROW_WRITE = Registration(
     prepare=row_write_prepare,
     invoke=row_write_invoke,
-    bind=row_write_bind,
+    calls=row_write_calls,
     builtin_code=BuiltinOperator.CUSTOM,
     custom_name="pytflite_RowWrite",
     stateless=True,
@@ -245,8 +246,8 @@ def _same_quantization(tensor, other) -> bool:
     return tensor.params.scale == other.params.scale and tensor.params.zero_point == other.params.zero_point
 
 
-def _bind(context, write: RowWrite) -> Callable:
-    """The fused step over the arrays the tensors have now (valid while the subgraph's runner is)."""
+def _row_write(context, write: RowWrite) -> Callable[[], None]:
+    """The fused write as a call of nothing, the arrays looked up once."""
     tensors = context.tensors
     x = tensors[write.x].data
     item = tensors[write.item].data.reshape(x.shape[1:])
@@ -259,7 +260,7 @@ def _bind(context, write: RowWrite) -> Callable:
     rest = len(spans)
     zeros, whole = [0] * (rest + 1), [-1] * rest
 
-    def row_write_step(context, node):
+    def row_write():
         k = head_size.item(0)
         if not (
             0 <= k < rows
@@ -274,7 +275,7 @@ def _bind(context, write: RowWrite) -> Callable:
         out[...] = x
         out[k] = item
 
-    return row_write_step
+    return row_write
 
 
 def _whole(sizes: list[int], whole: list[int], spans: list[int]) -> bool:

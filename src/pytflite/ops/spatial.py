@@ -268,7 +268,9 @@ def _resize_bilinear_invoke(context, node):
         run_time = data.run_time
         if run_time.key != key:
             ensure(size[0] > 0 and size[1] > 0, "RESIZE_BILINEAR size must be positive")
-            run_time.plan = _bilinear_plan(source.shape, size, node.builtin_data, source.type, data.kernel_type)
+            run_time.plan = _bilinear_plan(
+                source.shape, size, node.builtin_data, source.type, data.kernel_type
+            )
             run_time.key = key
         plan = run_time.plan
         context.resize_tensor(output, (source.shape[0], *plan[0], source.shape[3]))
@@ -347,7 +349,9 @@ def _resize_nearest_invoke(context, node):
         run_time = data.run_time
         if run_time.key != key:
             ensure(size[0] >= 0 and size[1] >= 0, "RESIZE_NEAREST_NEIGHBOR size must not be negative")
-            run_time.plan = _nearest_plan(source.shape, size, node.builtin_data, source.type, data.kernel_type)
+            run_time.plan = _nearest_plan(
+                source.shape, size, node.builtin_data, source.type, data.kernel_type
+            )
             run_time.key = key
         plan = run_time.plan
         context.resize_tensor(output, (source.shape[0], *plan[0], source.shape[3]))

@@ -44,7 +44,7 @@ import numpy as np
 from ..core.types import INT32_MIN, BuiltinOperator, TensorType, storage_dtype, type_name
 from ..errors import KernelError, ensure, ensure_eq, ensure_type, ensure_types_eq
 from ..fidelity.arithmetic import HostArithmetic
-from .common import CallSequence, check_arity, input_tensor, output_tensor, unary_step
+from .common import Computation, calls_on, check_arity, input_tensor, output_tensor
 from .quant.fixed_point import (
     multiply_by_quantized_multiplier,
     quantize_multiplier,
@@ -110,7 +110,7 @@ _ONE = np.array(1, np.float32)
 
 
 # 1.f / std::sqrt(x): two correctly rounded steps
-_rsqrt = CallSequence(lambda x, out: (partial(np.sqrt, x, out), partial(np.divide, _ONE, out, out)))
+_rsqrt = Computation(lambda x, out: (partial(np.sqrt, x, out), partial(np.divide, _ONE, out, out)))
 
 
 def _round(x, out):
@@ -344,10 +344,10 @@ def unary_invoke(context, node):
     node.user_data.compute(tensors[node.inputs[0]].data, tensors[node.outputs[0]].data)
 
 
-def unary_bind(context, node):
-    """The check-free step: the compute function with the node's arrays in hand (Registration.bind)."""
+def unary_calls(context, node):
+    """The compute function's calls on the node's arrays (Registration.calls)."""
     tensors = context.tensors
-    return unary_step(node.user_data.compute, tensors[node.inputs[0]].data, tensors[node.outputs[0]].data)
+    return calls_on(node.user_data.compute, tensors[node.inputs[0]].data, tensors[node.outputs[0]].data)
 
 
 _UNARY = (
@@ -395,7 +395,7 @@ for _op, _versions, _computes in _UNARY:
         op_data=UnaryData,
         prepare=unary_prepare(_op, _computes, _types),
         invoke=unary_invoke,
-        bind=unary_bind,
+        calls=unary_calls,
     )
 
 
@@ -504,5 +504,5 @@ register_builtin(
     op_data=UnaryData,
     prepare=cast_prepare,
     invoke=unary_invoke,
-    bind=unary_bind,
+    calls=unary_calls,
 )

@@ -146,7 +146,7 @@ class Staging:
 
     def calls(self, x: np.ndarray, scratch: np.ndarray, pad_value) -> list[Callable[[], object]]:
         """fill as a list of calls on views of `x` and `scratch`, for kernels that keep them from one
-        invoke to the next (ops/conv/program.py): each copy of an input region, then each border."""
+        invoke to the next (Registration.calls): each copy of an input region, then each border."""
         if self.repeat == 1:
             calls: list = [partial(np.copyto, scratch[dst], x[src]) for dst, src in self.copies]
         else:

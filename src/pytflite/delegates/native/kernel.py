@@ -7,9 +7,9 @@ buffer, length 0, as in TFLite; `(void*)-1` from init means it failed). The call
 a delegate's worker threads may call back into the context while its kernel waits for them.
 
 Before each call the TfLiteTensor structs are written again where pytflite may have moved memory:
-all of them before prepare and after each allocation (`bind`, which also gives the check-free invoke
-loop a step that is a bare C call), the node's own tensors before an invoke outside that loop. `sync`
-writes `context->profiler` too; the bare step, which runs only when there is no profiler, makes it NULL.
+all of them before prepare and after each allocation (`calls`, which also gives the check-free invoke
+loop a bare C call), the node's own tensors before an invoke outside that loop. `sync` writes
+`context->profiler` too; the bare call, which runs only when there is no profiler, makes it NULL.
 
 After init and prepare, what C code wrote into the structs is read back: types, allocation types,
 buffer handles, data_is_stale, and (after prepare) the node's temporaries, which a kernel may free and
@@ -23,8 +23,8 @@ import ctypes
 from typing import TYPE_CHECKING, Any
 
 from ...core.node import DelegateParams, Node, Registration
-from ...core.types import BuiltinOperator
-from ...errors import KernelError
+from ...core.types import BuiltinOperator, Status
+from ...errors import InterpreterError, KernelError
 from . import abi
 from .context import NativeContext, fill_delegate_params
 
@@ -146,22 +146,24 @@ class _KernelCalls:
             self.native.read_back(node.outputs)
         return status
 
-    def bind(self, context: Context, node: Node) -> Any:
-        """Registration.bind: after syncing every struct, a bare C call as the step where nothing needs
-        reading back, else the checked invoke."""
+    def calls(self, context: Context, node: Node) -> tuple | None:
+        """Registration.calls: after syncing every struct, a bare C call where nothing needs reading
+        back (a status other than OK raised: the C kernel reported its error), else the invoke."""
         self.native.sync()
         if self.c_invoke is None or self.outputs_may_go_stale:
-            return self.invoke
+            return None
         invoke, context_address = self.c_invoke, self.context_address
         node_address = ctypes.addressof(node.user_data.node)
         struct = self.native.struct
 
-        def step(context: Context, node: Node) -> int:
+        def native_invoke() -> None:
             if struct.profiler:  # a profiler was removed since the last sync
                 struct.profiler = None
-            return invoke(context_address, node_address)
+            status = invoke(context_address, node_address)
+            if status:
+                raise InterpreterError(f"the delegate kernel's invoke returned {status}", Status(status))
 
-        return step
+        return (native_invoke,)
 
     def free(self, context: Context, kernel: _Kernel) -> None:
         """Registration.free: the C free of the user data, then the node's arrays and our hold on the delegate."""
@@ -188,7 +190,7 @@ def delegate_kernel_registration(
         free=calls.free,
         prepare=calls.prepare,
         invoke=calls.invoke,
-        bind=calls.bind,
+        calls=calls.calls,
         profiling_string=calls.profiling_string if calls.c_profiling_string is not None else None,
         builtin_code=BuiltinOperator.DELEGATE,
         custom_name=calls.name or None,

@@ -11,7 +11,7 @@ import numpy as np
 
 from ...core.types import BuiltinOperator, TensorType
 from ...errors import ensure_type, ensure_types_eq
-from ..common import check_arity, input_tensor, output_tensor, unary_step
+from ..common import calls_on, check_arity, input_tensor, output_tensor
 from ..kernel_type import OPTIMIZED, KernelType
 from ..registry import register_builtin
 
@@ -74,22 +74,21 @@ def compute_invoke(context, node):
     node.user_data.compute(tensors[node.inputs[0]].data, tensors[node.outputs[0]].data)
 
 
-def unary_bind(float_step: Callable | None) -> Callable:
-    """The check-free step (Registration.bind) of the ops registered by unary_kernel: `float_step(x, out)`
-    where given for a float32 input (None: not for these arrays), else the compute function on the
-    node's arrays."""
+def unary_calls(float_calls: Callable | None) -> Callable:
+    """Registration.calls of the ops registered by unary_kernel: `float_calls(x, out)` where given for a
+    float32 input (None: not for these arrays), else the compute function's on the node's arrays."""
 
-    def bind(context, node):
+    def calls(context, node):
         tensors = context.tensors
         source = tensors[node.inputs[0]]
         x, out = source.data, tensors[node.outputs[0]].data
-        if float_step is not None and source.type == TensorType.FLOAT32:
-            step = float_step(x, out)
-            if step is not None:
-                return step
-        return unary_step(node.user_data.compute, x, out)
+        if float_calls is not None and source.type == TensorType.FLOAT32:
+            made = float_calls(x, out)
+            if made is not None:
+                return made
+        return calls_on(node.user_data.compute, x, out)
 
-    return bind
+    return calls
 
 
 def unary_kernel(
@@ -98,13 +97,13 @@ def unary_kernel(
     compute: Callable,
     quantized: Callable | None = None,
     types: tuple[TensorType, ...] = FLOAT,
-    float_step: Callable | None = None,
+    float_calls: Callable | None = None,
     quantized_for: Callable[[KernelType], Callable] | None = None,
 ) -> None:
     """Register a one-input op: `compute(x, out)` for float32, `quantized(input, output, arithmetic)` making
     the compute function of the other `types` in prepare (`arithmetic`: the host's, for its
     float-to-int conversions);
-    `float_step(x, out)` the float32 check-free step with its own scratch (see unary_bind);
+    `float_calls(x, out)` the float32 calls with their own scratch (see unary_calls);
     `quantized_for(kernel_type)`, given instead of `quantized` where BUILTIN_REF's kernel differs, makes
     `quantized` for each kernel type."""
 
@@ -127,7 +126,7 @@ def unary_kernel(
         types=types,
         op_data=ActivationData,
         invoke=compute_invoke,
-        bind=unary_bind(float_step),
+        calls=unary_calls(float_calls),
         **twins,
     )
 

@@ -10,7 +10,7 @@ from functools import partial
 import numpy as np
 
 from ...core.types import BuiltinOperator, TensorType
-from ..common import CallSequence, clip
+from ..common import Computation, clip
 from ..jit import compiled, read_only
 from ..quant.lut import erfcf, int16_table, populate_8bit, table_kernel, tanhf
 from ..registry import register_builtin
@@ -29,7 +29,7 @@ from .common import (
     compute_invoke,
     f32,
     in_blocks,
-    unary_bind,
+    unary_calls,
 )
 from .quantized import F32_ONE, per_tensor_quantization
 
@@ -152,7 +152,7 @@ def _gelu(approximate: bool, size: int) -> Callable:
                 return (partial(fallback, x, out),)
             return (partial(kernel, read_only(x.reshape(-1)), out.reshape(-1)),)
 
-        return CallSequence(calls)
+        return Computation(calls)
     return _gelu_numpy(approximate, size)
 
 
@@ -199,5 +199,5 @@ register_builtin(
     op_data=ActivationData,
     prepare=gelu_prepare,
     invoke=compute_invoke,
-    bind=unary_bind(None),
+    calls=unary_calls(None),
 )

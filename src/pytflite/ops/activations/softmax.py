@@ -9,11 +9,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ...core.step_program import Direct, Written
+from ...core.step_program import Written
 from ...core.types import BuiltinOperator, TensorType, type_name
 from ...errors import ensure, ensure_eq, ensure_type
 from ...fidelity.arithmetic import HostArithmetic
-from ..common import check_arity, clip, input_tensor, output_tensor
+from ..common import Computation, calls_on, check_arity, clip, input_tensor, output_tensor
 from ..jit import compiled
 from ..kernel_type import REFERENCE, KernelType
 from ..quant.fixed_point import (
@@ -77,11 +77,12 @@ def _float_softmax(shape: tuple[int, ...], beta: float, kernel_type: KernelType,
     return _CompiledSoftmax(kernel, shape, beta, kernel_type is REFERENCE, threads)
 
 
-class _CompiledSoftmax:
+class _CompiledSoftmax(Computation):
     """Float SOFTMAX through eigen_compiled.softmax on [rows, last dimension] views; NumPy's calls for
-    an input the kernel declines (NaN or infinite values)."""
+    an input the kernel declines (NaN or infinite values). Called, it makes the views each time."""
 
     def __init__(self, kernel, shape: tuple[int, ...], beta: float, reference: bool, threads: int):
+        super().__init__(self._written, self._whole)
         self.kernel = kernel
         self.rows = (math.prod(shape[:-1]), shape[-1])
         self.beta = np.float32(beta)
@@ -89,24 +90,24 @@ class _CompiledSoftmax:
         self.scalar_positions = _scalar_exp_positions(*self.rows, threads)
         self.fallback_beta = _float_beta(beta)
 
-    def __call__(self, x, out):
+    def _whole(self, x, out):
         self._run(x.reshape(self.rows), out.reshape(self.rows), x, out)
 
     def _run(self, x_rows, out_rows, x, out):
         if not self.kernel(x_rows, self.beta, self.reference, self.scalar_positions, out_rows):
             _softmax(x, out, self.fallback_beta)
 
-    def step(self, x, out) -> Written:
-        """The step on these arrays, their views made once: one written statement, the kernel's call or,
-        where it declines, the NumPy calls'."""
+    def _written(self, x, out) -> Written:
+        """The calls on these arrays, their views made once: one written statement, the kernel's call
+        or, where it declines, the NumPy calls'."""
         x_rows, out_rows = x.reshape(self.rows), out.reshape(self.rows)
         text = (
             "{kernel}({x_rows}, {beta}, {reference}, {positions}, {out_rows})"
             " or {fallback}({x}, {out}, {fallback_beta})"
         )
         return Written(
-            lambda context, node: self._run(x_rows, out_rows, x, out),
             text,
+            functools.partial(self._run, x_rows, out_rows, x, out),
             kernel=self.kernel,
             beta=self.beta,
             reference=self.reference,
@@ -226,28 +227,19 @@ def _softmax_int8_table(shape: tuple[int, ...], table: np.ndarray, out_scale: np
     return compute
 
 
-def _softmax_bind(context, node):
-    """The step holding the input and output arrays (Registration.bind)."""
+def _softmax_node_calls(context, node):
+    """Registration.calls: the calls on the input and output arrays (NumPy's float ones with their
+    buffers made once); none for an empty output."""
     tensors = context.tensors
     x, out = tensors[node.inputs[0]].data, tensors[node.outputs[0]].data
     if not out.size:
-        return _nothing
+        return ()
     compute = node.user_data.compute
-    if isinstance(compute, _CompiledSoftmax):
-        return compute.step(x, out)
-    if tensors[node.inputs[0]].type == TensorType.FLOAT32:  # its calls, with buffers made once
+    if tensors[node.inputs[0]].type == TensorType.FLOAT32 and not isinstance(compute, Computation):
         rows = (*out.shape[:-1], 1)
         beta = _float_beta(node.builtin_data.beta)
-        return Direct(*_softmax_calls(x, out, beta, np.empty(rows, out.dtype), np.empty(rows, out.dtype)))
-
-    def step(context, node):
-        compute(x, out)
-
-    return step
-
-
-def _nothing(context, node):
-    """An empty output: nothing to compute."""
+        return _softmax_calls(x, out, beta, np.empty(rows, out.dtype), np.empty(rows, out.dtype))
+    return calls_on(compute, x, out)
 
 
 def _softmax_reference(source, output, beta: float) -> Callable:
@@ -341,5 +333,5 @@ register_builtin(
     op_data=ActivationData,
     prepare_for=_softmax_prepare,
     invoke=nonempty_invoke,
-    bind=_softmax_bind,
+    calls=_softmax_node_calls,
 )

@@ -8,7 +8,6 @@ from functools import partial
 
 import numpy as np
 
-from ...core.step_program import Direct
 from ...core.types import BuiltinOperator
 from ...errors import ensure, ensure_eq
 from ...fidelity.arithmetic import HostArithmetic
@@ -47,13 +46,13 @@ def _logistic_block(x, out):
 _logistic = in_blocks(_logistic_block)
 
 
-def _logistic_step(x, out):
-    """LOGISTIC's float check-free step, _logistic_into's calls with its scratch made once (tensors up to
-    one block; larger ones run blockwise)."""
+def _logistic_calls(x, out):
+    """LOGISTIC's float calls, _logistic_into's with its scratch made once (tensors up to one block;
+    larger ones run blockwise)."""
     if out.size > BLOCK:
         return None
     scratch = np.empty_like(out)
-    return Direct(
+    return (
         partial(clip, x, MINUS_INF, _LOGISTIC_HIGHEST, out),
         partial(np.exp, out, out),
         partial(np.add, out, ONE, scratch),
@@ -136,15 +135,15 @@ def _tanh_logistic_quantized(op: BuiltinOperator, kernel_type: KernelType) -> Ca
 
 
 # np.tanh takes `out` positionally: it is TANH's compute(x, out) itself
-for _op, _float, _step in (
+for _op, _float, _float_calls in (
     (BuiltinOperator.TANH, np.tanh, None),
-    (BuiltinOperator.LOGISTIC, _logistic, _logistic_step),
+    (BuiltinOperator.LOGISTIC, _logistic, _logistic_calls),
 ):
     unary_kernel(
         _op,
         (1, 3),
         _float,
         types=ALL,
-        float_step=_step,
+        float_calls=_float_calls,
         quantized_for=partial(_tanh_logistic_quantized, _op),
     )

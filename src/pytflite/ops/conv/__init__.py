@@ -12,9 +12,10 @@ derivable from shapes is planned in prepare; invoke makes a handful of NumPy cal
   tap (a *tap plan*: per kernel tap, the output positions it reaches and the inputs they read).
 Constant filters are laid out for the matrix product once, in prepare (constants never change). The
 temporaries are arena tensors, shared with other nodes: every invoke writes what it reads of them. With
-a constant filter, those NumPy calls (staging, im2col, product, bias, activation, and the float64
-requantization) are built once over views of the tensors' arrays and rebuilt only when an array changes
-(Program, program.py): on small layers the views and the Python between the calls cost as much as they.
+a constant filter, an invoke is a list of NumPy calls (staging, im2col, product, bias, activation, and the
+float64 requantization) over views of the tensors' arrays, which the kernels return as their
+Registration.calls: the plan binds them once per allocation, since on small layers the views and the
+Python between the calls cost as much as they.
 
 With context.exact_float_summation (the Interpreter sets it in subgraphs with hybrid ops, where a 1e-7
 difference can become a quantization step downstream), the float CONV_2D and DEPTHWISE_CONV_2D sum in
@@ -42,9 +43,9 @@ pairs in int16, which wrap on two -128 x -128 products (fidelity/neon_pairs.py).
 invoke after prepare only (stale when a runtime filter changes).
 
 Modules: conv2d.py, depthwise.py, transpose.py and conv3d.py (CONV_3D, CONV_3D_TRANSPOSE) register the
-kernels; im2col.py plans and runs the CONV_2D / CONV_3D matrix products; requant.py holds Requant;
+kernels, conv2d_hybrid.py holds the hybrid CONV_2D; im2col.py plans and runs the CONV_2D / CONV_3D matrix
+products, depthwise_sums.py the depthwise staging and sums; requant.py holds Requant;
 rows.py applies per-channel values (bias, scales, requantization) without NumPy's per-call buffers;
-program.py runs an invoke's calls bound once per allocation (and Staging's copies as calls);
 common.py the shared types, checks and quantization parameters.
 """
 

@@ -22,7 +22,8 @@ from .im2col import (
     conv_compute,
     conv_draft,
     conv_init,
-    float_program,
+    float_calls,
+    made_of_calls,
     owned,
     plan_conv,
     plan_float_bias,
@@ -89,7 +90,7 @@ def conv3d_prepare(context, node):
     plan_float_bias(state, bias, source.shape[0] * int(np.prod(out_spatial, dtype=np.int64)))
     set_temporaries(context, node, owned(state), temporaries)
     state.clamp = activation_clamp(options.fused_activation_function)
-    state.program = float_program(state)
+    state.as_calls = made_of_calls(state)
     state.weights = shared_constant(context, node, "weights", state.weights)
     if state.bias_constant:
         state.bias_row = shared_constant(context, node, "bias row", state.bias_row)
@@ -122,6 +123,7 @@ register_builtin(
     op_data=ConvState,
     prepare=conv3d_prepare,
     invoke=conv3d_invoke,
+    calls=float_calls,
 )
 register_builtin(
     BuiltinOperator.CONV_3D_TRANSPOSE,

@@ -24,7 +24,6 @@ from ...core.quantization import AffineQuantization
 from ...core.types import BuiltinOperator, TensorType, storage_dtype
 from ...errors import KernelError, ensure, ensure_eq, ensure_type
 from ...fidelity.depthwise import fast_3x3_kernel
-from ...fidelity.eigen_order import sum_in_order
 from ..common import (
     activation_clamp,
     add_scratch_tensors,
@@ -32,6 +31,7 @@ from ..common import (
     clip,
     float_activation_range,
     input_tensor,
+    make_calls,
     output_tensor,
     scratch_tensor,
     set_temporaries,
@@ -42,15 +42,9 @@ from ..quant.hybrid_inputs import AsymmetricRowQuantizer
 from ..registry import register_builtin
 from ..windows import (
     Staging,
-    Window,
-    make_staging,
-    padded_copies,
     plan_window,
-    staged_input,
-    tap_plan,
 )
 from .common import (
-    ALL,
     CONV_TYPES,
     FLOAT,
     FLOAT_TYPES,
@@ -70,15 +64,16 @@ from .common import (
     quantize_input,
     shared_constant,
 )
-from .program import Program
+from .depthwise_sums import (
+    depthwise_exact,
+    depthwise_sums,
+    plan_depthwise,
+    plan_depthwise_sums,
+    sums_call,
+    tile_weights,
+)
 from .requant import Requant
 from .rows import apply_row, bias_and_clamp_calls, channel_row, fill_row
-
-# einsum's C function itself: np.einsum's Python layer costs more than a small depthwise layer (~1 us).
-try:
-    from numpy._core.multiarray import c_einsum as _einsum
-except ImportError:  # NumPy 1.x
-    from numpy.core.multiarray import c_einsum as _einsum
 
 
 @dataclass
@@ -89,11 +84,11 @@ class IntegerDepthwise:
     dtype: Any
     bias: np.ndarray | None = None  # int64 [C]: bias - zp * sum over taps of w, when constant
     sums: np.ndarray | None = None  # int64 [C]: sum over taps of w, for a constant filter
-    program: Program | None = None  # constant filter and terms, float64 requantization: the calls
+    as_calls: bool = False  # constant filter and terms, float64 requantization: _integer_calls' calls
 
     def weights(self, filt: np.ndarray, width: int):
         values = filt.astype(np.int64) - self.filter_offset
-        return _tile_weights(values.astype(self.dtype), width), values.reshape(-1, values.shape[-1]).sum(
+        return tile_weights(values.astype(self.dtype), width), values.reshape(-1, values.shape[-1]).sum(
             axis=0
         )
 
@@ -146,56 +141,12 @@ class DepthwiseState:
     compiled_float: Callable | None = None
     no_bias: np.ndarray | None = None  # zeros [C], read-only: depthwise_float's bias where there is none
     geometry: tuple[int, ...] = ()  # stride h, w, dilation h, w, pad top, left (the compiled kernels')
-    program: Program | None = None  # float, constant filter, not exact: depthwise_invoke's calls
+    as_calls: bool = False  # float, constant filter, not exact: depthwise_invoke is _float_calls' calls
 
 
 def _depthwise_init(context, buffer, length):
     scratch, acc, wide = add_scratch_tensors(context, 3)
     return DepthwiseState(scratch=scratch, acc=acc, wide=wide)
-
-
-def _tile_weights(w: np.ndarray, width: int) -> np.ndarray:
-    _, kh, kw, channels = w.shape
-    return np.tile(w.reshape(kh, kw, channels), (1, 1, width))
-
-
-def _plan_depthwise(context, state, shape, window: Window, channels: int, stage: bool = False) -> bool:
-    """The staging and taps view of `window` over an input of `shape` (elements of `state.dtype`, the
-    staged copy's too; `stage`: always copy), into prepare's draft of a DepthwiseState; sizes the scratch
-    and returns whether there is one."""
-    n, h, w, _ = shape
-    item = state.dtype.itemsize
-    (oh, ow), (kh, kw), (sh, sw), (dh, dw) = window.out, window.kernel, window.strides, window.dilation
-    top, left = window.pads[0][0], window.pads[1][0]
-    rows = (oh - 1) * sh + (kh - 1) * dh + 1
-    repeat = channels // shape[3]
-    if sw == 1:
-        cols = ow + (kw - 1) * dw
-        if top == 0 and left == 0 and rows <= h and cols <= w and repeat == 1 and not stage:
-            staged, state.staging = tuple(shape), None
-        else:
-            staged = (n, rows, cols, channels)
-            scratch_tensor(context, state.scratch, FLOAT_TYPES[state.dtype], staged)  # Limits, then mask
-            copies = padded_copies(shape, (rows, cols), (top, left))
-            state.staging = make_staging(staged, copies, item, repeat)
-        row = staged[2] * channels
-        steps = (dh * row, dw * channels, sh * row)
-    else:
-        staged = (n, rows, kw, ow, channels)
-        scratch_tensor(context, state.scratch, FLOAT_TYPES[state.dtype], staged)  # Limits, then the mask
-        copies = []
-        for row_copy in padded_copies(shape, (rows, w), (top, 0)):
-            (_, rows_dst, _, _), (_, rows_src, _, _) = row_copy
-            for tap in tap_plan((w,), (ow,), (kw,), (sw,), (dw,), (left,)):
-                if not tap.empty:
-                    j, cols = tap.index[0], tap.source[0]
-                    copies.append(((ALL, rows_dst, j, tap.out[0], ALL), (ALL, rows_src, cols, ALL)))
-        state.staging = make_staging(staged, copies, item, repeat)
-        row = kw * ow * channels
-        steps = (dh * row, ow * channels, sh * row)
-    batch = int(np.prod(staged[1:], dtype=np.int64))
-    state.view = ((n, kh, kw, oh, ow * channels), tuple(item * s for s in (batch, *steps, 1)))
-    return state.staging is not None
 
 
 _OWNED = ("scratch", "acc", "wide")  # the temporaries init makes
@@ -257,7 +208,7 @@ def _depthwise_prepare(context, node, state, kernel_type: KernelType) -> None:
     state.dtype = np.dtype(np.float32)
     state.exact, state.bias_first = False, kernel_type is OPTIMIZED
     if n * window.out[0] * window.out[1]:
-        if _plan_depthwise(context, state, source.shape, window, out_channels):
+        if plan_depthwise(context, state, source.shape, window, out_channels):
             temporaries.append(state.scratch)
         if context.exact_float_summation:
             state.exact = True
@@ -272,14 +223,14 @@ def _depthwise_prepare(context, node, state, kernel_type: KernelType) -> None:
     width = window.out[1]
     constant = constant_data(weights)
     if constant is not None:
-        state.weights = _tile_weights(constant, width)
+        state.weights = tile_weights(constant, width)
     if bias is not None and not state.exact:
         state.bias_constant = constant_data(bias) is not None
         values = bias.data if state.bias_constant else np.zeros(out_channels, np.float32)
         state.bias = channel_row(values, n * window.out[0] * window.out[1], np.float32)
     state.clamp = activation_clamp(options.fused_activation_function)
     if state.weights is not None and not state.exact:
-        state.program = Program(_float_calls)
+        state.as_calls = True
 
 
 def _compiled(name: str, channels: int, out_channels: int):
@@ -291,21 +242,6 @@ def _compiled(name: str, channels: int, out_channels: int):
 def _depthwise_multiplier(options, channels: int, out_channels: int, op: str) -> None:
     """The 16x8 and hybrid kernels read depth_multiplier from the options: it must be the real one."""
     ensure_eq(options.depth_multiplier, out_channels // channels, f"{op} depth_multiplier option")
-
-
-def _plan_depthwise_sums(context, node, state, source, window, out_channels, dtype, stage: bool) -> list[int]:
-    """Staging (of `dtype`) and the float sums scratch [N, OH, OW*C] of a quantized or hybrid kernel."""
-    temporaries = []
-    state.dtype = np.dtype(dtype)
-    n = source.shape[0]
-    if n * window.out[0] * window.out[1]:
-        if _plan_depthwise(context, state, source.shape, window, out_channels, stage):
-            temporaries.append(state.scratch)
-        scratch_tensor(
-            context, state.acc, FLOAT_TYPES[state.dtype], (n, *window.out[:1], window.out[1] * out_channels)
-        )
-        temporaries.append(state.acc)
-    return temporaries
 
 
 def _depthwise_integer(context, node, state, options, source, weights, bias, output, window, kernel_type):
@@ -372,12 +308,12 @@ def _depthwise_integer(context, node, state, options, source, weights, bias, out
     requant.share_constants(context, node, integer.bias)
     requant.prepare(source.shape[0] * window.out[0] * window.out[1], integer.bias)
     state.integer = integer
-    temporaries = _plan_depthwise_sums(context, node, state, source, window, out_channels, dtype, stage=True)
+    temporaries = plan_depthwise_sums(context, node, state, source, window, out_channels, dtype, stage=True)
     if state.acc in temporaries:
         scratch_tensor(context, state.wide, TensorType.INT64, output.shape)
         temporaries.append(state.wide)
         if state.weights is not None and integer.bias is not None and requant.float_path(integer.bias):
-            integer.program = Program(_integer_calls)
+            integer.as_calls = True
     set_temporaries(context, node, (state.scratch, state.acc, state.wide), temporaries)
 
 
@@ -426,13 +362,13 @@ def _depthwise_hybrid(context, node, state, options, source, weights, bias, outp
         weight_sum = taps * 128
     dtype = float_dtype(255 * weight_sum)
     if constant is not None:
-        state.weights = _tile_weights(constant.astype(dtype), window.out[1])
+        state.weights = tile_weights(constant.astype(dtype), window.out[1])
     if dtype == np.float32:
         state.compiled_float = _compiled("depthwise_float", channels, out_channels)
         state.no_bias = read_only(np.zeros(out_channels, np.float32))
         hybrid.scale_back = compiled("quant.hybrid_compiled", "scale_back")
         hybrid.order = (0, out_channels) if hybrid.reference else (1, out_channels - out_channels % 4)
-    temporaries = _plan_depthwise_sums(context, node, state, source, window, out_channels, dtype, stage=False)
+    temporaries = plan_depthwise_sums(context, node, state, source, window, out_channels, dtype, stage=False)
     if state.acc in temporaries:  # the quantized input, as the sums' type (float32: quantized into it)
         scratch_tensor(context, state.wide, FLOAT_TYPES[np.dtype(dtype)], source.shape)
         temporaries.append(state.wide)
@@ -443,55 +379,20 @@ def _depthwise_hybrid(context, node, state, options, source, weights, bias, outp
 _TERMS_AT_ONCE = 1 << 18
 
 
-def _depthwise_exact(tensors, state: DepthwiseState, x, w: np.ndarray, bias, rows: np.ndarray) -> None:
-    """rows [N, OH, OW*C] = the bias and the taps' products summed in LiteRT's order (see __init__.py)."""
-    x = staged_input(state.staging, x, tensors, state.scratch, state.pad_value)
-    shape, strides = state.view
-    taps = np.ndarray(shape, x.dtype, x, 0, strides).transpose(1, 2, 0, 3, 4)  # [KH, KW, N, OH, Q]
-    kh, kw, _, height, _ = taps.shape
-    terms = tensors[state.acc].data  # [KH*KW + 1, N, R, Q], C-contiguous
-    products, start = (terms[1:], terms[0]) if state.bias_first else (terms[:-1], terms[-1])
-    products = products.reshape(kh, kw, *terms.shape[1:])  # a view: the first axis split
-    weights = w[:, :, None, None, :]
-    step = terms.shape[2]
-    for first in range(0, height, step):
-        count = min(step, height - first)
-        np.multiply(taps[:, :, :, first : first + count], weights, out=products[:, :, :, :count])
-        if bias is None:
-            start[:, :count] = 0
-        else:  # the channels of every output pixel
-            start[:, :count].reshape(*start.shape[:1], count, -1, bias.size)[...] = bias.reshape(-1)
-        sum_in_order(terms[:, :, :count], rows[:, first : first + count])
-
-
-def _depthwise_sums(tensors, state: DepthwiseState, x: np.ndarray, w: np.ndarray, rows: np.ndarray) -> None:
-    """rows [N, OH, OW*C] = the sum over taps of the (staged) input times the tiled weights."""
-    x = staged_input(state.staging, x, tensors, state.scratch, state.pad_value)
-    _sums_call(state, x, w, rows)()
-
-
-def _sums_call(state: DepthwiseState, staged: np.ndarray, w: np.ndarray, rows: np.ndarray):
-    """The einsum of _depthwise_sums on the staged input, as a call to make."""
-    shape, strides = state.view
-    return partial(
-        _einsum, "nijhq,ijq->nhq", np.ndarray(shape, staged.dtype, staged, 0, strides), w, out=rows
-    )
-
-
 def _float_calls(state: DepthwiseState, x, out, scratch, bias) -> list:
-    """depthwise_invoke's float32 sums, bias and activation as calls (program.py)."""
+    """depthwise_invoke's float32 sums, bias and activation as calls."""
     calls = []
     if state.staging is not None:
         calls += state.staging.calls(x, scratch, state.pad_value)
         x = scratch
     rows = out.reshape(out.shape[0], out.shape[1], -1)
-    calls.append(_sums_call(state, x, state.weights, rows))
+    calls.append(sums_call(state, x, state.weights, rows))
     return calls + bias_and_clamp_calls(state.bias, state.bias_constant, bias, rows, state.clamp, out)
 
 
 def _integer_calls(state: DepthwiseState, x, out, scratch, acc, wide) -> list:
-    """The invoke of a quantized DEPTHWISE_CONV_2D with a constant filter and terms, as calls
-    (program.py): the staging, the sums, the requantization; or, where compiled kernels run,
+    """The invoke of a quantized DEPTHWISE_CONV_2D with a constant filter and terms, as calls: the
+    staging, the sums, the requantization; or, where compiled kernels run,
     depthwise_compiled.depthwise doing all three."""
     integer = state.integer
     kernel = _compiled("depthwise", x.shape[3], out.shape[3])
@@ -513,7 +414,7 @@ def _integer_calls(state: DepthwiseState, x, out, scratch, acc, wide) -> list:
             )
         ]
     calls = state.staging.calls(x, scratch, state.pad_value)
-    calls.append(_sums_call(state, scratch, state.weights, acc))
+    calls.append(sums_call(state, scratch, state.weights, acc))
     return calls + integer.requant.float_calls(acc.reshape(out.shape), integer.bias, wide, out)
 
 
@@ -529,13 +430,12 @@ def depthwise_invoke(context, node):
     if state.hybrid is not None:
         _depthwise_hybrid_invoke(context, node, state, out)
         return
-    if state.program is not None:
-        bias = tensors[node.inputs[2]].data if state.bias is not None else None
-        state.program.run(state, tensors[node.inputs[0]].data, out, tensors[state.scratch].data, bias)
+    if state.as_calls:
+        make_calls(_bound_calls(tensors, node, state, out))
         return
     w = state.weights
     if w is None:
-        w = _tile_weights(tensors[node.inputs[1]].data, out.shape[2])
+        w = tile_weights(tensors[node.inputs[1]].data, out.shape[2])
     rows = out.reshape(out.shape[0], out.shape[1], -1)
     if state.exact:
         bias = tensors[node.inputs[2]].data if len(node.inputs) == 3 else None
@@ -544,11 +444,11 @@ def depthwise_invoke(context, node):
             bias = state.no_bias if bias is None else read_only(bias.reshape(-1))
             state.compiled_float(x, read_only(w), state.geometry, bias, state.bias_first, out)
         else:
-            _depthwise_exact(tensors, state, x, w, bias, rows)
+            depthwise_exact(tensors, state, x, w, bias, rows)
         if state.clamp is not None:
             state.clamp(out)
         return
-    _depthwise_sums(tensors, state, tensors[node.inputs[0]].data, w, rows)
+    depthwise_sums(tensors, state, tensors[node.inputs[0]].data, w, rows)
     if len(node.inputs) == 3:
         bias = state.bias if state.bias_constant else fill_row(state.bias, tensors[node.inputs[2]].data)
         apply_row(np.add, rows, bias, rows)
@@ -559,9 +459,8 @@ def depthwise_invoke(context, node):
 def _depthwise_integer_invoke(context, node, state: DepthwiseState, out: np.ndarray) -> None:
     tensors = context.tensors
     integer = state.integer
-    if integer.program is not None:
-        x, scratch = tensors[node.inputs[0]].data, tensors[state.scratch].data
-        integer.program.run(state, x, out, scratch, tensors[state.acc].data, tensors[state.wide].data)
+    if integer.as_calls:
+        make_calls(_bound_calls(tensors, node, state, out))
         return
     w, terms = state.weights, integer.bias
     bias = tensors[node.inputs[2]].data if len(node.inputs) == 3 else None
@@ -571,7 +470,7 @@ def _depthwise_integer_invoke(context, node, state: DepthwiseState, out: np.ndar
     elif terms is None:
         terms = integer.bias_terms(bias, integer.sums)
     acc = tensors[state.acc].data
-    _depthwise_sums(tensors, state, tensors[node.inputs[0]].data, w, acc)
+    depthwise_sums(tensors, state, tensors[node.inputs[0]].data, w, acc)
     integer.requant.requantize(acc.reshape(out.shape), terms, tensors[state.wide].data, out)
 
 
@@ -586,7 +485,7 @@ def _depthwise_hybrid_invoke(context, node, state: DepthwiseState, out: np.ndarr
     quantized = staged
     w = state.weights
     if w is None:
-        w = _tile_weights(tensors[node.inputs[1]].data.astype(state.dtype), out.shape[2])
+        w = tile_weights(tensors[node.inputs[1]].data.astype(state.dtype), out.shape[2])
     acc = tensors[state.acc].data
     if state.compiled_float is not None:  # the same exact sums: 0 + the products
         sums = acc.reshape(out.shape) if hybrid.scale_back is None else out
@@ -599,7 +498,7 @@ def _depthwise_hybrid_invoke(context, node, state: DepthwiseState, out: np.ndarr
             hybrid.scale_back(rows, scales, hybrid.scales, *hybrid.order, bias, biased, low, high, rows)
             return
     else:
-        _depthwise_sums(tensors, state, quantized, w, acc)
+        depthwise_sums(tensors, state, quantized, w, acc)
     rows = out.reshape(acc.shape)  # [N, OH, OW*C]
     np.copyto(rows, acc, casting="unsafe")  # float(int32 accumulator)
     bias_row = None
@@ -630,21 +529,42 @@ def _depthwise_hybrid_invoke(context, node, state: DepthwiseState, out: np.ndarr
         clip(rows, np.float32(hybrid.low), np.float32(hybrid.high), out=rows)
 
 
-def depthwise_bind(context, node):
-    """A hybrid depthwise with compiled kernels and a constant filter, for the memory its tensors have
-    now: the input's quantization, the sums and the scaling back as three compiled calls on arrays found
-    once (Registration.bind); any other runs depthwise_invoke."""
+def _bound_calls(tensors, node, state: DepthwiseState, out: np.ndarray) -> list:
+    """A float or quantized depthwise made of calls alone (their `as_calls`) as calls on the node's
+    arrays: _float_calls or _integer_calls."""
+    x, scratch = tensors[node.inputs[0]].data, tensors[state.scratch].data
+    if state.integer is not None:
+        return _integer_calls(state, x, out, scratch, tensors[state.acc].data, tensors[state.wide].data)
+    bias = tensors[node.inputs[2]].data if state.bias is not None else None
+    return _float_calls(state, x, out, scratch, bias)
+
+
+def depthwise_calls(context, node):
+    """Registration.calls: a float or quantized depthwise made of calls alone, its calls on the node's
+    arrays (_bound_calls); a hybrid one with compiled kernels and a constant filter, the input's
+    quantization, the sums and the scaling back as three compiled calls (_hybrid_calls); any other runs
+    depthwise_invoke."""
     state = node.user_data
-    hybrid = state.hybrid
-    if hybrid is None or hybrid.scale_back is None or state.compiled_float is None:
-        return depthwise_invoke
-    if state.weights is None or hybrid.quantizer is None:
-        return depthwise_invoke
     tensors = context.tensors
-    x, out, staged = (tensors[i].data for i in (node.inputs[0], node.outputs[0], state.wide))
+    out = tensors[node.outputs[0]].data
+    if state.hybrid is not None:
+        return _hybrid_calls(context, node, state, out)
+    if not (state.integer.as_calls if state.integer is not None else state.as_calls):
+        return None
+    return () if out.size == 0 else tuple(_bound_calls(tensors, node, state, out))
+
+
+def _hybrid_calls(context, node, state: DepthwiseState, out: np.ndarray) -> tuple | None:
+    hybrid = state.hybrid
+    tensors = context.tensors
+    if hybrid.scale_back is None or state.compiled_float is None:
+        return None
+    if state.weights is None or hybrid.quantizer is None:
+        return None
+    x, staged = tensors[node.inputs[0]].data, tensors[state.wide].data
     kernel = hybrid.quantizer.compiled_kernel
     if kernel is None or out.size == 0 or not (x.flags.c_contiguous and staged.dtype == np.float32):
-        return depthwise_invoke
+        return None
     quantize, scales, zero_points = kernel
     batches = x.shape[0]
     values, quantized = x.reshape(batches, -1), staged.reshape(batches, -1)
@@ -665,13 +585,14 @@ def depthwise_bind(context, node):
         rows,
     )
 
-    def step(context, node):
+    def hybrid_depthwise():
         if not quantize(values, quantized, scales, zero_points, True):
-            return depthwise_invoke(context, node)
+            depthwise_invoke(context, node)
+            return
         sums(staged, weights, geometry, state.no_bias, True, out)
         scale_back()
 
-    return step
+    return (hybrid_depthwise,)
 
 
 # BUILTIN_REF's kernels differ in how they round quantized outputs (the float ones are the same here)
@@ -683,5 +604,5 @@ register_builtin(
     op_data=DepthwiseState,
     prepare_for=depthwise_prepare,
     invoke=depthwise_invoke,
-    bind=depthwise_bind,
+    calls=depthwise_calls,
 )

@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...fidelity.eigen_order import eigen_product, sequential_products
-from ..common import add_scratch_tensors, scratch_tensor
+from ..common import add_scratch_tensors, make_calls, scratch_tensor
 from ..jit import read_only
 from ..windows import Staging, byte_strides, make_staging, padded_copies, staged_input
 from .common import FLOAT_TYPES, constant_data, draft_of
-from .program import Program
 from .rows import apply_row, bias_and_clamp_calls, channel_row, fill_row
 
 if TYPE_CHECKING:
-    from .conv2d import HybridConv, IntegerConv
+    from .conv2d import IntegerConv
+    from .conv2d_hybrid import HybridConv
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ class ConvState:
     clamp: Callable[[np.ndarray], None] | None = None
     integer: IntegerConv | None = None
     hybrid: HybridConv | None = None
-    program: Program | None = None  # float, constant filter, not exact: conv_compute's calls
+    as_calls: bool = False  # float, constant filter, not exact: conv_compute is float_calls' calls
     # exact mode in a plain order, where compiled kernels run: conv2d_compiled.conv_float, and the 2-D
     # window it reads: (kernel h, w), (stride h, w, dilation h, w, pad top, left)
     compiled_exact: Callable | None = None
@@ -219,7 +219,7 @@ def im2col_scratch(tensors, state: ConvState) -> np.ndarray | None:
 
 
 def product_calls(state: ConvState, x, stage, col, w: np.ndarray, rows: np.ndarray) -> list:
-    """conv_product as calls to make (program.py), on the input `x`, the staging scratch `stage`
+    """conv_product as calls to make, on the input `x`, the staging scratch `stage`
     (None: no padding) and the im2col scratch `col` (None: direct)."""
     groups = state.groups
     pixels = rows.shape[0]
@@ -268,16 +268,37 @@ def _conv_exact_product(tensors, state: ConvState, x: np.ndarray, w: np.ndarray,
         apply_row(np.add, rows, _bias(tensors, state), rows)
 
 
-def float_program(state) -> Program | None:
-    """A Program of conv_compute for a float convolution with a constant filter (not in exact mode)."""
-    return Program(_float_calls) if state.weights is not None and state.mode != "exact" else None
+def plan_conv2d(context, state, source, out_channels: int, window, groups: int, matrix, *args, **kwargs):
+    """plan_conv for a 2-D window (CONV_2D): its geometry from the WindowGeometry."""
+    pads = (window.pads[0][0], window.pads[1][0])
+    geometry = (window.out, window.kernel, window.strides, window.dilation, pads)
+    return plan_conv(
+        context, state, tuple(source.shape), out_channels, *geometry, groups, matrix, *args, **kwargs
+    )
 
 
-def _float_calls(state: ConvState, x, out, stage, col, bias) -> list:
-    """conv_compute's product, bias and activation as calls (program.py)."""
+def made_of_calls(state) -> bool:
+    """Whether conv_compute is float_calls' calls: a float convolution with a constant filter (not in
+    exact mode)."""
+    return state.weights is not None and state.mode != "exact"
+
+
+def float_calls(context, node) -> tuple | None:
+    """conv_compute's product, bias and activation as calls on the node's arrays (Registration.calls),
+    where it is made of calls alone (made_of_calls); else None."""
+    state = node.user_data
+    if not state.as_calls:
+        return None
+    tensors = context.tensors
+    out = tensors[node.outputs[0]].data
+    if out.size == 0:
+        return ()
+    x = tensors[node.inputs[0]].data
+    bias = tensors[state.bias].data if state.bias >= 0 else None
+    stage, col = staging_scratch(tensors, state), im2col_scratch(tensors, state)
     calls = product_calls(state, x, stage, col, state.weights, out.reshape(-1, out.shape[-1]))
     row = state.bias_row if state.bias >= 0 else None
-    return calls + bias_and_clamp_calls(row, state.bias_constant, bias, out, state.clamp, out)
+    return (*calls, *bias_and_clamp_calls(row, state.bias_constant, bias, out, state.clamp, out))
 
 
 def conv_compute(context, node, state: ConvState) -> None:
@@ -285,13 +306,10 @@ def conv_compute(context, node, state: ConvState) -> None:
     out = tensors[node.outputs[0]].data
     if out.size == 0:
         return
-    x = tensors[node.inputs[0]].data
-    if state.program is not None:
-        bias = tensors[state.bias].data if state.bias >= 0 else None
-        state.program.run(
-            state, x, out, staging_scratch(tensors, state), im2col_scratch(tensors, state), bias
-        )
+    if state.as_calls:
+        make_calls(float_calls(context, node))
         return
+    x = tensors[node.inputs[0]].data
     pixels = out.size // out.shape[-1]
     rows = out.reshape(pixels, -1)
     w = state.weights if state.weights is not None else state.layout(tensors[node.inputs[1]].data)

@@ -258,7 +258,7 @@ class Requant:
         )
 
     def float_calls(self, product: np.ndarray, terms, wide: np.ndarray, out: np.ndarray) -> list | None:
-        """requantize's float64 path on these arrays as calls to make (program.py), but for the scalar
+        """requantize's float64 path on these arrays as calls to make, but for the scalar
         tails; None when the int64 path applies. The lifted integers go into the product's memory."""
         channels = out.shape[-1]
         rows = self._tiled(out.size // channels if channels else 0, terms)

@@ -51,12 +51,12 @@ def apply_row(ufunc, a: np.ndarray, row: np.ndarray, out: np.ndarray) -> None:
 
 
 def row_calls(ufunc, a: np.ndarray, row: np.ndarray, out: np.ndarray) -> list:
-    """apply_row as calls to make later (program.py)."""
+    """apply_row as calls to make later."""
     return [partial(ufunc, x, r, out=o) for x, r, o in _row_operands(a, row, out)]
 
 
 def bias_and_clamp_calls(row, constant: bool, values, target: np.ndarray, clamp, out: np.ndarray) -> list:
-    """A float convolution's last calls (program.py): the bias `row` added to `target` (refilled from the
+    """A float convolution's last calls: the bias `row` added to `target` (refilled from the
     run-time `values` first when it is not `constant`; none when `row` is None), then `clamp` on `out`."""
     calls = []
     if row is not None:

@@ -182,7 +182,14 @@ def _transpose_plan(
 
 
 def transpose_prepare(
-    context, node, state, op: str, spatial: int, options, weight_dims: tuple[int, int], kernel_type: KernelType = OPTIMIZED
+    context,
+    node,
+    state,
+    op: str,
+    spatial: int,
+    options,
+    weight_dims: tuple[int, int],
+    kernel_type: KernelType = OPTIMIZED,
 ) -> None:
     """Shared prepare, into `state`, a draft of the TransposeState (transpose_draft); `weight_dims`
     names the filter's (output channels, input channels) axes."""

@@ -14,18 +14,17 @@ from typing import Any
 
 import numpy as np
 
-from ...core.step_program import Direct, Written
+from ...core.step_program import Written
 from .. import jit
-from ..common import add_scratch_tensors, clip
+from ..common import Computation, add_scratch_tensors, calls_on, clip
 from ..kernel_type import KernelType
 from ..registry import register_builtin
 
 Runner = Callable[[list, tuple, np.ndarray], None]  # run(tensors, node.inputs, output array)
-Compute = Callable[[np.ndarray, np.ndarray, np.ndarray], None]  # compute(first, second, output array)
-# calls(first, second, output array): the same computation as functools.partial calls
-Calls = Callable[[np.ndarray, np.ndarray, np.ndarray], tuple]
-# step_of(first, second, output array): the check-free step on these arrays (a core Direct or Written step)
-StepOf = Callable[[np.ndarray, np.ndarray, np.ndarray], Callable]
+# compute(first, second, output array): a function, or a Computation where it has its own calls
+Compute = Callable[[np.ndarray, np.ndarray, np.ndarray], None]
+# calls(first, second, output array): the same computation as functools.partial calls (or a Written)
+Calls = Callable[[np.ndarray, np.ndarray, np.ndarray], tuple | Written]
 
 
 @dataclass(frozen=True)
@@ -39,7 +38,7 @@ class BinaryOp:
     high: Any = None
     # ufunc is elementwise in its two inputs (as any np.ufunc is): inputs that broadcast may be expanded
     elementwise: bool = False
-    # a ufunc that is not an np.ufunc, without a clamp: the same computation as NumPy calls (a Direct step)
+    # a ufunc that is not an np.ufunc, without a clamp: the same computation as NumPy calls
     calls: Calls | None = None
 
 
@@ -47,13 +46,12 @@ class BinaryOp:
 class BinaryData:
     """The op data of the binary ops: the runner prepare built for the node's shapes and types, the
     temporaries init added where the op has a quantized path (quantized.py's index arrays), and, for the
-    runners made from a BinaryOp, the same computation on the arrays themselves (what bind binds), and
-    where a step program can run it with less around it, the maker of that step (step_of)."""
+    runners made from a BinaryOp, the same computation on the arrays themselves (whose calls
+    Registration.calls returns)."""
 
     run: Runner | None
     scratch: tuple[int, ...] = ()
     compute: Compute | None = None
-    step_of: StepOf | None = None
 
 
 def binary_init_with_scratch(context, buffer, length):
@@ -67,36 +65,31 @@ def binary_invoke(context, node):
     node.user_data.run(tensors, node.inputs, tensors[node.outputs[0]].data)
 
 
-def binary_bind(context, node):
-    """The check-free step: the computation with the node's arrays in hand (Registration.bind)."""
+def binary_calls(context, node):
+    """The computation's calls on the node's arrays (Registration.calls); a quantized runner's one call."""
     data = node.user_data
     tensors = context.tensors
     out = tensors[node.outputs[0]].data
     if data.compute is None:
-        run, inputs = data.run, node.inputs
-
-        def run_step(context, node):
-            run(tensors, inputs, out)
-
-        return run_step
-    compute = data.compute
+        return (partial(data.run, tensors, node.inputs, out),)
     first, second = (tensors[i].data for i in node.inputs[:2])
-    if data.step_of is not None:
-        return data.step_of(first, second, out)
-
-    def step(context, node):
-        compute(first, second, out)
-
-    return step
+    return calls_on(data.compute, first, second, out)
 
 
 def _on_tensors(compute: Compute) -> Runner:
     """A runner that looks the inputs up and computes."""
+    if isinstance(compute, Computation):
+        compute = compute.run
 
     def run(tensors, inputs, out):
         compute(tensors[inputs[0]].data, tensors[inputs[1]].data, out)
 
     return run
+
+
+def _with_calls(compute: Compute, calls: Calls | None) -> Compute:
+    """`compute`, as a Computation of `calls` where it has them."""
+    return compute if calls is None else Computation(calls, compute)
 
 
 # Up to this many output elements, an input that broadcasts is first expanded to the output's shape: a
@@ -105,10 +98,9 @@ def _on_tensors(compute: Compute) -> Runner:
 EXPANDED_LIMIT = 16384
 
 
-def _compute(context, node, data: BinaryOp) -> tuple[Compute, StepOf | None]:
-    """The function of (first, second, output array) that computes this BinaryOp for the node's shapes,
-    and the maker of its check-free step where that is a Direct step (a NumPy ufunc's calls) or a Written
-    one (one element).
+def _compute(context, node, data: BinaryOp) -> Compute:
+    """The function of (first, second, output array) that computes this BinaryOp for the node's shapes:
+    a Computation where it has calls (a NumPy ufunc's, or a Written statement for one element).
 
     A plain ufunc on a small output gets its broadcasting inputs expanded (see EXPANDED_LIMIT). A
     one-element output of the arithmetic, comparisons and logic in _SCALAR_OPERATORS is computed on
@@ -141,13 +133,12 @@ def _compute(context, node, data: BinaryOp) -> tuple[Compute, StepOf | None]:
         bounds = () if low is None else (low[()], high[()])
         return _scalar_compute(_SCALAR_OPERATORS[ufunc], bounds, (*ranks, len(shape)))
     calls = _calls_of(data, compiled)
-    step_of = calls and _direct(calls)
     if low is None:
 
         def compute(a, b, out):
             ufunc(a, b, out=out)
 
-        return compute, step_of
+        return _with_calls(compute, calls)
     if total == 1:
         scratch = np.empty(shape, output.dtype)
 
@@ -155,13 +146,13 @@ def _compute(context, node, data: BinaryOp) -> tuple[Compute, StepOf | None]:
             ufunc(a, b, out=scratch)
             clip(scratch, low, high, out)
 
-        return compute_one, step_of and _direct(_ufunc_calls(ufunc, low, high, scratch))
+        return _with_calls(compute_one, calls and _ufunc_calls(ufunc, low, high, scratch))
 
     def compute_clamped(a, b, out):
         ufunc(a, b, out=out)
         clip(out, low, high, out)
 
-    return compute_clamped, step_of
+    return _with_calls(compute_clamped, calls)
 
 
 def _calls_of(data: BinaryOp, compiled: tuple | None) -> Calls | None:
@@ -169,10 +160,6 @@ def _calls_of(data: BinaryOp, compiled: tuple | None) -> Calls | None:
     if isinstance(data.ufunc, np.ufunc):
         return _ufunc_calls(data.ufunc, data.low, data.high, compiled=compiled)
     return data.calls if data.low is None else None
-
-
-def _direct(calls: Calls) -> StepOf:
-    return lambda a, b, out: Direct(*calls(a, b, out))
 
 
 # The float32 arithmetic whose clamped form has a compiled kernel (elementwise/binary_compiled.py)
@@ -249,11 +236,11 @@ def _on_scalars(ufunc: Callable, dtype: np.dtype) -> bool:
     return ufunc in _SCALAR_OPERATORS and dtype.kind in "biuf"
 
 
-def _scalar_compute(operation: Callable, bounds: tuple, ranks: tuple[int, ...]) -> tuple[Compute, StepOf]:
+def _scalar_compute(operation: Callable, bounds: tuple, ranks: tuple[int, ...]) -> Computation:
     """One output element: the operation on the two input elements, clamped, when `bounds` holds
     (low, high), as TFLite clamps, std::min(std::max(x, low), high): x < low gives low, x > high gives
     high, anything else (NaN, and -0.0 against a low of 0) stays x; float +-inf become +-FLT_MAX.
-    (Written as comparisons: Python's min/max calls cost as much as the rest.) Its step is the same
+    (Written as comparisons: Python's min/max calls cost as much as the rest.) Its calls are the same
     statement written into a step program."""
     first, second, at = ((0,) * rank for rank in ranks)  # (the ranks of the inputs and the output)
     operands = {"operation": operation, "first": first, "second": second, "at": at}
@@ -263,7 +250,7 @@ def _scalar_compute(operation: Callable, bounds: tuple, ranks: tuple[int, ...]) 
             out[at] = operation(a[first], b[second])
 
         text = "{out}[{at}] = {operation}({a}[{first}], {b}[{second}])"
-        return compute_scalar, _written(compute_scalar, text, operands)
+        return Computation(_written(compute_scalar, text, operands), compute_scalar)
     low, high = bounds
 
     def compute_scalar_clamped(a, b, out):
@@ -274,18 +261,18 @@ def _scalar_compute(operation: Callable, bounds: tuple, ranks: tuple[int, ...]) 
         "{out}[{at}] = {low} if (x := {operation}({a}[{first}], {b}[{second}])) < {low}"
         " else {high} if x > {high} else x"
     )
-    return compute_scalar_clamped, _written(
-        compute_scalar_clamped, text, {**operands, "low": low, "high": high}
+    return Computation(
+        _written(compute_scalar_clamped, text, {**operands, "low": low, "high": high}), compute_scalar_clamped
     )
 
 
-def _written(compute: Compute, text: str, operands: dict) -> StepOf:
-    """The Written step of a one-element compute on the arrays (a, b, out)."""
+def _written(compute: Callable, text: str, operands: dict) -> Calls:
+    """The calls of a one-element compute on the arrays (a, b, out): one Written statement."""
 
-    def step_of(a, b, out):
-        return Written(lambda context, node: compute(a, b, out), text, a=a, b=b, out=out, **operands)
+    def calls(a, b, out):
+        return Written(text, partial(compute, a, b, out), a=a, b=b, out=out, **operands)
 
-    return step_of
+    return calls
 
 
 def _expanded(x: np.ndarray, buffer: np.ndarray | None) -> np.ndarray:
@@ -296,7 +283,7 @@ def _expanded(x: np.ndarray, buffer: np.ndarray | None) -> np.ndarray:
     return buffer
 
 
-def _expanding_compute(ufunc, low, high, constants, buffers, ufunc_calls) -> tuple[Compute, StepOf | None]:
+def _expanding_compute(ufunc, low, high, constants, buffers, ufunc_calls) -> Compute:
     first, second = constants
     first_buffer, second_buffer = buffers
 
@@ -317,7 +304,7 @@ def _expanding_compute(ufunc, low, high, constants, buffers, ufunc_calls) -> tup
         b = second if second is not None else b if second_buffer is None else second_buffer
         return (*expand, *ufunc_calls(a, b, out))
 
-    return compute, ufunc_calls and _direct(calls)
+    return _with_calls(compute, ufunc_calls and calls)
 
 
 def register_binary(
@@ -342,7 +329,7 @@ def register_binary(
         types=types,
         op_data=BinaryData,
         invoke=binary_invoke,
-        bind=binary_bind,
+        calls=binary_calls,
         **twins,
         **extra,
     )
@@ -356,7 +343,7 @@ def _finish_prepare(prepare: Callable) -> Callable:
         scratch = node.user_data.scratch if node.user_data is not None else ()
         op = prepare(context, node)
         if op is not None:
-            compute, step_of = _compute(context, node, op)
-            node.user_data = BinaryData(_on_tensors(compute), scratch, compute, step_of)
+            compute = _compute(context, node, op)
+            node.user_data = BinaryData(_on_tensors(compute), scratch, compute)
 
     return run_prepare

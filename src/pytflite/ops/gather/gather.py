@@ -144,7 +144,7 @@ def _gather_one(context, data, params, rows: np.ndarray, indices: np.ndarray, ou
         out.reshape(rows.shape[1:])[...] = rows[position]
 
 
-def gather_bind(context, node):
+def gather_calls(context, node):
     """The views made once (batch_dims 0, no strings): one position (the loop bodies' time-step GATHER)
     checked as a Python int, several in one reduction; other gathers run their invoke."""
     data = node.user_data
@@ -158,22 +158,22 @@ def gather_bind(context, node):
         or params.type == T.STRING
         or not (params.data.flags.c_contiguous and out.flags.c_contiguous)  # views, not copies
     ):
-        return gather_invoke
+        return None
     if indices.size != 1:
-        return _gather_positions_step(context, data, params, indices, out)
+        return _gather_positions_calls(context, data, params, indices, out)
     rows = _by_position(params.data, data)
     target = out.reshape(rows.shape[1:])
 
-    def gather_one_step(context, node):
+    def gather_one():
         position = indices.item()
         if position < 0 or position >= data.axis_size:
             _check_positions(context, data, params, position, position)
         target[...] = rows[position]
 
-    return gather_one_step
+    return (gather_one,)
 
 
-def _gather_positions_step(context, data, params, indices, out):
+def _gather_positions_calls(context, data, params, indices, out):
     """Several positions: compiled (gather_compiled.gather_rows: checked and copied as bytes in one
     call) where compiled kernels run, else bounds-checked by one maximum of their bits read unsigned (a
     negative position reads as a large one) before the take."""
@@ -185,13 +185,13 @@ def _gather_positions_step(context, data, params, indices, out):
         def check(context):
             _check_positions(context, data, params, indices.min(), indices.max())
 
-        def gather_rows_step(context, node):
+        def gather_rows():
             if kernel(table, positions, rows) >= 0:
                 check(context)
 
         return Written(
-            gather_rows_step,
             "{kernel}({table}, {positions}, {rows}) < 0 or {check}({context})",
+            gather_rows,
             kernel=kernel,
             table=table,
             positions=positions,
@@ -205,12 +205,12 @@ def _gather_positions_step(context, data, params, indices, out):
     target = out.reshape(data.output_shape)
     size = data.axis_size
 
-    def gather_positions_step(context, node):
+    def gather_positions():
         if _MAX(unsigned) >= size:
             _check_positions(context, data, params, indices.min(), indices.max())
         np.take(source, as_indices(positions), axis=1, out=target, mode="clip")
 
-    return gather_positions_step
+    return (gather_positions,)
 
 
 _MAX = np.maximum.reduce  # (without ndarray.max's Python layer)
@@ -223,5 +223,5 @@ register_builtin(
     op_data=GatherData,
     prepare=gather_prepare,
     invoke=gather_invoke,
-    bind=gather_bind,
+    calls=gather_calls,
 )

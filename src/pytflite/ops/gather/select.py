@@ -8,7 +8,6 @@ from functools import partial
 
 import numpy as np
 
-from ...core.step_program import Direct
 from ...errors import KernelError, ensure, ensure_type_condition, ensure_types_eq
 from ..common import check_arity, input_tensor, output_tensor
 from ..registry import register_builtin
@@ -96,18 +95,18 @@ def select_invoke(context, node):
     np.bitwise_xor(bits_out, bits_y, out=bits_out)
 
 
-def select_bind(context, node):
-    """Two masked copies as a Direct step, the condition's view made once; else the invoke."""
+def select_calls(context, node):
+    """Two masked copies, the condition's view made once; else the invoke."""
     data = node.user_data
     if data.single or data.bits is not None:
-        return select_invoke
+        return None
     tensors = context.tensors
     condition = tensors[node.inputs[0]].data
     x, y = tensors[node.inputs[1]].data, tensors[node.inputs[2]].data
     out = tensors[node.outputs[0]].data
     if data.condition_shape is not None:
         condition = condition.reshape(data.condition_shape)
-    return Direct(partial(np.copyto, out, y), partial(np.copyto, out, x, where=condition))
+    return partial(np.copyto, out, y), partial(np.copyto, out, x, where=condition)
 
 
 register_builtin(
@@ -117,7 +116,7 @@ register_builtin(
     op_data=SelectData,
     prepare=_select_prepare("SELECT", False),
     invoke=select_invoke,
-    bind=select_bind,
+    calls=select_calls,
 )
 register_builtin(
     Op.SELECT_V2,
@@ -126,5 +125,5 @@ register_builtin(
     op_data=SelectData,
     prepare=_select_prepare("SELECT_V2", True),
     invoke=select_invoke,
-    bind=select_bind,
+    calls=select_calls,
 )

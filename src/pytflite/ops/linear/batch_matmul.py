@@ -8,7 +8,6 @@ from functools import partial
 import numpy as np
 
 from ...core.quantization import AffineQuantization
-from ...core.step_program import Direct
 from ...core.types import BuiltinOperator, type_name
 from ...errors import KernelError, ensure, ensure_eq, ensure_type, ensure_types_eq
 from ...fidelity.arithmetic import HostArithmetic
@@ -106,13 +105,13 @@ def batch_matmul_invoke(context, node):
     np.matmul(*_matmul_operands(tensors[node.inputs[0]].data, tensors[node.inputs[1]].data, options), out)
 
 
-def batch_matmul_bind(context, node):
-    """The float product as a Direct step on views made once; other kernels run their invoke."""
+def batch_matmul_calls(context, node):
+    """The float product's call on views made once; other kernels run their invoke."""
     if node.user_data.kernel is not None:
-        return batch_matmul_invoke
+        return None
     tensors = context.tensors
     lhs, rhs = _matmul_operands(tensors[node.inputs[0]].data, tensors[node.inputs[1]].data, node.builtin_data)
-    return Direct(partial(np.matmul, lhs, rhs, tensors[node.outputs[0]].data))
+    return (partial(np.matmul, lhs, rhs, tensors[node.outputs[0]].data),)
 
 
 def _quantized_matmul_kernel(lhs, rhs, output, options) -> Kernel:
@@ -270,5 +269,5 @@ register_builtin(
     op_data=BatchMatMulData,
     prepare=batch_matmul_prepare,
     invoke=batch_matmul_invoke,
-    bind=batch_matmul_bind,
+    calls=batch_matmul_calls,
 )

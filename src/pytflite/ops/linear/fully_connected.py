@@ -9,7 +9,6 @@ from functools import partial
 
 import numpy as np
 
-from ...core.step_program import Direct
 from ...core.types import BuiltinOperator, type_name
 from ...errors import KernelError, ensure, ensure_eq, ensure_type
 from ...model.options import FullyConnectedOptionsWeightsFormat
@@ -195,17 +194,17 @@ def fully_connected_invoke(context, node):
         call()
 
 
-def fully_connected_bind(context, node):
-    """The check-free step, holding the node's arrays (Registration.bind): the float computation's calls
-    as a Direct step."""
+def fully_connected_calls(context, node):
+    """The node's computation on its arrays (Registration.calls): the float computation's calls, a
+    compiled centered product's statement, or the kernel's one call."""
     data = node.user_data
     arrays = _fc_arrays(context.tensors, node, data)
     if data.kernel is None:
-        return Direct(*_float_calls(data, *arrays))
+        return tuple(_float_calls(data, *arrays))
     kernel = data.kernel
     if isinstance(kernel, CompiledCentered):
-        return kernel.step(*arrays)
-    return lambda context, node: kernel(*arrays)
+        return kernel.calls(*arrays)
+    return (partial(kernel, *arrays),)
 
 
 register_builtin(
@@ -215,5 +214,5 @@ register_builtin(
     op_data=FullyConnectedData,
     prepare_for=_fully_connected_prepare,
     invoke=fully_connected_invoke,
-    bind=fully_connected_bind,
+    calls=fully_connected_calls,
 )

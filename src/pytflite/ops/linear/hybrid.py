@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -271,12 +272,12 @@ class CompiledCentered:
         if self.finish is not None:
             self.finish(out)
 
-    def step(self, x, w, bias_values, out) -> Callable:
-        """The check-free step on these arrays: one written statement (quantize, then the product and the
+    def calls(self, x, w, bias_values, out) -> tuple | Written:
+        """Registration.calls on these arrays: one written statement (quantize, then the product and the
         scaling back, or the fallback for rows the quantizer refuses) where they are contiguous; a
         constant bias is repeated over the rows once (adding it then needs no broadcasting)."""
         if not (x.flags.c_contiguous and out.flags.c_contiguous):
-            return lambda context, node: self.fallback(x, w, bias_values, out)
+            return (partial(self.fallback, x, w, bias_values, out),)
         tiled = None
         if bias_values is not None and not bias_values.flags.writeable:  # (a constant)
             tiled = np.tile(bias_values, (self.acc.shape[0], 1))
@@ -291,8 +292,8 @@ class CompiledCentered:
             " else {fallback}({x}, {w}, {bias_values}, {out})"
         )
         return Written(
-            lambda context, node: self(x, w, bias_values, out, tiled),
             text,
+            partial(self, x, w, bias_values, out, tiled),
             product=self.product,
             quantized=self.quantized,
             matrix=self.matrix,

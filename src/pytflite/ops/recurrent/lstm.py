@@ -114,22 +114,14 @@ def lstm_invoke(context, node):
     run_lstm(direction, weights, data.run, source, None, h, c, out, True)
 
 
-def _bound(runs: list[PlainLstm]):
-    def step(context, node):
-        for run in runs:
-            run()
-
-    return step
-
-
-def lstm_bind(context, node):
-    """The check-free step of a plain float LSTM with constant weights: its PlainLstm, buffers and
-    views made for this allocation (Registration.bind); other LSTMs run their invoke."""
+def lstm_calls(context, node):
+    """Registration.calls of a plain float LSTM with constant weights: its PlainLstm, buffers and views
+    made for this allocation; other LSTMs run their invoke."""
     data = node.user_data
     if not isinstance(data, LstmData) or not _bindable(data.direction, data.run):
-        return lstm_invoke
+        return None
     source, out, h, c = _lstm_arrays(context, node, data)
-    return _bound([PlainLstm(data.direction.packed.halved, data.run, source, None, h, c, out, True)])
+    return (PlainLstm(data.direction.packed.halved, data.run, source, None, h, c, out, True),)
 
 
 def _bindable(direction: LstmDirection, run: LstmRun) -> bool:
@@ -251,16 +243,14 @@ def bidirectional_lstm_invoke(context, node):
         run_lstm(direction, direction_weights(context, node, direction), run, *arrays)
 
 
-def bidirectional_lstm_bind(context, node):
-    """As lstm_bind, when both directions are plain with constant weights."""
+def bidirectional_lstm_calls(context, node):
+    """As lstm_calls, when both directions are plain with constant weights."""
     data = node.user_data
     if not all(_bindable(direction, data.run) for direction in data.directions):
-        return bidirectional_lstm_invoke
-    return _bound(
-        [
-            PlainLstm(direction.packed.halved, data.run, *arrays)
-            for direction, *arrays in _bidirectional_runs(context, node)
-        ]
+        return None
+    return tuple(
+        PlainLstm(direction.packed.halved, data.run, *arrays)
+        for direction, *arrays in _bidirectional_runs(context, node)
     )
 
 
@@ -274,7 +264,7 @@ register_builtin(
     op_data=LstmKernelData,
     prepare=lstm_prepare,
     invoke=lstm_invoke,
-    bind=lstm_bind,
+    calls=lstm_calls,
 )
 register_builtin(
     BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_LSTM,
@@ -283,7 +273,7 @@ register_builtin(
     op_data=LstmData,
     prepare=unidirectional_lstm_prepare,
     invoke=lstm_invoke,
-    bind=lstm_bind,
+    calls=lstm_calls,
 )
 register_builtin(
     BuiltinOperator.BIDIRECTIONAL_SEQUENCE_LSTM,
@@ -292,5 +282,5 @@ register_builtin(
     op_data=BidirectionalLstmData,
     prepare=bidirectional_lstm_prepare,
     invoke=bidirectional_lstm_invoke,
-    bind=bidirectional_lstm_bind,
+    calls=bidirectional_lstm_calls,
 )

@@ -304,7 +304,7 @@ def _rows(x: np.ndarray, columns: int) -> tuple[np.ndarray, np.ndarray, np.ndarr
 
 class PlainLstm:
     """run_lstm's steps for a plain LSTM over given arrays, its buffers and per-step views made once
-    (the LSTM kernels' bind keeps one per allocation): nine NumPy calls a step, ten with a cell clip.
+    (the LSTM kernels' calls keep one per allocation): nine NumPy calls a step, ten with a cell clip.
 
     The sigmoid gates are 0.5 * tanh(x / 2) + 0.5, from weights and bias with those gates' columns
     halved in advance (`weights` is _LstmFloatWeights.halved), so that one tanh covers all four gates;

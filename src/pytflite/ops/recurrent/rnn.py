@@ -249,11 +249,11 @@ def rnn_invoke(context, node):
     _run_rnn(cell, pre, state.data, out, options.fused_activation_function, asymmetric)
 
 
-def rnn_bind(context, node):
+def rnn_calls(context, node):
     """A hybrid RNN with constant weights on a time-major input, where compiled kernels run: the arrays,
     the input terms' buffer and the kernels' operands made once; its step fills the input terms with
     the bias, adds the sequence's hybrid products (rnn_compiled.hybrid_rows_product) and runs the
-    recurrence (hybrid_rnn_steps), three calls. Anything else, and a sequence either kernel declines (a
+    recurrence (hybrid_rnn_steps), three calls (Registration.calls). Anything else, and a sequence either kernel declines (a
     value that is not finite), runs rnn_invoke."""
     data, tensors, options = node.user_data, context.tensors, node.builtin_data
     cell = data.cell
@@ -266,7 +266,7 @@ def rnn_bind(context, node):
         or cell.input_weights.rows_product is None
         or activation not in (ActivationFunctionType.NONE, ActivationFunctionType.TANH)
     ):
-        return rnn_invoke
+        return None
     source, state = tensors[node.inputs[0]].data, tensors[node.inputs[4]].data
     out = tensors[node.outputs[0]].data
     if data.sequence:
@@ -274,7 +274,7 @@ def rnn_bind(context, node):
     else:
         x, out = source[None], out[None]
     if not (x.flags.c_contiguous and state.flags.c_contiguous) or 0 in x.shape:
-        return rnn_invoke
+        return None
     steps, batch = x.shape[0], x.shape[1]
     rows = read_only(x.reshape(steps * batch, x.shape[2]))
     bias = np.tile(cell.bias, (steps * batch, 1))
@@ -284,7 +284,7 @@ def rnn_bind(context, node):
     recurrence, asymmetric = cell.steps, bool(options.asymmetric_quantize_inputs)
     tanh = activation == ActivationFunctionType.TANH
 
-    def hybrid_rnn_step(context, node):
+    def hybrid_rnn():
         np.copyto(pre, bias)
         if not (
             rows_product(rows, *operands, pre, asymmetric)
@@ -292,7 +292,7 @@ def rnn_bind(context, node):
         ):
             rnn_invoke(context, node)
 
-    return hybrid_rnn_step
+    return (hybrid_rnn,)
 
 
 for _op, _prepare in (
@@ -300,7 +300,7 @@ for _op, _prepare in (
     (BuiltinOperator.UNIDIRECTIONAL_SEQUENCE_RNN, unidirectional_rnn_prepare),
 ):
     register_builtin(
-        _op, (1, 3), types=(T.FLOAT32,), op_data=RnnData, prepare=_prepare, invoke=rnn_invoke, bind=rnn_bind
+        _op, (1, 3), types=(T.FLOAT32,), op_data=RnnData, prepare=_prepare, invoke=rnn_invoke, calls=rnn_calls
     )
 
 

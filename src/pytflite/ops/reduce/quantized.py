@@ -325,7 +325,7 @@ def quantized_prod(spec: ReduceSpec) -> Callable:
     count = spec.count
     if count == 0 or math.prod(spec.shape) == 0:
         return _leave  # TFLite returns before writing anything
-    if count == 1 and spec.kernel_type is OPTIMIZED:  # only axes of size 1: the optimized kernel copies the raw values
+    if count == 1 and spec.kernel_type is OPTIMIZED:  # only axes of size 1: the raw values are copied
         return _copy
     multiplier, shift = quantize_multiplier(source_scale / math.pow(output_scale, 1.0 / count))
     low, high = _TYPE_RANGE[spec.dtype]

@@ -10,11 +10,10 @@ from functools import partial
 
 import numpy as np
 
-from ...core.step_program import Direct
 from ...core.types import AllocationType, BuiltinOperator, TensorType, type_name
 from ...errors import ensure, ensure_eq, ensure_type
 from ...fidelity.arithmetic import X86, HostArithmetic
-from ..common import CallSequence, check_arity, ensure_same_quantization, input_tensor, output_tensor
+from ..common import Computation, calls_on, check_arity, ensure_same_quantization, input_tensor, output_tensor
 from ..jit import compiled
 from ..kernel_type import OPTIMIZED, REFERENCE, KernelType
 from ..registry import register_builtin
@@ -40,11 +39,13 @@ def _mean(spec: ReduceSpec) -> Callable:
         # LiteRT's optimized kernel sums the last axis with Eigen where some kept dimension is not 1
         eigen = spec.kernel_type is OPTIMIZED and inner == 1 and outer > 1
         kept = (outer, inner)
-        return CallSequence(
-            lambda x, out: (partial(kernel, x.reshape(blocks), eigen, spec.kernel_type is REFERENCE, out.reshape(kept)),)
+        return Computation(
+            lambda x, out: (
+                partial(kernel, x.reshape(blocks), eigen, spec.kernel_type is REFERENCE, out.reshape(kept)),
+            )
         )
     divisor = np.array(count, spec.dtype)
-    return CallSequence(
+    return Computation(
         lambda x, out: (
             partial(np.add.reduce, x, axes, None, out, True),
             partial(np.divide, out, divisor, out),
@@ -89,7 +90,7 @@ def _extreme(ufunc: np.ufunc, lowest: bool) -> Reducer:
         initial = limits.min if lowest else limits.max
         axes = spec.axes
 
-        return CallSequence(lambda x, out: (partial(ufunc.reduce, x, axes, None, out, True, initial),))
+        return Computation(lambda x, out: (partial(ufunc.reduce, x, axes, None, out, True, initial),))
 
     return make
 
@@ -98,7 +99,7 @@ def _plain(ufunc: np.ufunc) -> Reducer:
     def make(spec: ReduceSpec) -> Callable:
         axes = spec.axes
 
-        return CallSequence(lambda x, out: (partial(ufunc.reduce, x, axes, None, out, True),))
+        return Computation(lambda x, out: (partial(ufunc.reduce, x, axes, None, out, True),))
 
     return make
 
@@ -138,7 +139,7 @@ def _quantization_rule(op_name: str, source, output) -> bool:
 
 
 def reducer(op_name: str, make: Reducer, types: tuple[TensorType, ...]):
-    """The prepare factory (by KernelType), invoke and bind functions of one reduction."""
+    """The prepare factory (by KernelType), invoke and calls functions of one reduction."""
 
     def spec_for(data: ReduceData, node, source, output, axes) -> ReduceSpec:
         quantized = data.quantized
@@ -195,22 +196,17 @@ def reducer(op_name: str, make: Reducer, types: tuple[TensorType, ...]):
             run, kept = make(spec_for(data, node, source, output, axes)), kept_shape(shape, axes)
         run(source.data, tensors[node.outputs[0]].data.reshape(kept))
 
-    def bind(context, node):
-        """With constant axes, the step holds the input and the output viewed with the kept dimensions."""
+    def calls(context, node):
+        """With constant axes, the calls on the input and the output viewed with the kept dimensions."""
         data = node.user_data
         if data.run is None:
-            return invoke
-        tensors, run = context.tensors, data.run
-        x, out = tensors[node.inputs[0]].data, tensors[node.outputs[0]].data.reshape(data.kept)
-        if isinstance(run, CallSequence):
-            return Direct(*run.calls_of(x, out))
+            return None
+        tensors = context.tensors
+        return calls_on(
+            data.run, tensors[node.inputs[0]].data, tensors[node.outputs[0]].data.reshape(data.kept)
+        )
 
-        def step(context, node):
-            run(x, out)
-
-        return step
-
-    return prepare_for, invoke, bind
+    return prepare_for, invoke, calls
 
 
 _EXTREMES = (*NUMBERS, *QUANTIZED)
@@ -232,13 +228,13 @@ _REDUCERS = {
 
 
 for _op, (_compute, _types, _versions, _has_reference) in _REDUCERS.items():
-    _prepare_for, _invoke, _bind = reducer(_op.name, _compute, _types)
+    _prepare_for, _invoke, _calls = reducer(_op.name, _compute, _types)
     register_builtin(
         _op,
         _versions,
         types=_types,
         op_data=ReduceData,
         invoke=_invoke,
-        bind=_bind,
+        calls=_calls,
         **({"prepare_for": _prepare_for} if _has_reference else {"prepare": _prepare_for(OPTIMIZED)}),
     )

@@ -9,7 +9,6 @@ from operator import setitem
 
 import numpy as np
 
-from ...core.step_program import Direct
 from ...core.types import BuiltinOperator
 from ...errors import ensure, ensure_eq, ensure_type, ensure_types_eq
 from ...model.options import ActivationFunctionType
@@ -156,7 +155,7 @@ def concatenation_invoke(context, node):
         )
 
 
-def concatenation_bind(context, node):
+def concatenation_calls(context, node):
     """Each input copied into its region of the output (a view made once), without rescaling; inputs
     that are rescaled through a table run the invoke."""
     tensors = context.tensors
@@ -164,12 +163,9 @@ def concatenation_bind(context, node):
     out = tensors[node.outputs[0]].data
     if data.pieces is not None:
         if any(table is not None for _, _, table in data.pieces):
-            return concatenation_invoke
-        return Direct(
-            *(
-                partial(setitem, out[region], Ellipsis, tensors[index].data)
-                for index, region, _ in data.pieces
-            )
+            return None
+        return tuple(
+            partial(setitem, out[region], Ellipsis, tensors[index].data) for index, region, _ in data.pieces
         )
     calls, start = [], 0
     for index in data.inputs:
@@ -179,7 +175,7 @@ def concatenation_bind(context, node):
             partial(setitem, out[(slice(None),) * data.axis + (slice(start, stop),)], Ellipsis, part)
         )
         start = stop
-    return Direct(*calls)
+    return tuple(calls)
 
 
 register_builtin(
@@ -189,5 +185,5 @@ register_builtin(
     op_data=ConcatenationData,
     prepare=concatenation_prepare,
     invoke=concatenation_invoke,
-    bind=concatenation_bind,
+    calls=concatenation_calls,
 )

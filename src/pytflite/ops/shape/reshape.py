@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ...core.types import BuiltinOperator, Status, TensorType
 from ...errors import KernelError, ensure, ensure_eq
-from ..common import ANY_TYPE, check_arity, copy_step, input_tensor, optional_input_tensor, output_tensor
+from ..common import ANY_TYPE, check_arity, copy_calls, input_tensor, optional_input_tensor, output_tensor
 from ..registry import register_builtin
 from .common import prod64
 
@@ -75,12 +75,12 @@ def reshape_invoke(context, node):
     output.data[...] = source.data.reshape(output.data.shape)
 
 
-def reshape_bind(context, node):
+def reshape_calls(context, node):
     """With the shape known in prepare: the copy from a view of the input in the output's shape."""
     if not node.user_data.shape_known:
-        return reshape_invoke
+        return None
     source, out = context.tensors[node.inputs[0]].data, context.tensors[node.outputs[0]].data
-    return copy_step(out, source.reshape(out.shape), source) or reshape_invoke
+    return copy_calls(out, source.reshape(out.shape), source)
 
 
 register_builtin(
@@ -90,5 +90,5 @@ register_builtin(
     op_data=ReshapeData,
     prepare=reshape_prepare,
     invoke=reshape_invoke,
-    bind=reshape_bind,
+    calls=reshape_calls,
 )

@@ -10,7 +10,6 @@ from operator import setitem
 
 import numpy as np
 
-from ...core.step_program import Direct
 from ...core.types import BuiltinOperator
 from ...errors import KernelError, ensure, ensure_eq, ensure_type
 from ..common import input_tensor
@@ -87,24 +86,22 @@ def _split_copy(context, node, source_index: int, plan) -> None:
         np.copyto(tensors[i].data, source[where])
 
 
-def _split_bind(source_index: int, invoke):
-    """The bind of SPLIT / SPLIT_V: with the sizes known in prepare, the copies as (output, view of the
+def _split_calls(source_index: int):
+    """The calls of SPLIT / SPLIT_V: with the sizes known in prepare, the copies as (output, view of the
     input) pairs made once; else their invoke."""
 
-    def bind(context, node):
+    def calls(context, node):
         slices = node.user_data.slices
         if slices is None:
-            return invoke
+            return None
         tensors = context.tensors
         source = tensors[node.inputs[source_index]].data
-        return Direct(
-            *(
-                partial(setitem, tensors[i].data, Ellipsis, source[where])
-                for i, where in zip(node.outputs, slices)
-            )
+        return tuple(
+            partial(setitem, tensors[i].data, Ellipsis, source[where])
+            for i, where in zip(node.outputs, slices)
         )
 
-    return bind
+    return calls
 
 
 def split_invoke(context, node):
@@ -159,7 +156,7 @@ register_builtin(
     op_data=SplitData,
     prepare=split_prepare,
     invoke=split_invoke,
-    bind=_split_bind(1, split_invoke),
+    calls=_split_calls(1),
 )
 register_builtin(
     BuiltinOperator.SPLIT_V,
@@ -168,5 +165,5 @@ register_builtin(
     op_data=SplitData,
     prepare=split_v_prepare,
     invoke=split_v_invoke,
-    bind=_split_bind(0, split_v_invoke),
+    calls=_split_calls(0),
 )

@@ -8,7 +8,7 @@ import numpy as np
 
 from ...core.types import BuiltinOperator
 from ...errors import ensure, ensure_eq, ensure_type, ensure_types_eq
-from ..common import check_arity, copy_step, input_tensor, output_tensor
+from ..common import check_arity, copy_calls, input_tensor, output_tensor
 from ..registry import register_builtin
 from .common import SIZED, T, int_values
 
@@ -61,13 +61,13 @@ def transpose_invoke(context, node):
     np.copyto(output.data, source.data.transpose(perm))
 
 
-def transpose_bind(context, node):
+def transpose_calls(context, node):
     """With a constant perm: the copy from the input's transposed view."""
     perm = node.user_data.perm
     if perm is None:
-        return transpose_invoke
+        return None
     source, out = context.tensors[node.inputs[0]].data, context.tensors[node.outputs[0]].data
-    return copy_step(out, source.transpose(perm), source) or transpose_invoke
+    return copy_calls(out, source.transpose(perm), source)
 
 
 register_builtin(
@@ -77,5 +77,5 @@ register_builtin(
     op_data=TransposeData,
     prepare=transpose_prepare,
     invoke=transpose_invoke,
-    bind=transpose_bind,
+    calls=transpose_calls,
 )

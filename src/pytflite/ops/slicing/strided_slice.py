@@ -8,7 +8,7 @@ import numpy as np
 
 from ...core.types import INT32_MIN, AllocationType, BuiltinOperator, TensorType, num_elements
 from ...errors import KernelError, ensure, ensure_eq, ensure_type, ensure_types_eq
-from ..common import check_arity, copy_step, input_tensor, output_tensor
+from ..common import check_arity, copy_calls, input_tensor, output_tensor
 from ..registry import register_builtin
 from .common import SLICE_TYPES, ensure_vector, ints
 
@@ -253,13 +253,13 @@ def strided_slice_invoke(context, node):
     _strided_copy(source.data, plan, output.data)
 
 
-def strided_slice_bind(context, node):
+def strided_slice_calls(context, node):
     """With the indices known in prepare: the copy from the view they select."""
     plan = node.user_data
     if plan is None or plan.index is None:
-        return strided_slice_invoke
+        return None
     source, out = context.tensors[node.inputs[0]].data, context.tensors[node.outputs[0]].data
-    return copy_step(out, _strided_values(source, plan, out), source) or strided_slice_invoke
+    return copy_calls(out, _strided_values(source, plan, out), source)
 
 
 register_builtin(
@@ -269,5 +269,5 @@ register_builtin(
     op_data=StridedPlan,
     prepare=strided_slice_prepare,
     invoke=strided_slice_invoke,
-    bind=strided_slice_bind,
+    calls=strided_slice_calls,
 )

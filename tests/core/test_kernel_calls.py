@@ -1,5 +1,5 @@
-"""Registration.bind: the check-free step list calls the step a kernel binds after each allocation,
-with the arrays of that allocation; everything else (profilers, the careful loop) calls invoke."""
+"""Registration.calls: the check-free step list makes the calls a kernel returns after each allocation,
+on the arrays of that allocation; everything else (profilers, the careful loop) calls invoke."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pytflite.model.builder import ModelBuilder
 
 
 def _doubling_op(calls: list):
-    """A custom op computing 2 * x, whose invoke and bound steps record themselves in `calls`."""
+    """A custom op computing 2 * x, whose invoke and bound calls record themselves in `calls`."""
 
     def prepare(context, node):
         context.resize_tensor(context.tensors[node.outputs[0]], context.tensors[node.inputs[0]].shape)
@@ -23,17 +23,17 @@ def _doubling_op(calls: list):
         tensors = context.tensors
         np.multiply(tensors[node.inputs[0]].data, 2, out=tensors[node.outputs[0]].data)
 
-    def bind(context, node):
+    def bound_calls(context, node):
         source, out = context.tensors[node.inputs[0]].data, context.tensors[node.outputs[0]].data
         calls.append(("bind", source.shape))
 
-        def step(context, node):
+        def step():
             calls.append("step")
             np.multiply(source, 2, out=out)
 
-        return step
+        return (step,)
 
-    return pytflite.Registration(prepare=prepare, invoke=invoke, bind=bind, custom_name="Double")
+    return pytflite.Registration(prepare=prepare, invoke=invoke, calls=bound_calls, custom_name="Double")
 
 
 def _interpreter(calls: list) -> pytflite.Interpreter:
