@@ -64,7 +64,8 @@ def build_subgraphs(
     own x86-to-ARM spread, where BLAS's order would vary with the BLAS build). `observer_for(subgraph)`
     gives each subgraph its observer before any node is added (the tensor listing)."""
     registrations = [_resolve(code, resolver) for code in model.operator_codes]
-    resources = Resources()  # one per interpreter: VAR_HANDLE's init numbers its variables in it
+    # one per interpreter: VAR_HANDLE's init numbers its variables in it
+    resources = Resources(entry_subgraphs=frozenset({0, *(s.subgraph_index for s in model.signatures)}))
     host = config.host if config.host is not None else HostProfile.detect()
     control_edges = _control_edges(model)
     subgraphs = []

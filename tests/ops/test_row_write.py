@@ -20,9 +20,10 @@ pytestmark = requires_litert
 ROWS = 4
 
 
-def row_writing_loop() -> bytes:
+def row_writing_loop(body_signature: bool = False) -> bytes:
     """while i < n: buf[i] = h * (i + 1); i += 1, with buf[i] written as TensorFlow writes it:
-    CONCATENATION(SLICE(buf, [0, 0], [i, -1]), item, SLICE(buf, [i + 1, 0], [-1, -1]))."""
+    CONCATENATION(SLICE(buf, [0, 0], [i, -1]), item, SLICE(buf, [i + 1, 0], [-1, -1])).
+    `body_signature`: the body is also a signature ("body"), which a signature runner invokes alone."""
     specs = (("i", T.INT32, []), ("n", T.INT32, []), ("buf", T.FLOAT32, [ROWS, 2]), ("h", T.FLOAT32, [2]))
     b, body, (bi, bn, buf, h) = counting_while(specs)
     one = body.add_constant("one", np.int32(1))
@@ -53,6 +54,11 @@ def row_writing_loop() -> bytes:
     body.add_operator(Op.CONCATENATION, [head, item, tail], [buf1], {"axis": 0})
     for o in (i1, bn, buf1, h):
         body.add_output(o)
+    if body_signature:
+        names = ("i", "n", "buf", "h")
+        b.add_signature(
+            "body", dict(zip(names, (bi, bn, buf, h))), dict(zip(names, (i1, bn, buf1, h))), subgraph_index=2
+        )
     return b.build()
 
 
@@ -151,3 +157,18 @@ def test_a_user_kernel_under_a_builtin_code_keeps_the_body_unfused():
     assert not is_rewritten(interpreter.subgraphs[2])
     assert len(calls) == ROWS
     _equal(ours, run(unfused(row_writing_loop()), feeds(0, ROWS)))
+
+
+def test_a_body_a_signature_runs_alone_keeps_its_own_nodes():
+    """A body subgraph that a signature names may run without its WHILE, where a misfit cannot make the
+    loop run again: it is never fused, and runs alone as the original kernels do (row -1 grows the
+    buffer)."""
+    model = row_writing_loop(body_signature=True)
+    interpreter = pytflite.Interpreter(model_content=model)
+    _equal(run(interpreter, feeds(0, ROWS)), run(unfused(model), feeds(0, ROWS)))
+    assert not is_rewritten(interpreter.subgraphs[2])
+    values = dict(zip(("i", "n", "buf", "h"), feeds(-1, 2)))
+    ours = interpreter.get_signature_runner("body")(**values)
+    theirs = unfused(model).get_signature_runner("body")(**values)
+    assert ours["buf"].shape == (2 * ROWS + 1, 2)
+    _equal([ours[k] for k in sorted(ours)], [theirs[k] for k in sorted(theirs)])

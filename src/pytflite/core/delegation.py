@@ -17,6 +17,7 @@ from ..errors import InterpreterError, KernelError
 from .delegate import DelegateFlags
 from .node import DelegateParams, Registration
 from .partition import NodeSubset, PartitionError, PlanNode, SubsetType, partition_graph
+from .plan_rewrite import PlanRewrite
 from .tensor import NULL_BUFFER_HANDLE
 from .types import OK_STATUSES, AllocationType, BuiltinOperator, Status, SubgraphState, TensorType
 
@@ -44,8 +45,13 @@ class Delegation:
         self._subgraph = subgraph
         self.control_edges = control_edges  # the model's explicit control dependencies, if any
         self.applied: list[Delegate] = []
-        self.pre_delegation_plan: list[int] | None = None
+        self._rewrite: PlanRewrite | None = None  # the DELEGATE nodes replacing subsets, undoably
         self._undone = False
+
+    @property
+    def pre_delegation_plan(self) -> list[int] | None:
+        """The execution plan before the delegates replaced nodes (None: no delegate is applied)."""
+        return None if self._rewrite is None else self._rewrite.original
 
     def modify_graph_with_delegate(self, delegate: Delegate) -> None:
         """Let `delegate` replace the nodes it supports with its kernels (ModifyGraphWithDelegate).
@@ -81,7 +87,7 @@ class Delegation:
                     Status.APPLICATION_ERROR,
                 )
         if not self.applied:
-            self.pre_delegation_plan = list(subgraph.execution_plan)
+            self._rewrite = PlanRewrite(subgraph)
 
         subgraph.context.delegate_depth += 1
         error = None
@@ -149,18 +155,11 @@ class Delegation:
 
     def undo_all_delegates(self) -> None:
         """Go back to the pre-delegation plan; delegates stay recorded for redo_all_delegates."""
-        if self.pre_delegation_plan is None:
+        if self._rewrite is None:
             return
-        subgraph = self._subgraph
-        for node_index in subgraph.execution_plan:
-            node, registration = subgraph.nodes[node_index]
-            if node.delegate is not None:
-                subgraph.free_node(node, registration)
-        subgraph.execution_plan = self.pre_delegation_plan
-        self.pre_delegation_plan = None
+        self._rewrite.undo()
+        self._rewrite = None
         self._undo_float16_remapping()
-        del subgraph.nodes[max(subgraph.execution_plan, default=-1) + 1 :]  # the appended DELEGATE nodes
-        subgraph.invalidate()
         self._undone = True
 
     def _undo_float16_remapping(self) -> None:
@@ -239,9 +238,7 @@ class Delegation:
             params = DelegateParams(
                 delegate, tuple(subset.nodes), tuple(subset.input_tensors), tuple(subset.output_tensors)
             )
-            node_index = subgraph.add_node_with_parameters(
-                subset.input_tensors, subset.output_tensors, (), None, params, registration
-            )
+            node_index = self._rewrite.add(registration, subset.input_tensors, subset.output_tensors, params)
             for t in subset.output_tensors:
                 tensor = subgraph.tensors[t]
                 if tensor.delegate is not None and tensor.delegate is not delegate:

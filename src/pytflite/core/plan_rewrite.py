@@ -1,10 +1,10 @@
 """PlanRewrite: nodes of a subgraph's plan replaced by new ones, undoably.
 
-A kernel that wants a pattern of nodes to run as one (ops/row_write.py: the row write of a WHILE body)
-asks for it as a rewrite of the plan, not as a mode of the Subgraph: each new node is added as any node
-is (its init runs, the observer hears of it) and takes the plan position of the last node it replaces;
-the replaced nodes stay in the node list, off the plan. `undo` frees the added nodes, drops them and
-restores the plan, as delegation undoes its kernels. The subgraph is then prepared again from scratch.
+Two things rewrite a plan this way, never as a mode of the Subgraph: delegation (core/delegation.py: each
+claimed subset becomes one DELEGATE node) and a kernel that wants a pattern of nodes to run as one
+(ops/row_write.py: the row write of a WHILE body). Each new node is added as any node is (its init runs,
+the observer hears of it); the replaced nodes stay in the node list, off the plan. `undo` frees the added
+nodes, drops them and restores the plan; the subgraph is then prepared again from scratch.
 """
 
 from __future__ import annotations
@@ -26,6 +26,14 @@ class PlanRewrite:
         self.first_added = len(subgraph.nodes)
         self.added: list[int] = []
 
+    def add(
+        self, registration: Registration, inputs: Sequence[int], outputs: Sequence[int], builtin_data: Any
+    ) -> int:
+        """A new node running `registration`, appended to the plan as any added node; returns its index."""
+        index = self.subgraph.add_node_with_parameters(inputs, outputs, (), None, builtin_data, registration)
+        self.added.append(index)
+        return index
+
     def replace(
         self,
         replaced: Sequence[int],
@@ -34,14 +42,14 @@ class PlanRewrite:
         outputs: Sequence[int],
         builtin_data: Any,
     ) -> int:
-        """Replace the plan's nodes `replaced` by one node running `registration`; returns its index."""
+        """Replace the plan's nodes `replaced` by one node running `registration`, at the plan position of
+        the last of them; returns its index."""
         subgraph = self.subgraph
-        index = subgraph.add_node_with_parameters(inputs, outputs, (), None, builtin_data, registration)
-        plan = [i for i in subgraph.execution_plan if i != index]  # (add_node appends it to the plan)
+        index = self.add(registration, inputs, outputs, builtin_data)
+        plan = [i for i in subgraph.execution_plan if i != index]
         last = max(plan.index(i) for i in replaced)
         plan[last] = index
         subgraph.execution_plan = [i for i in plan if i not in replaced]
-        self.added.append(index)
         return index
 
     def undo(self) -> None:

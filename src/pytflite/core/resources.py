@@ -58,6 +58,8 @@ class Resources:
     by_id: dict[int, ResourceVariable | StaticHashtable] = field(default_factory=dict)
     variable_ids: dict[tuple[str, str], int] = field(default_factory=dict)
     initialized_subgraphs: set[int] = field(default_factory=set)
+    # the subgraphs the Interpreter invokes itself: the primary one and every signature's
+    entry_subgraphs: frozenset[int] = frozenset({0})
 
     def variable_id(self, container: str, shared_name: str) -> int:
         """The id of the variable (container, shared_name): a new one per new pair (VAR_HANDLE's init)."""

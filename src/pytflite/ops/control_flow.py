@@ -325,8 +325,14 @@ def while_prepare(context, node):
     condition_output = condition.tensors[condition.outputs[0]]
     if not is_dynamic(condition_output):
         _check_condition(condition_output)
-    # a pure loop whose body only this node calls can run again from its inputs (Respecialize)
-    pure = is_pure(condition) and is_pure(body) and call_count(context.subgraphs, body.index) == 1
+    # a pure loop whose body only this node calls (no other node, no signature) can run again from its
+    # inputs (Respecialize)
+    pure = (
+        is_pure(condition)
+        and is_pure(body)
+        and call_count(context.subgraphs, body.index) == 1
+        and body.index not in context.resources.entry_subgraphs
+    )
     if pure:
         rewrite_row_writes(body)
     else:
