@@ -28,7 +28,7 @@ def items(predictor: Predictor, count: int) -> dict[str, np.ndarray]:
     """`count` random rows for each input, shaped as the model's input without its batch axis."""
     rng = np.random.default_rng(0)
     batch = {}
-    for spec in predictor._inputs:
+    for spec in predictor.inputs:
         shape = (count, *(max(d, 1) for d in spec.signature[1:]))
         batch[spec.name] = rng.uniform(-1, 1, shape).astype(spec.dtype)
     return batch

@@ -25,7 +25,7 @@ CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "public"
 def transient_bytes(interpreter) -> list[tuple[str, int]] | None:
     """(op name, peak bytes above the start) per fast step of the primary subgraph; None without one."""
     subgraph = interpreter.subgraphs[0]
-    steps = subgraph._runner.fast_steps
+    steps = subgraph.runner.fast_steps
     if steps is None:
         return None
     found = []

@@ -48,7 +48,9 @@ def _registerer(spec: str) -> Callable[[MutableOpResolver], None]:
 
 
 @dataclass(frozen=True)
-class _Input:
+class InputSpec:
+    """One model input as the Predictor feeds it."""
+
     name: str
     index: int  # tensor index in the subgraph that runs
     signature: tuple[int, ...]  # shape_signature (-1: dynamic)
@@ -147,6 +149,11 @@ class Predictor:
         return _restore, (self._arguments,)
 
     @property
+    def inputs(self) -> tuple[InputSpec, ...]:
+        """The model's inputs: name, tensor index, shape signature (-1: dynamic) and dtype of each."""
+        return self._inputs
+
+    @property
     def arguments(self) -> dict[str, Any]:
         """What the Predictor was made with (by name), as it pickles: its model, custom ops and
         delegates by path and importable reference."""
@@ -183,7 +190,7 @@ class Predictor:
             raise BatchError(f"no signature {signature!r} in the model (it has: {', '.join(keys) or 'none'})")
         return signature
 
-    def _describe(self, interpreter: Interpreter) -> tuple[tuple[_Input, ...], tuple[str, ...]]:
+    def _describe(self, interpreter: Interpreter) -> tuple[tuple[InputSpec, ...], tuple[str, ...]]:
         if self._signature is not None:
             runner = interpreter.get_signature_runner(self._signature)
             inputs = list(runner.get_input_details().items())
@@ -192,7 +199,7 @@ class Predictor:
             inputs = [(d["name"], d) for d in interpreter.get_input_details()]
             outputs = tuple(d["name"] for d in interpreter.get_output_details())
         described = tuple(
-            _Input(name, d["index"], tuple(int(n) for n in d["shape_signature"]), np.dtype(d["dtype"]))
+            InputSpec(name, d["index"], tuple(int(n) for n in d["shape_signature"]), np.dtype(d["dtype"]))
             for name, d in inputs
         )
         return described, outputs
