@@ -31,25 +31,22 @@ class Computation:
     """A computation on arrays given by its calls (the kernels' side of Registration.calls):
     `calls(*arrays)` makes the calls of nothing that compute it on those arrays (a tuple of them, or one
     Written statement); calling it with the arrays computes it, as an invoke does: by `run(*arrays)`
-    where given (the same computation without making the calls), else by making them. calls_on turns
-    any compute function into calls, so a kernel's calls come from the function its op data holds."""
+    where given (the same computation without making the calls; required where the calls are a Written
+    statement), else by making the calls. calls_on turns any compute function into calls, so a kernel's
+    calls come from the function its op data holds."""
 
     __slots__ = ("calls", "run")
 
     def __init__(self, calls: Callable[..., tuple | Written], run: Callable[..., None] | None = None):
         self.calls = calls
-        self.run = run if run is not None else partial(_make_calls, calls)
+        self.run = run if run is not None else self._make_calls
 
     def __call__(self, *arrays: np.ndarray) -> None:
         self.run(*arrays)
 
-
-def _make_calls(calls: Callable[..., tuple | Written], *arrays: np.ndarray) -> None:
-    made = calls(*arrays)
-    if isinstance(made, Written):
-        made.call()
-    else:
-        make_calls(made)
+    def _make_calls(self, *arrays: np.ndarray) -> None:
+        for call in self.calls(*arrays):
+            call()
 
 
 def make_calls(calls: Iterable[Callable[[], object]]) -> None:
