@@ -1,5 +1,7 @@
 """Registration.calls: the check-free step list makes the calls a kernel returns after each allocation,
-on the arrays of that allocation; everything else (profilers, the careful loop) calls invoke."""
+on the arrays of that allocation. The careful loop (profilers, dynamic graphs, delegates) makes them too
+for a kernel with a pure prepare, bound again when its node is prepared again or its arrays change;
+any other kernel it invokes."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from pytflite.core.profiling import ProfilerHooks
 from pytflite.model.builder import ModelBuilder
 
 
-def _doubling_op(calls: list):
+def _doubling_op(calls: list, stateless: bool = False):
     """A custom op computing 2 * x, whose invoke and bound calls record themselves in `calls`."""
 
     def prepare(context, node):
@@ -33,11 +35,13 @@ def _doubling_op(calls: list):
 
         return (step,)
 
-    return pytflite.Registration(prepare=prepare, invoke=invoke, calls=bound_calls, custom_name="Double")
+    return pytflite.Registration(
+        prepare=prepare, invoke=invoke, calls=bound_calls, custom_name="Double", stateless=stateless
+    )
 
 
-def _interpreter(calls: list) -> pytflite.Interpreter:
-    return add_then_custom_op(_doubling_op(calls))
+def _interpreter(calls: list, stateless: bool = False) -> pytflite.Interpreter:
+    return add_then_custom_op(_doubling_op(calls, stateless))
 
 
 def add_then_custom_op(registration: pytflite.Registration) -> pytflite.Interpreter:
@@ -89,13 +93,33 @@ class _Events(ProfilerHooks):
         pass
 
 
-def test_a_profiler_sees_invoke_not_the_bound_step():
+def test_a_profiler_sees_invoke_of_a_kernel_prepared_again():
+    """A custom op is prepared again at every lazy prepare (as TFLite does): the careful loop invokes it."""
     calls: list = []
     interpreter = _interpreter(calls)
     interpreter.allocate_tensors()
     interpreter.subgraphs[0].context.profiler = _Events()
     np.testing.assert_array_equal(_run(interpreter, np.array([1, 2], np.float32)), [4, 6])
     assert calls[1:] == ["invoke"]
+
+
+def test_the_careful_loop_binds_a_pure_kernel_once_and_again_for_new_arrays():
+    calls: list = []
+    interpreter = _interpreter(calls, stateless=True)
+    interpreter.allocate_tensors()
+    interpreter.subgraphs[0].context.profiler = _Events()
+    np.testing.assert_array_equal(_run(interpreter, np.array([1, 2], np.float32)), [4, 6])
+    np.testing.assert_array_equal(_run(interpreter, np.array([3, 4], np.float32)), [8, 10])
+    assert calls[1:] == [("bind", (2,)), "step", "step"]
+    subgraph = interpreter.subgraphs[0]
+    added = subgraph.tensors[subgraph.nodes[1][0].inputs[0]]
+    added.data = np.zeros(2, np.float32)  # as a delegate's copy back may give it a new array
+    interpreter.set_tensor(interpreter.get_input_details()[0]["index"], np.array([5, 6], np.float32))
+    interpreter.invoke()
+    np.testing.assert_array_equal(
+        interpreter.get_tensor(interpreter.get_output_details()[0]["index"]), [12, 14]
+    )
+    assert calls[4:] == [("bind", (2,)), "step"]
 
 
 def test_builtin_binary_steps_match_invoke_after_resizes():

@@ -9,7 +9,8 @@ resize_input_tensor). Two loops:
   lives in a delegate's buffer;
 - the careful one is TFLite's Subgraph::Invoke: it checks each node's inputs, copies stale delegate
   buffers back, prepares the rest of the plan lazily after a node with dynamic outputs, and reports to a
-  profiler. Plan positions before the first dynamic output still run as fast steps (the prefix).
+  profiler. Plan positions before the first dynamic output still run as fast steps (the prefix); the
+  other nodes run their bound calls too where those still fit (_NodeStep), else their invoke.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ class PlanRunner:
         self._arena_moves = subgraph.arena_moves  # the prefix's bound arrays are stale once it moves
         self._entries: list[tuple] | None = None  # per plan position, made on the first careful invoke
         self._suffixes: dict[int, _Suffix | None] = {}  # per plan position a lazy prepare starts at
+        self._node_steps: dict[int, _NodeStep] = {}  # per node index the careful loop ran
 
     def invoke(self) -> None:
         """Run every node of the plan once; the caller ignores float errors (core/float_errors)."""
@@ -170,7 +172,7 @@ class PlanRunner:
             subgraph.cursor.resized_during_invoke = False
             if profiler is None:
                 try:
-                    status = registration.invoke(context, node)
+                    status = self._node_step(node, registration)(context, node)
                 except Exception as error:
                     subgraph.kernel_failed("invoke", node, registration, error=error)
                 if status:  # None and Status.OK are falsy
@@ -190,18 +192,61 @@ class PlanRunner:
                 return  # RESHAPE may take its shape from options instead
             subgraph.fail(f"Input tensor {t} lacks data")
 
+    def _node_step(self, node: Node, registration: Any) -> Callable:
+        """What the careful loop calls for a node: its bound calls (_step) while they fit, else its
+        invoke. They fit while the node was not prepared again (its recorded PreparedInputs is the same
+        object), the arena did not move and its tensors have the arrays they were bound to (a delegate's
+        copy back may give one a new array). A node without a pure prepare, or reading or writing a
+        dynamic tensor, runs its invoke: its arrays may change at every call."""
+        subgraph = self._subgraph
+        prepared = subgraph.cursor.prepared_inputs.get(node.index)
+        if prepared is None or registration.calls is None:
+            return registration.invoke
+        held = self._node_steps.get(node.index)
+        if held is not None and held.fits(prepared, subgraph.arena_moves):
+            return held.step
+        held = self._node_steps[node.index] = _NodeStep(subgraph, node, registration, prepared)
+        return held.step
+
     def _invoke_profiled(self, node: Node, registration: Any, profiler: Any) -> None:
         subgraph = self._subgraph
+        step = self._node_step(node, registration)
         if not _profiled_as_one_node(profiler, node):
-            subgraph.call_kernel("invoke", registration.invoke, node, registration)
+            subgraph.call_kernel("invoke", step, node, registration)
         else:
             handle = profiler.begin_event(
                 registration.op_name, EventType.OPERATOR_INVOKE_EVENT, node.index, subgraph.index
             )
             try:
-                subgraph.call_kernel("invoke", registration.invoke, node, registration)
+                subgraph.call_kernel("invoke", step, node, registration)
             finally:
                 profiler.end_event(handle)
+
+
+class _NodeStep:
+    """One node's step for the careful loop (PlanRunner._node_step), with what it was bound for: the
+    node's PreparedInputs, the arena's move count and the arrays of its tensors."""
+
+    __slots__ = ("step", "prepared", "arena_moves", "arrays")
+
+    def __init__(self, subgraph: Subgraph, node: Node, registration: Any, prepared: Any):
+        tensors = [
+            subgraph.tensors[t]
+            for t in (*node.inputs, *node.outputs, *node.temporaries)
+            if t != OPTIONAL_TENSOR
+        ]
+        dynamic = any(tensor.allocation_type == AllocationType.DYNAMIC for tensor in tensors)
+        self.step = registration.invoke if dynamic else _step(subgraph, node, registration)
+        self.prepared, self.arena_moves = prepared, subgraph.arena_moves
+        self.arrays = tuple((tensor, tensor.data) for tensor in tensors)
+
+    def fits(self, prepared: Any, arena_moves: int) -> bool:
+        if prepared is not self.prepared or arena_moves != self.arena_moves:
+            return False
+        for tensor, array in self.arrays:  # noqa: SIM110 (a plain loop: this runs per node and invoke)
+            if tensor.data is not array:
+                return False
+        return True
 
 
 class _Suffix:
