@@ -92,20 +92,6 @@ def test_litert_fails_the_same_way_on_the_builder_model():
     assert messages[0] == messages[1]
 
 
-def test_flex_ops_get_tflites_flex_message():
-    builder = ModelBuilder()
-    x = builder.add_input("x", T.FLOAT32, [1])
-    y = builder.add_tensor("y", T.FLOAT32, [1])
-    builder.add_operator("FlexAtan", [x], [y])
-    builder.add_output(y)
-    interpreter = pytflite.Interpreter(model_content=builder.build())
-    with pytest.raises(
-        RuntimeError,
-        match="Select TensorFlow op\\(s\\), included in the given model, is\\(are\\) not supported",
-    ):
-        interpreter.allocate_tensors()
-
-
 def test_custom_options_reach_init_as_flexbuffer_bytes():
     seen = {}
 

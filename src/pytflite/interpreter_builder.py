@@ -151,6 +151,10 @@ def _resolve(code, resolver: OpResolver) -> Registration:
         if code.custom_code is None:
             raise ModelError("Operator with CUSTOM builtin_code has no custom_code.")
         found = resolver.find_custom(code.custom_code, code.version)
+        if found is None and code.custom_code.startswith("Flex"):  # as TF's interpreter applied Flex
+            from .flex.kernel import flex_registration  # imports protobuf: only for Flex models
+
+            found = flex_registration(code.custom_code, code.version)
         return found if found is not None else unresolved_custom_op(code.custom_code)
     found = resolver.find_builtin(op, code.version)
     if found is None:

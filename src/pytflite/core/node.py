@@ -138,14 +138,8 @@ def unresolved_custom_op(name: str) -> Registration:
 
 
 def unresolved_op_message(name: str) -> str:
-    """TFLite's report for preparing a custom op no resolver provides (Flex ops get their own)."""
-    if name.startswith("Flex"):
-        return (
-            "Select TensorFlow op(s), included in the given model, is(are) not supported by this "
-            "interpreter. Make sure you apply/link the Flex delegate before inference. For the "
-            'Android, it can be resolved by adding "org.tensorflow:tensorflow-lite-select-tf-ops" '
-            "dependency. See instructions: https://www.tensorflow.org/lite/guide/ops_select"
-        )
+    """TFLite's report for preparing a custom op no resolver provides (Flex ops have their kernel:
+    pytflite/flex)."""
     return (
         f"Encountered unresolved custom op: {name}.\n"
         "See instructions: https://www.tensorflow.org/lite/guide/ops_custom "
