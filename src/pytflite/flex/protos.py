@@ -1,9 +1,12 @@
-"""TensorFlow's NodeDef and the messages it holds, as protobuf message classes built here.
+"""TensorFlow's NodeDef and the messages it holds, and those of its V1 checkpoints, as protobuf message
+classes built here.
 
 A Flex node's custom options carry a serialized `tensorflow.NodeDef` (node_def.proto), whose attrs are
 `AttrValue`s (attr_value.proto) holding types (types.proto), shapes (tensor_shape.proto) and tensors
 (tensor.proto). The descriptors are written below field for field as TensorFlow defines them, so that
 decoding needs only the `protobuf` package (its pure-Python build included: Pyodide), not TensorFlow.
+The checkpoint messages are saved_tensor_slice.proto's (with tensor_slice.proto's TensorSliceProto and
+versions.proto's VersionDef), what tf.raw_ops.Save writes (flex/checkpoint.py).
 They live in a private descriptor pool: a process that also imports TensorFlow keeps its own classes.
 """
 
@@ -102,21 +105,54 @@ _MESSAGES = {
         ("device", 4, _Field.TYPE_STRING, _OPTIONAL, None, False),
         ("attr", 5, _Field.TYPE_MESSAGE, _REPEATED, "NodeDef.AttrEntry", False),
     ],
+    "TensorSliceProto.Extent": [
+        ("start", 1, _Field.TYPE_INT64, _OPTIONAL, None, False),
+        ("length", 2, _Field.TYPE_INT64, _OPTIONAL, None, False),  # in the oneof has_length
+    ],
+    "TensorSliceProto": [("extent", 1, _Field.TYPE_MESSAGE, _REPEATED, "TensorSliceProto.Extent", False)],
+    "VersionDef": [
+        ("producer", 1, _Field.TYPE_INT32, _OPTIONAL, None, False),
+        ("min_consumer", 2, _Field.TYPE_INT32, _OPTIONAL, None, False),
+        ("bad_consumers", 3, _Field.TYPE_INT32, _REPEATED, None, True),
+    ],
+    "SavedSliceMeta": [
+        ("name", 1, _Field.TYPE_STRING, _OPTIONAL, None, False),
+        ("shape", 2, _Field.TYPE_MESSAGE, _OPTIONAL, "TensorShapeProto", False),
+        ("type", 3, _Field.TYPE_ENUM, _OPTIONAL, "DataType", False),
+        ("slice", 4, _Field.TYPE_MESSAGE, _REPEATED, "TensorSliceProto", False),
+    ],
+    "SavedTensorSliceMeta": [
+        ("tensor", 1, _Field.TYPE_MESSAGE, _REPEATED, "SavedSliceMeta", False),
+        ("versions", 2, _Field.TYPE_MESSAGE, _OPTIONAL, "VersionDef", False),
+    ],
+    "SavedSlice": [
+        ("name", 1, _Field.TYPE_STRING, _OPTIONAL, None, False),
+        ("slice", 2, _Field.TYPE_MESSAGE, _OPTIONAL, "TensorSliceProto", False),
+        ("data", 3, _Field.TYPE_MESSAGE, _OPTIONAL, "TensorProto", False),
+    ],
+    "SavedTensorSlices": [
+        ("meta", 1, _Field.TYPE_MESSAGE, _OPTIONAL, "SavedTensorSliceMeta", False),
+        ("data", 2, _Field.TYPE_MESSAGE, _OPTIONAL, "SavedSlice", False),
+    ],
 }
-_ONEOF_MEMBERS = {"AttrValue": "value"}  # every field of AttrValue is in this oneof
+_ONEOF_MEMBERS = {
+    "AttrValue": "value",
+    "TensorSliceProto.Extent": "has_length",
+}  # every field of AttrValue is in this oneof
 _MAPS = ("NameAttrList", "NodeDef")  # each has `map<string, AttrValue> attr`
 
 
 def _add_fields(message: descriptor_pb2.DescriptorProto, fields: list, oneof: str | None) -> None:
+    """The fields; with `oneof`, every field of AttrValue, or the last field (Extent's length), is in it."""
     if oneof is not None:
         message.oneof_decl.add(name=oneof)
-    for name, number, kind, label, type_name, packed in fields:
+    for position, (name, number, kind, label, type_name, packed) in enumerate(fields):
         field = message.field.add(name=name, number=number, type=kind, label=label)
         if type_name is not None:
             field.type_name = f".tensorflow.{type_name}"
         if packed:
             field.options.packed = True
-        if oneof is not None:
+        if oneof is not None and (oneof == "value" or position == len(fields) - 1):
             field.oneof_index = 0
 
 
@@ -153,3 +189,6 @@ NodeDef = message_factory.GetMessageClass(_POOL.FindMessageTypeByName("tensorflo
 AttrValue = message_factory.GetMessageClass(_POOL.FindMessageTypeByName("tensorflow.AttrValue"))
 TensorProto = message_factory.GetMessageClass(_POOL.FindMessageTypeByName("tensorflow.TensorProto"))
 TensorShapeProto = message_factory.GetMessageClass(_POOL.FindMessageTypeByName("tensorflow.TensorShapeProto"))
+SavedTensorSlices = message_factory.GetMessageClass(
+    _POOL.FindMessageTypeByName("tensorflow.SavedTensorSlices")
+)

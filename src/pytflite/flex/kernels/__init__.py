@@ -1,3 +1,3 @@
 """pytflite's TF kernels, one module per family; importing one registers its kernels."""
 
-from . import lists, math  # noqa: F401
+from . import checkpoints, gradients, lists, math  # noqa: F401
