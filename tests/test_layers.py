@@ -19,6 +19,7 @@ LAYERS = {
     "model": 3,
     "ops": 4,
     "delegates": 5,
+    "flex": 5,
     "interpreter": 6,
     "interpreter_builder": 6,
     "debug": 6,

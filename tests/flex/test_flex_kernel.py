@@ -3,6 +3,8 @@ default resolver; what cannot run is refused at allocate, naming every such op; 
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -163,3 +165,22 @@ def test_a_kernel_giving_the_wrong_dtype_is_refused():
             _run(model, np.ones(3), np.ones(3))
     finally:
         pytflite.flex.unregister("Wrong")
+
+
+def test_analyze_lists_flex_ops_and_their_kernels():
+    from pytflite.model.reader import read_model
+    from pytflite.tools.analyze import support_text
+
+    builder = ModelBuilder()
+    x = builder.add_input("x", T.FLOAT64, [2])
+    mid = builder.add_tensor("mid", T.FLOAT64, [2])
+    out = builder.add_tensor("out", T.FLOAT64, [2])
+    builder.add_operator("FlexMul", [x, x], [mid], custom_options=encode_flex_options("Mul", {"T": F64}))
+    builder.add_operator(
+        "FlexNoSuchOp", [mid], [out], custom_options=encode_flex_options("NoSuchOp", {"T": F64})
+    )
+    builder.add_output(out)
+    text = support_text(read_model(builder.build()), [])
+    assert re.search(r"yes FlexMul v1 +x1 +Select TF op: flex/kernels/math.py", text)
+    assert re.search(r"NO  FlexNoSuchOp v1 +x1 +Select TF op: no kernel for FlexNoSuchOp \(T=float64\)", text)
+    assert "1 of 2 operator kinds have a kernel; 1 missing." in text

@@ -13,6 +13,7 @@ import numpy as np
 from tflite.Model import Model
 
 from ..core.types import BuiltinOperator, TensorType
+from ..flex.kernel import flex_init, is_flex_op
 from ..model.options import CallOnceOptions, IfOptions, WhileOptions
 from ..model.reader import ModelDescription, read_model
 from ..ops.registry import kernel_infos
@@ -215,6 +216,8 @@ def support_text(model: ModelDescription, custom_ops: list[str]) -> str:
         if code.builtin_code == BuiltinOperator.CUSTOM:
             found = resolver.find_custom(name, code.version) is not None
             where = "custom op" + ("" if found else ": not registered (add it with --custom-ops ops.py)")
+            if not found and is_flex_op(name):
+                found, where = _flex_support(model, index)
         else:
             found = resolver.find_builtin(code.builtin_code, code.version) is not None
             source = sources.get(code.builtin_code)
@@ -235,6 +238,26 @@ def support_text(model: ModelDescription, custom_ops: list[str]) -> str:
         + (f"; {missing} missing." if missing else ".")
     )
     return "\n".join(lines) + "\n"
+
+
+def _flex_support(model: ModelDescription, opcode_index: int) -> tuple[bool, str]:
+    """Whether pytflite's Flex kernels run every node of a Flex op (flex/), and where the kernel is."""
+    problems, modules = [], set()
+    for subgraph in model.subgraphs:
+        for op in subgraph.operators:
+            if op.opcode_index == opcode_index:
+                data = flex_init(None, op.custom_options, len(op.custom_options or b""))
+                if data.problem is not None and data.problem not in problems:
+                    problems.append(data.problem)
+                elif data.kernel is not None:
+                    module = data.kernel.compute.__module__  # pytflite's as a path, a user's as named
+                    own = module.startswith("pytflite.")
+                    modules.add(module.removeprefix("pytflite.").replace(".", "/") + ".py" if own else module)
+    if problems:
+        return False, "Select TF op: no kernel for " + "; ".join(
+            problems
+        ) + " (add one with pytflite.flex.register)"
+    return True, "Select TF op: " + ", ".join(sorted(modules))
 
 
 def runtime_text(args: Any) -> str:
