@@ -17,7 +17,7 @@ from pytflite.flex.dtypes import BY_NAME
 from pytflite.flex.sstable import read_table, write_table
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "flex" / "training"
-MODELS = ["training_mlp", "training_cnn"]
+MODELS = ["training_mlp", "training_cnn", "training_mlp_adam"]
 
 
 def _interpreter(name: str) -> pytflite.Interpreter:
