@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pytflite import BuiltinOperator
+from pytflite.tools.flex_table import flex_table
 from pytflite.tools.module_index import module_index
 from pytflite.tools.ops_table import ops_table
 
@@ -15,6 +16,18 @@ def test_ops_table_is_current():
     assert (DOCS / "ops.md").read_text() == ops_table(), (
         "regenerate: python -m pytflite.tools.ops_table > docs/ops.md"
     )
+
+
+def test_flex_table_is_current():
+    assert (DOCS / "flex_ops.md").read_text() == flex_table(), (
+        "regenerate: python -m pytflite.tools.flex_table > docs/flex_ops.md"
+    )
+
+
+def test_every_flex_kernel_says_what_it_does():
+    from pytflite.flex import registered_kernels
+
+    assert [op for op, kernel in registered_kernels().items() if not kernel.doc] == []
 
 
 def test_module_index_is_current():

@@ -6,6 +6,7 @@
 
 The C API's building blocks are public too: Tensor, Node, Registration, Context, Delegate (and the
 SimpleDelegate helpers), op resolvers for Python custom ops, and ModelBuilder to write `.tflite` files.
+`pytflite.flex` (Select TF ops: `pytflite.flex.register`) is imported on first use, with protobuf.
 """
 
 from .core.context import Context
@@ -35,6 +36,16 @@ from .model.custom_options import decode_custom_options
 from .ops.resolver import BuiltinOpResolver, BuiltinRefOpResolver, MutableOpResolver, OpResolver
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    """`pytflite.flex` on first use: it imports protobuf, which only models with Flex ops need."""
+    if name == "flex":
+        import importlib
+
+        return importlib.import_module(".flex", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "KNOWN_PROFILES",

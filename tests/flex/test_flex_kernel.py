@@ -184,3 +184,16 @@ def test_analyze_lists_flex_ops_and_their_kernels():
     assert re.search(r"yes FlexMul v1 +x1 +Select TF op: flex/kernels/math.py", text)
     assert re.search(r"NO  FlexNoSuchOp v1 +x1 +Select TF op: no kernel for FlexNoSuchOp \(T=float64\)", text)
     assert "1 of 2 operator kinds have a kernel; 1 missing." in text
+
+
+def test_pytflite_imports_protobuf_only_for_flex():
+    """A model without Flex ops needs no protobuf: `import pytflite` leaves it out, `pytflite.flex`
+    brings it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, pytflite; assert 'google.protobuf' not in sys.modules; "
+        "pytflite.flex.register; assert 'google.protobuf' in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

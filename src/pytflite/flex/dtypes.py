@@ -24,6 +24,14 @@ class DType:
     def __repr__(self) -> str:
         return f"tf.{self.name}"
 
+    @property
+    def type_string(self) -> str:
+        """TF's DataTypeString, which its error messages print ("float", "double", "int32")."""
+        return _TYPE_STRINGS.get(self.name, self.name)
+
+
+_TYPE_STRINGS = {"float32": "float", "float64": "double", "float16": "half"}
+
 
 _TABLE = (
     (1, "float32", np.float32, TensorType.FLOAT32),
@@ -62,10 +70,20 @@ def dtype_of_tensor_type(tensor_type: TensorType) -> DType | None:
     return _BY_TENSOR_TYPE.get(tensor_type)
 
 
-FLOATS = frozenset({"float16", "bfloat16", "float32", "float64"})
+FLOATS = frozenset({"float16", "float32", "float64"})  # bfloat16 has no NumPy arithmetic
 COMPLEX = frozenset({"complex64", "complex128"})
 SIGNED = frozenset({"int8", "int16", "int32", "int64"})
 UNSIGNED = frozenset({"uint8", "uint16", "uint32", "uint64"})
 INTEGERS = SIGNED | UNSIGNED
 REAL = FLOATS | INTEGERS
 NUMBERS = REAL | COMPLEX
+
+# Named groups, largest first, for describing a kernel's dtypes (docs/flex_ops.md).
+GROUPS = (
+    ("numbers", NUMBERS),
+    ("real", REAL),
+    ("integers", INTEGERS),
+    ("floats", FLOATS),
+    ("complex", COMPLEX),
+    ("signed", SIGNED),
+)

@@ -13,7 +13,6 @@ import numpy as np
 from tflite.Model import Model
 
 from ..core.types import BuiltinOperator, TensorType
-from ..flex.kernel import flex_init, is_flex_op
 from ..model.options import CallOnceOptions, IfOptions, WhileOptions
 from ..model.reader import ModelDescription, read_model
 from ..ops.registry import kernel_infos
@@ -216,7 +215,7 @@ def support_text(model: ModelDescription, custom_ops: list[str]) -> str:
         if code.builtin_code == BuiltinOperator.CUSTOM:
             found = resolver.find_custom(name, code.version) is not None
             where = "custom op" + ("" if found else ": not registered (add it with --custom-ops ops.py)")
-            if not found and is_flex_op(name):
+            if not found and name.startswith("Flex"):  # the Flex kernel runs it (interpreter_builder)
                 found, where = _flex_support(model, index)
         else:
             found = resolver.find_builtin(code.builtin_code, code.version) is not None
@@ -242,6 +241,8 @@ def support_text(model: ModelDescription, custom_ops: list[str]) -> str:
 
 def _flex_support(model: ModelDescription, opcode_index: int) -> tuple[bool, str]:
     """Whether pytflite's Flex kernels run every node of a Flex op (flex/), and where the kernel is."""
+    from ..flex.kernel import flex_init  # imports protobuf: only for models with Flex ops
+
     problems, modules = [], set()
     for subgraph in model.subgraphs:
         for op in subgraph.operators:

@@ -14,7 +14,7 @@ SOURCE = Path(__file__).resolve().parents[1]
 
 # The packages in the order of docs/architecture.md's layers; top-level modules ("") beside the
 # Interpreter.
-_ORDER = ("core", "fidelity", "model", "ops", "delegates", "", "tensor_listing", "tools", "batch")
+_ORDER = ("core", "fidelity", "model", "ops", "delegates", "flex", "", "tensor_listing", "tools", "batch")
 
 
 def module_index() -> str:
@@ -36,6 +36,9 @@ def module_index() -> str:
         "| --- | --- |",
     ]
     lines += [_row(path) for path in modules if path.stem.endswith("_compiled")]
+    unlisted = {_package(path) for path in modules} - set(_ORDER)
+    if unlisted:
+        raise ValueError(f"packages missing from module_index._ORDER: {sorted(unlisted)}")
     for package in _ORDER:
         members = [path for path in modules if _package(path) == package]
         lines += [

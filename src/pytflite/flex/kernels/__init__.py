@@ -1,3 +1,23 @@
 """pytflite's TF kernels, one module per family; importing one registers its kernels."""
 
-from . import checkpoints, gradients, lists, math  # noqa: F401
+from . import (  # noqa: F401
+    arrays,
+    blocks,
+    checkpoints,
+    gradients,
+    image_boxes,
+    image_color,
+    images,
+    indexing,
+    linalg,
+    lists,
+    math,
+    random,
+    regex,
+    shapes,
+    signal,
+    string_hashes,
+    string_numbers,
+    strings,
+    unicode,
+)

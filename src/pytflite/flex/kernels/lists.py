@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..dtypes import BY_NAME
 from ..node_def import TfNode
 from ..registry import register
 from ..tensor_list import TensorList
+from .common import shape_text
 
 
 def _list_of(handle: np.ndarray) -> TensorList:
@@ -55,20 +57,18 @@ def _fully_defined(shape: tuple[int, ...] | None) -> bool:
 
 def _check_element(tensors: TensorList, item: np.ndarray) -> None:
     if item.dtype != tensors.element_dtype.numpy:
+        given = BY_NAME.get("string" if item.dtype == object else item.dtype.name)
         raise ValueError(
-            f"Invalid data types; list elements {tensors.element_dtype.name} but tried to append {item.dtype}"
+            f"Invalid data types; op elements {given.type_string if given else item.dtype} but list elements "
+            f"{tensors.element_dtype.type_string}"
         )
     try:
         _merge(tensors.element_shape, item.shape)
     except ValueError:
         raise ValueError(
             f"Tried to set a tensor with incompatible shape at a list index. Item element shape: "
-            f"{list(item.shape)} list shape: {_shape_text(tensors.element_shape)}"
+            f"{list(item.shape)} list shape: {shape_text(tensors.element_shape)}"
         ) from None
-
-
-def _shape_text(shape: tuple[int, ...] | None) -> str:
-    return "<unknown>" if shape is None else "[" + ",".join("?" if d < 0 else str(d) for d in shape) + "]"
 
 
 def _item(tensors: TensorList, index: int, element_shape: tuple[int, ...] | None) -> np.ndarray:
@@ -80,7 +80,7 @@ def _item(tensors: TensorList, index: int, element_shape: tuple[int, ...] | None
     if not _fully_defined(shape):
         raise ValueError(
             "Trying to read an uninitialized tensor but element_shape is not fully defined: "
-            f"{_shape_text(shape)} and no list element is set."
+            f"{shape_text(shape)} and no list element is set."
         )
     return np.zeros(shape, tensors.element_dtype.numpy)
 
@@ -90,12 +90,17 @@ def _stacked(tensors: TensorList, indices, element_shape: tuple[int, ...] | None
     known = [item for item in tensors.items if item is not None]
     if known:
         shape = _merge(shape, known[0].shape)
+    if not known and not _fully_defined(shape) and len(tensors):
+        raise ValueError(
+            "Tried to stack list which only contains uninitialized tensors and has a non-fully-defined "
+            f"element_shape: {shape_text(shape)}"
+        )
     items = [_item(TensorList(tensors.element_dtype, shape, tensors.items), i, None) for i in indices]
     if items:
         return np.stack(items).astype(tensors.element_dtype.numpy, copy=False)
     if not _fully_defined(shape):
         raise ValueError(
-            f"Tried to stack elements of an empty list with non-fully-defined element_shape: {_shape_text(shape)}"
+            f"Tried to stack elements of an empty list with non-fully-defined element_shape: {shape_text(shape)}"
         )
     return np.zeros((0, *shape), tensors.element_dtype.numpy)
 

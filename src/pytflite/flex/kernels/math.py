@@ -127,7 +127,12 @@ def _logical(op: str, function) -> None:
 
 _logical("LogicalAnd", np.logical_and)
 _logical("LogicalOr", np.logical_or)
-register("LogicalNot", lambda node, x: np.logical_not(x))
+
+
+@register("LogicalNot")
+def _logical_not(node: TfNode, x):
+    """LogicalNot: elementwise on bools."""
+    return np.logical_not(x)
 
 
 def _vectorized(function):
@@ -205,7 +210,11 @@ def _leaky_relu(node: TfNode, x):
 
 
 def _predicate(op: str, function, types=REAL) -> None:
-    register(op, lambda node, x: function(x), types={"T": types})
+    def compute(node: TfNode, x):
+        return function(x)
+
+    compute.__doc__ = f"{op}: an elementwise test, as bools."
+    register(op, compute, types={"T": types})
 
 
 _predicate("IsNan", np.isnan, FLOATS)
@@ -232,9 +241,12 @@ _compare("Greater", np.greater, REAL)
 _compare("GreaterEqual", np.greater_equal, REAL)
 _compare("Equal", np.equal, NUMBERS | {"string", "bool"})
 _compare("NotEqual", np.not_equal, NUMBERS | {"string", "bool"})
-register(
-    "ApproximateEqual", lambda node, x, y: np.abs(x - y) < node.attr("tolerance", 1e-5), types={"T": NUMBERS}
-)
+
+
+@register("ApproximateEqual", types={"T": NUMBERS})
+def _approximate_equal(node: TfNode, x, y):
+    """ApproximateEqual: |x - y| < tolerance, elementwise."""
+    return np.abs(x - y) < node.attr("tolerance", 1e-5)
 
 
 @register("Cast", types={"SrcT": NUMBERS | {"bool"}, "DstT": NUMBERS | {"bool"}})
@@ -314,8 +326,8 @@ _reduction("Prod", lambda x, axes: np.prod(x, axis=axes, dtype=x.dtype), NUMBERS
 _reduction("Mean", _mean, NUMBERS)
 _reduction("Max", _extreme(np.max, _lowest), REAL)
 _reduction("Min", _extreme(np.min, _highest), REAL)
-_reduction("All", lambda x, axes: np.all(x, axis=axes), frozenset())
-_reduction("Any", lambda x, axes: np.any(x, axis=axes), frozenset())
+_reduction("All", lambda x, axes: np.all(x, axis=axes), {"bool"})
+_reduction("Any", lambda x, axes: np.any(x, axis=axes), {"bool"})
 
 
 def _arg_reduction(op: str, function) -> None:
