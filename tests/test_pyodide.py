@@ -1,6 +1,7 @@
-"""32-bit NumPy: every public corpus model, tests/pyodide/index_ops.py's one-operator models, the Atan
-example and `pytflite analyze` give under Pyodide 0.27.7 (wasm32, where np.intp is int32) what they give
-natively, and BUILTIN_REF's integer outputs their golden hashes (tests/pyodide/check.py compares).
+"""32-bit NumPy: every public corpus model, tests/pyodide/index_ops.py's one-operator models, the Select
+TF op fixtures and on-device training models (tests/pyodide/flex_models.py), the Atan example and
+`pytflite analyze` give under Pyodide 0.27.7 (wasm32, where np.intp is int32) what they give natively,
+and BUILTIN_REF's integer outputs their golden hashes (tests/pyodide/check.py compares).
 
 np.take, np.put, np.repeat and np.choose refuse int64 indices there, which 64-bit NumPy accepts, so
 only a 32-bit run guards pytflite's index types. It needs node and npm: without them the test skips,
@@ -18,12 +19,12 @@ import pytest
 
 from tests.fidelity.builtin_ref_golden import integer_hashes
 from tests.oracle import CORPUS
-from tests.pyodide import check, environment, index_ops
+from tests.pyodide import check, environment, flex_models, index_ops
 
 CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 MANIFEST = CORPUS / "manifest.json"
 CORPUS_MODELS = [m["name"] for m in json.loads(MANIFEST.read_text())["models"]] if MANIFEST.exists() else []
-MODELS_IN_ORDER = [*CORPUS_MODELS, *index_ops.models()]
+MODELS_IN_ORDER = [*CORPUS_MODELS, *index_ops.models(), *flex_models.names()]
 
 
 @pytest.fixture(scope="module")

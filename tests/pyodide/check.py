@@ -1,5 +1,6 @@
 """The 32-bit check: under Pyodide (wasm32 NumPy, where np.intp is int32) every public corpus model,
-index_ops.py's one-operator models, the Atan example and `pytflite analyze` give what they give natively.
+index_ops.py's one-operator models, the Select TF op fixtures with on-device training (flex_models.py),
+the Atan example and `pytflite analyze` give what they give natively.
 
 driver.py collects the outputs twice, natively in this process and in Pyodide; `compare` is the one
 place they are compared: integers exactly, floats within 1e-5 of the output's magnitude (tests.oracle's
@@ -26,7 +27,7 @@ import pytflite
 from pytflite.ops import jit
 from tests.fidelity.builtin_ref_golden import GOLDEN, integer_hashes
 from tests.oracle import CORPUS, assert_matches
-from tests.pyodide import driver, environment, index_ops
+from tests.pyodide import driver, environment, flex_models, index_ops
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = "atan_example"
@@ -50,7 +51,11 @@ class Row:
 def make_job(folder: Path) -> dict:
     """The job both runs do; `folder` receives index_ops.py's models and the results."""
     return {
-        "corpora": [str(CORPUS), str(index_ops.write_corpus(folder / "index_ops"))],
+        "corpora": [
+            str(CORPUS),
+            str(index_ops.write_corpus(folder / "index_ops")),
+            str(flex_models.write_corpus(folder / "flex")),
+        ],
         "examples": str(REPO / "examples"),
         "builtin_ref": sorted(golden_hashes()),
         "host": driver.host_fields(pytflite.HostProfile.detect()),
@@ -71,7 +76,7 @@ def run_native(job: dict) -> Results:
 def run_pyodide(setup: environment.Setup, job: dict, folder: Path) -> Results:
     job = {**job, "output": str(folder / "pyodide")}
     environment.run_driver(setup, job, folder, mounts=[*map(Path, job["corpora"]), Path(job["examples"])])
-    with np.load(folder / "pyodide.npz") as data:
+    with np.load(folder / "pyodide.npz", allow_pickle=True) as data:  # string outputs: object arrays
         arrays = {key: data[key] for key in data.files}
     return Results(arrays, json.loads((folder / "pyodide.json").read_text()))
 

@@ -66,8 +66,12 @@ def _outputs_by_index(details: dict) -> list[str]:
 
 def run_plain(path: str, data, reference: bool) -> Outputs:
     interpreter = pytflite.Interpreter(model_path=path, op_resolver=corpus_resolver(reference))
+    details = interpreter.get_input_details()
+    for i, detail in enumerate(details):  # inputs recorded at another shape than the model's
+        if list(detail["shape"]) != list(data[f"input_{i}"].shape):
+            interpreter.resize_tensor_input(detail["index"], data[f"input_{i}"].shape)
     interpreter.allocate_tensors()
-    for i, detail in enumerate(interpreter.get_input_details()):
+    for i, detail in enumerate(details):
         interpreter.set_tensor(detail["index"], data[f"input_{i}"])
     interpreter.invoke()
     return {
@@ -119,10 +123,32 @@ def run_signatures(path: str, data, reference: bool) -> Outputs:
     return results
 
 
+def run_training(path: str, data) -> Outputs:
+    """TF's on-device training recipe (tests/fixtures/flex/training): 20 `train` steps and `infer`;
+    then, in a second interpreter, `restore` of the checkpoint TF wrote, `infer`, and the bytes `save`
+    writes of those weights."""
+    interpreter = pytflite.Interpreter(model_path=path)
+    train, infer = interpreter.get_signature_runner("train"), interpreter.get_signature_runner("infer")
+    x, y = data["x"], data["y"]
+    losses = np.array([train(x=x[i % 4], y=y[i % 4])["loss"] for i in range(20)], np.float32)
+    restored = pytflite.Interpreter(model_path=path)
+    stem = path[: -len(".tflite")]
+    restored.get_signature_runner("restore")(checkpoint_path=np.array(stem + ".ckpt", dtype=np.bytes_))
+    restored.get_signature_runner("save")(checkpoint_path=np.array(stem + ".saved.ckpt", dtype=np.bytes_))
+    return {
+        "losses": losses,
+        "logits": infer(x=x[0])["logits"],
+        "restored_logits": restored.get_signature_runner("infer")(x=x[0])["logits"],
+        "saved_checkpoint": np.frombuffer(Path(stem + ".saved.ckpt").read_bytes(), np.uint8),
+    }
+
+
 def run_model(corpus: Path, entry: dict, reference: bool = False) -> Outputs:
     """One corpus model's outputs, driven as its manifest mode says."""
-    path, data = str(corpus / entry["file"]), np.load(corpus / entry["npz"])
+    path, data = str(corpus / entry["file"]), np.load(corpus / entry["npz"], allow_pickle=True)
     mode = entry["mode"]
+    if mode == "training":
+        return run_training(path, data)
     if mode == "stateful":
         return run_stateful(path, data, reference)
     if mode == "dynamic_batch":

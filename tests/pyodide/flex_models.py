@@ -1,0 +1,32 @@
+"""The Select TF op fixtures (tests/fixtures/flex/) as a corpus driver.py runs: every Flex model in
+plain mode, and the on-device training models (training/) in training mode, so that Flex models, and
+training with its checkpoints, are checked under Pyodide's pure-Python protobuf too."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "flex"
+
+
+def names() -> list[str]:
+    """The models in the corpus's order."""
+    return [path.stem for path in sorted(FIXTURES.glob("*.tflite"))] + [
+        path.stem for path in sorted((FIXTURES / "training").glob("*.tflite"))
+    ]
+
+
+def write_corpus(folder: Path) -> Path:
+    """A copy of the fixtures with their manifest (they are small: about 200 KB in all)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    entries = []
+    for mode, source in (("plain", FIXTURES), ("training", FIXTURES / "training")):
+        for model in sorted(source.glob("*.tflite")):
+            for path in (model, model.with_suffix(".npz"), model.with_suffix(".ckpt")):
+                if path.exists():
+                    shutil.copyfile(path, folder / path.name)
+            entries.append({"name": model.stem, "file": model.name, "npz": f"{model.stem}.npz", "mode": mode})
+    (folder / "manifest.json").write_text(json.dumps({"models": entries}, indent=1))
+    return folder
