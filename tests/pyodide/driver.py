@@ -143,12 +143,35 @@ def run_training(path: str, data) -> Outputs:
     }
 
 
+def run_signature_calls(path: str, data) -> Outputs:
+    """Signature calls replayed in order on one interpreter (tests/fixtures/flex/make_tables.py's
+    call_<i>__<signature>__input_<name> keys), each call's outputs kept."""
+    interpreter = pytflite.Interpreter(model_path=path)
+    calls: dict[int, tuple[str, dict]] = {}
+    for key in data.files:
+        number, signature, rest = key.split("__", 2)
+        if rest.startswith("input_"):
+            calls.setdefault(int(number[len("call_") :]), (signature, {}))[1][rest[len("input_") :]] = data[
+                key
+            ]
+    results = {}
+    for number in sorted(calls):
+        signature, inputs = calls[number]
+        outputs = interpreter.get_signature_runner(signature)(**inputs)
+        results.update(
+            {f"call_{number}__{signature}__output_{name}": value for name, value in outputs.items()}
+        )
+    return results
+
+
 def run_model(corpus: Path, entry: dict, reference: bool = False) -> Outputs:
     """One corpus model's outputs, driven as its manifest mode says."""
     path, data = str(corpus / entry["file"]), np.load(corpus / entry["npz"], allow_pickle=True)
     mode = entry["mode"]
     if mode == "training":
         return run_training(path, data)
+    if mode == "signature_calls":
+        return run_signature_calls(path, data)
     if mode == "stateful":
         return run_stateful(path, data, reference)
     if mode == "dynamic_batch":

@@ -1,6 +1,7 @@
 """The Select TF op fixtures (tests/fixtures/flex/) as a corpus driver.py runs: every Flex model in
-plain mode, and the on-device training models (training/) in training mode, so that Flex models, and
-training with its checkpoints, are checked under Pyodide's pure-Python protobuf too."""
+plain mode, the on-device training models (training/) in training mode and the lookup-table models
+(tables/) replaying their signature calls, so that Flex models, training with its checkpoints and
+resources shared across signatures are checked under Pyodide's pure-Python protobuf too."""
 
 from __future__ import annotations
 
@@ -9,20 +10,23 @@ import shutil
 from pathlib import Path
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "flex"
+_FOLDERS = (
+    ("plain", FIXTURES),
+    ("training", FIXTURES / "training"),
+    ("signature_calls", FIXTURES / "tables"),
+)
 
 
 def names() -> list[str]:
     """The models in the corpus's order."""
-    return [path.stem for path in sorted(FIXTURES.glob("*.tflite"))] + [
-        path.stem for path in sorted((FIXTURES / "training").glob("*.tflite"))
-    ]
+    return [path.stem for _, folder in _FOLDERS for path in sorted(folder.glob("*.tflite"))]
 
 
 def write_corpus(folder: Path) -> Path:
     """A copy of the fixtures with their manifest (they are small: about 200 KB in all)."""
     folder.mkdir(parents=True, exist_ok=True)
     entries = []
-    for mode, source in (("plain", FIXTURES), ("training", FIXTURES / "training")):
+    for mode, source in _FOLDERS:
         for model in sorted(source.glob("*.tflite")):
             for path in (model, model.with_suffix(".npz"), model.with_suffix(".ckpt")):
                 if path.exists():

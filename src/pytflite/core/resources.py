@@ -5,17 +5,22 @@ Resource variables and hash tables live here, keyed by an int resource id that R
 from op to op (and into control-flow subgraphs). VAR_HANDLE numbers a variable by its (container,
 shared_name) in order of first appearance across the model; HASHTABLE uses the table_id of its options;
 both kinds share one id space, as in TFLite, and looking an id up as the wrong kind finds nothing.
-CALL_ONCE records here which init subgraphs have run.
+Select TF ops' resources (TF's lookup tables, pytflite/flex) are shared by their (container,
+shared_name) across the model's subgraphs, as in TF's resource manager, and numbered from 2**30 up,
+clear of both. CALL_ONCE records here which init subgraphs have run.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from .types import TensorType
+
+_SHARED_IDS_START = 1 << 30
 
 
 @dataclass
@@ -55,8 +60,9 @@ class StaticHashtable:
 class Resources:
     """The interpreter-wide maps kernels reach through `context.resources`."""
 
-    by_id: dict[int, ResourceVariable | StaticHashtable] = field(default_factory=dict)
+    by_id: dict[int, Any] = field(default_factory=dict)  # ResourceVariable, StaticHashtable, a TF resource
     variable_ids: dict[tuple[str, str], int] = field(default_factory=dict)
+    shared_ids: dict[tuple, int] = field(default_factory=dict)  # Select TF ops' resources by name
     initialized_subgraphs: set[int] = field(default_factory=set)
     # the subgraphs the Interpreter invokes itself: the primary one and every signature's
     entry_subgraphs: frozenset[int] = frozenset({0})
@@ -64,6 +70,14 @@ class Resources:
     def variable_id(self, container: str, shared_name: str) -> int:
         """The id of the variable (container, shared_name): a new one per new pair (VAR_HANDLE's init)."""
         return self.variable_ids.setdefault((container, shared_name), len(self.variable_ids))
+
+    def shared(self, key: tuple, make: Callable[[], Any]) -> int:
+        """The id of the TF resource shared under `key`, made by `make()` the first time it is asked for."""
+        found = self.shared_ids.get(key)
+        if found is None:
+            found = self.shared_ids[key] = _SHARED_IDS_START + len(self.shared_ids)
+            self.by_id[found] = make()
+        return found
 
     def variable(self, resource_id: int, create: bool = False) -> ResourceVariable | None:
         if create and resource_id not in self.by_id:

@@ -63,7 +63,10 @@ def flex_invoke(context, node) -> None:
     tensors = context.tensors
     inputs = [None if t == OPTIONAL_TENSOR else tensors[t].data for t in node.inputs]
     try:
-        results = data.kernel.compute(data.node, *inputs)
+        if data.kernel.uses_resources:
+            results = data.kernel.compute(data.node, *inputs, resources=context.resources)
+        else:
+            results = data.kernel.compute(data.node, *inputs)
     except (ValueError, ArithmeticError, IndexError) as error:  # TF's InvalidArgument: bad input values
         raise KernelError(
             f"{error}\n\t (while executing '{data.node.op}' via pytflite's Flex kernel)"

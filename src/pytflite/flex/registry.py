@@ -4,7 +4,10 @@ A kernel is `compute(node, *inputs)`: the TfNode (its attrs) and the input value
 variant input holds its TensorList in a 0-d object array) -> the output value, or a tuple of them, which
 the Flex node copies into its outputs. It never keeps an input array: those are the interpreter's memory.
 `types` names, per type attr, the dtypes the kernel computes (TF registers a kernel per type the same way);
-a node whose attrs name another gets no kernel and is reported with the missing ones.
+a node whose attrs name another gets no kernel and is reported with the missing ones. A kernel of an op
+with state (a TF resource: lookup tables) is registered with `uses_resources=True` and also receives
+`resources=`, the interpreter's Resources (core/resources.py), where such state lives and is shared by
+name across the model's subgraphs.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ class TfKernel:
     compute: TfCompute
     types: Mapping[str, frozenset[str]] = field(default_factory=dict)
     doc: str = ""
+    uses_resources: bool = False
 
     def refused_types(self, node: TfNode) -> list[str]:
         """The `attr=dtype` settings of `node` this kernel does not compute."""
@@ -40,15 +44,20 @@ _KERNELS: dict[str, TfKernel] = {}
 
 
 def register(
-    op: str, compute: TfCompute | None = None, *, types: Mapping[str, Iterable[str]] | None = None
+    op: str,
+    compute: TfCompute | None = None,
+    *,
+    types: Mapping[str, Iterable[str]] | None = None,
+    uses_resources: bool = False,
 ) -> Any:
     """Add the kernel of TF op `op` (replacing pytflite's own, if it has one); with `compute` omitted,
     a decorator. `types`: per type attr (e.g. "T"), the dtype names ("float64", "int64", "string", ...)
-    it computes; attrs not named are not checked."""
+    it computes; attrs not named are not checked. `uses_resources`: compute also takes `resources=`."""
 
     def add(function: TfCompute) -> TfCompute:
         checked = {name: frozenset(allowed) for name, allowed in (types or {}).items()}
-        _KERNELS[op] = TfKernel(op, function, checked, (function.__doc__ or "").strip().split("\n")[0])
+        doc = (function.__doc__ or "").strip().split("\n")[0]
+        _KERNELS[op] = TfKernel(op, function, checked, doc, uses_resources)
         return function
 
     return add if compute is None else add(compute)

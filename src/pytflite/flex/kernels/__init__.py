@@ -19,5 +19,6 @@ from . import (  # noqa: F401
     string_hashes,
     string_numbers,
     strings,
+    tables,
     unicode,
 )
