@@ -28,9 +28,8 @@ def write_corpus(folder: Path) -> Path:
     entries = []
     for mode, source in _FOLDERS:
         for model in sorted(source.glob("*.tflite")):
-            for path in (model, model.with_suffix(".npz"), model.with_suffix(".ckpt")):
-                if path.exists():
-                    shutil.copyfile(path, folder / path.name)
+            for path in source.glob(f"{model.stem}.*"):  # the model, its .npz, its checkpoint's files
+                shutil.copyfile(path, folder / path.name)
             entries.append({"name": model.stem, "file": model.name, "npz": f"{model.stem}.npz", "mode": mode})
     (folder / "manifest.json").write_text(json.dumps({"models": entries}, indent=1))
     return folder

@@ -6,7 +6,8 @@ A Flex node's custom options carry a serialized `tensorflow.NodeDef` (node_def.p
 (tensor.proto). The descriptors are written below field for field as TensorFlow defines them, so that
 decoding needs only the `protobuf` package (its pure-Python build included: Pyodide), not TensorFlow.
 The checkpoint messages are saved_tensor_slice.proto's (with tensor_slice.proto's TensorSliceProto and
-versions.proto's VersionDef), what tf.raw_ops.Save writes (flex/checkpoint.py).
+versions.proto's VersionDef), what tf.raw_ops.Save writes (flex/checkpoint.py), and tensor_bundle.proto's
+BundleHeaderProto and BundleEntryProto, what SaveV2 writes (flex/bundle.py).
 They live in a private descriptor pool: a process that also imports TensorFlow keeps its own classes.
 """
 
@@ -130,6 +131,20 @@ _MESSAGES = {
         ("slice", 2, _Field.TYPE_MESSAGE, _OPTIONAL, "TensorSliceProto", False),
         ("data", 3, _Field.TYPE_MESSAGE, _OPTIONAL, "TensorProto", False),
     ],
+    "BundleHeaderProto": [
+        ("num_shards", 1, _Field.TYPE_INT32, _OPTIONAL, None, False),
+        ("endianness", 2, _Field.TYPE_INT32, _OPTIONAL, None, False),  # an enum: LITTLE = 0, BIG = 1
+        ("version", 3, _Field.TYPE_MESSAGE, _OPTIONAL, "VersionDef", False),
+    ],
+    "BundleEntryProto": [
+        ("dtype", 1, _Field.TYPE_ENUM, _OPTIONAL, "DataType", False),
+        ("shape", 2, _Field.TYPE_MESSAGE, _OPTIONAL, "TensorShapeProto", False),
+        ("shard_id", 3, _Field.TYPE_INT32, _OPTIONAL, None, False),
+        ("offset", 4, _Field.TYPE_INT64, _OPTIONAL, None, False),
+        ("size", 5, _Field.TYPE_INT64, _OPTIONAL, None, False),
+        ("crc32c", 6, _Field.TYPE_FIXED32, _OPTIONAL, None, False),
+        ("slices", 7, _Field.TYPE_MESSAGE, _REPEATED, "TensorSliceProto", False),
+    ],
     "SavedTensorSlices": [
         ("meta", 1, _Field.TYPE_MESSAGE, _OPTIONAL, "SavedTensorSliceMeta", False),
         ("data", 2, _Field.TYPE_MESSAGE, _OPTIONAL, "SavedSlice", False),
@@ -192,3 +207,7 @@ TensorShapeProto = message_factory.GetMessageClass(_POOL.FindMessageTypeByName("
 SavedTensorSlices = message_factory.GetMessageClass(
     _POOL.FindMessageTypeByName("tensorflow.SavedTensorSlices")
 )
+BundleHeaderProto = message_factory.GetMessageClass(
+    _POOL.FindMessageTypeByName("tensorflow.BundleHeaderProto")
+)
+BundleEntryProto = message_factory.GetMessageClass(_POOL.FindMessageTypeByName("tensorflow.BundleEntryProto"))

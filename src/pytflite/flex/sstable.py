@@ -37,12 +37,18 @@ def crc32c(data: bytes) -> int:
     return crc ^ 0xFFFFFFFF
 
 
-def _masked(crc: int) -> int:
+def masked(crc: int) -> int:
     """LevelDB stores checksums rotated and offset, so that a CRC of data holding CRCs stays strong."""
     return ((((crc >> 15) | (crc << 17)) & 0xFFFFFFFF) + 0xA282EAD8) & 0xFFFFFFFF
 
 
-def _varint(value: int) -> bytes:
+def unmasked(stored: int) -> int:
+    """The CRC a masked one was made from."""
+    rotated = (stored - 0xA282EAD8) & 0xFFFFFFFF
+    return ((rotated >> 17) | (rotated << 15)) & 0xFFFFFFFF
+
+
+def varint(value: int) -> bytes:
     out = bytearray()
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)
@@ -51,7 +57,7 @@ def _varint(value: int) -> bytes:
     return bytes(out)
 
 
-def _read_varint(data: bytes, position: int) -> tuple[int, int]:
+def read_varint(data: bytes, position: int) -> tuple[int, int]:
     value = shift = 0
     while True:
         if position >= len(data):
@@ -83,7 +89,7 @@ class _Block:
         else:
             self.restarts.append(len(self.buffer))
             self.count = 0
-        self.buffer += _varint(shared) + _varint(len(key) - shared) + _varint(len(value))
+        self.buffer += varint(shared) + varint(len(key) - shared) + varint(len(value))
         self.buffer += key[shared:] + value
         self.last_key = key
         self.count += 1
@@ -125,12 +131,12 @@ def write_table(entries: list[tuple[bytes, bytes]]) -> bytes:
     def write_block(contents: bytes) -> tuple[int, int]:
         handle = (len(out), len(contents))
         trailer = b"\x00"  # no compression
-        out.extend(contents + trailer + struct.pack("<I", _masked(crc32c(contents + trailer))))
+        out.extend(contents + trailer + struct.pack("<I", masked(crc32c(contents + trailer))))
         return handle
 
     for key, value in entries:
         if pending is not None:
-            index.add(_shortest_separator(last_key, key), _varint(pending[0]) + _varint(pending[1]))
+            index.add(_shortest_separator(last_key, key), varint(pending[0]) + varint(pending[1]))
             pending = None
         block.add(key, value)
         last_key = key
@@ -140,10 +146,10 @@ def write_table(entries: list[tuple[bytes, bytes]]) -> bytes:
     if block.buffer:
         pending = write_block(block.finish())
     if pending is not None:
-        index.add(_short_successor(last_key), _varint(pending[0]) + _varint(pending[1]))
+        index.add(_short_successor(last_key), varint(pending[0]) + varint(pending[1]))
     metaindex = write_block(_Block(_RESTART_INTERVAL).finish())
     index_handle = write_block(index.finish())
-    handles = b"".join(_varint(v) for v in (*metaindex, *index_handle))
+    handles = b"".join(varint(v) for v in (*metaindex, *index_handle))
     out += handles.ljust(_FOOTER_SIZE - 8, b"\x00") + struct.pack("<Q", _MAGIC)
     return bytes(out)
 
@@ -158,9 +164,9 @@ def _block_entries(data: bytes, offset: int, size: int) -> Iterator[tuple[bytes,
     end = size - 4 - 4 * count
     position, key = 0, b""
     while position < end:
-        shared, position = _read_varint(contents, position)
-        unshared, position = _read_varint(contents, position)
-        length, position = _read_varint(contents, position)
+        shared, position = read_varint(contents, position)
+        unshared, position = read_varint(contents, position)
+        length, position = read_varint(contents, position)
         key = key[:shared] + contents[position : position + unshared]
         position += unshared
         yield key, contents[position : position + length]
@@ -175,9 +181,9 @@ def read_table(data: bytes) -> Iterator[tuple[bytes, bytes]]:
     position = 0
     values = []
     for _ in range(4):
-        value, position = _read_varint(footer, position)
+        value, position = read_varint(footer, position)
         values.append(value)
     for _, handle in _block_entries(data, values[2], values[3]):
-        offset, at = _read_varint(handle, 0)
-        size, _ = _read_varint(handle, at)
+        offset, at = read_varint(handle, 0)
+        size, _ = read_varint(handle, at)
         yield from _block_entries(data, offset, size)
