@@ -812,6 +812,50 @@ def test_quantized_conv2d(
     _compare_invokes(model, feeds, resolver)
 
 
+@pytest.mark.parametrize(
+    ("in_type", "in_channels", "out_channels"), [(T.INT8, 300, 24), (T.UINT8, 200, 16), (T.INT8, 520, 8)]
+)
+def test_quantized_conv2d_deep_windows_sum_exactly_in_float32_ranges(in_type, in_channels, out_channels):
+    """A window of thousands of values with the largest inputs and weights, all of one sign: its sums
+    leave float32's exact integers, so the product is float32 products over ranges of the depth summed
+    in float64 (ConvState.depth_chunks). The accumulators are the exact integer sums, and the outputs
+    LiteRT's, bit for bit."""
+    rng = np.random.default_rng(in_channels)
+    dtype = INTEGER[in_type]
+    in_scale, in_zero = 0.05, (-3 if in_type == T.INT8 else 130)
+    filter_shape = (out_channels, 3, 3, in_channels)
+    w, w_quant, b, b_quant, scales = _filter_and_bias(
+        rng, in_type, out_channels, filter_shape, 0, in_scale, True
+    )
+    w = np.full(filter_shape, np.iinfo(dtype).max, dtype)
+    w[0, 0, 0, :7] = np.iinfo(dtype).max - 1  # an odd partial sum, which float32 would round above 2**24
+    out_scale = _output_scale(in_scale, scales, 9 * in_channels, in_type, 1.0)
+    x_shape = (1, 5, 4, in_channels)
+    operands = [
+        Operand(_integers(rng, in_type, x_shape), quantization=(in_scale, in_zero)),
+        Operand(w, constant=True, quantization=w_quant),
+        Operand(b, constant=True, quantization=b_quant),
+    ]
+    options = {"padding": "VALID", "stride_h": 1, "stride_w": 1, "fused_activation_function": "NONE"}
+    model, _ = SingleOpModel(
+        Op.CONV_2D, operands, [in_type], options, version=4, output_quantization=[(out_scale, 0)]
+    ).build()
+    interpreter = pytflite.Interpreter(model_content=model)
+    interpreter.allocate_tensors()
+    subgraph = interpreter.subgraphs[0]
+    state = subgraph.nodes[0][0].user_data
+    assert len(state.depth_chunks) >= 2
+    x = np.full(x_shape, np.iinfo(dtype).max, dtype)
+    interpreter.set_tensor(interpreter.get_input_details()[0]["index"], x)
+    interpreter.invoke()
+    offset = 0 if in_type == T.INT8 else w_quant[1]
+    windows = np.lib.stride_tricks.sliding_window_view(x[0].astype(np.int64), (3, 3), axis=(0, 1))
+    exact = np.einsum("hwcij,oijc->hwo", windows, w.astype(np.int64) - offset).reshape(-1, out_channels)
+    np.testing.assert_array_equal(subgraph.tensors[state.acc].data, exact)
+    assert exact.max() >= 1 << 24
+    _compare_invokes(model, [[x], [_integers(rng, in_type, x_shape)]])
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     in_type=st.sampled_from([T.INT8, T.INT8, T.INT16, T.UINT8]),

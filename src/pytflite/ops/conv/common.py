@@ -200,6 +200,24 @@ def float_dtype(bound: float) -> type:
     return np.float32 if bound < _EXACT_FLOAT32 else np.float64
 
 
+def exact_depth_chunks(matrix: np.ndarray, magnitude: int) -> tuple[tuple[int, int], ...]:
+    """Ranges of a product's depth (the rows of its integer weight matrix [K, O]) over each of which
+    every partial sum with inputs of magnitude up to `magnitude` stays below 2**24, so exact in
+    float32: a product float_dtype gives float64 can be taken as float32 products over them, summed in
+    float64 (exact too: each is an integer below 2**24, the total below 2**53)."""
+    limit = (_EXACT_FLOAT32 - 1) // max(magnitude, 1)  # the most sum of |weights| a range may hold
+    absolute = np.abs(matrix.astype(np.float64))
+    chunks, first = [], 0
+    running = np.zeros(matrix.shape[1])
+    for row in range(matrix.shape[0]):
+        running += absolute[row]
+        if running.max(initial=0.0) > limit:
+            chunks.append((first, row))
+            first, running = row, absolute[row].copy()
+    chunks.append((first, matrix.shape[0]))
+    return tuple(chunks)
+
+
 def output_activation_range(options, output) -> tuple[int, int]:
     low, high = RANGES[output.type]
     return fp.activation_range(

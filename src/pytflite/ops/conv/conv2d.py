@@ -35,6 +35,7 @@ from .common import (
     check_uint8_bias_scale,
     constant_data,
     declared_bias_type,
+    exact_depth_chunks,
     filter_zero_offset,
     float_dtype,
     input_magnitude,
@@ -244,6 +245,10 @@ def _conv2d_integer(context, node, state, options, source, weights, bias, output
             dtype = integer.dtype  # float64 where the requantization was folded in
     state.integer = integer
     state.pad_value = zero_point
+    pixels = source.shape[0] * window.out[0] * window.out[1]
+    chunks = ()
+    if matrix is not None and fold is None and pairs is None and groups == 1 and dtype == np.float64:
+        chunks = exact_depth_chunks(matrix[0], magnitude)
     temporaries = plan_conv2d(
         context,
         state,
@@ -253,11 +258,13 @@ def _conv2d_integer(context, node, state, options, source, weights, bias, output
         groups,
         matrix,
         fold,  # otherwise the bias terms are added to the exact accumulators
-        dtype,
+        np.float32 if chunks else dtype,  # im2col's, the weights' (the product's is `dtype`)
         storage_dtype(source.type).itemsize,
         direct=False,  # im2col converts the integers to floats
     )
-    pixels = source.shape[0] * window.out[0] * window.out[1]
+    if chunks and pixels:
+        state.depth_chunks = chunks
+        state.chunk_product = np.empty((pixels, out_channels), np.float32)
     if pixels:
         scratch_tensor(context, state.acc, FLOAT_TYPES[np.dtype(dtype)], (pixels, out_channels))
         temporaries.append(state.acc)

@@ -63,6 +63,11 @@ class ConvState:
     compiled_exact: Callable | None = None
     compiled_by_pixels: bool = False  # it is conv_float_by_pixels (which takes the scratch)
     geometry: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())
+    # quantized, where float64 would be exact and float32 is not (common.exact_depth_chunks): the product
+    # as float32 products over these ranges of im2col's columns, each landing in `chunk_product` and
+    # summed into the float64 product (twice float64's speed, as exact)
+    depth_chunks: tuple[tuple[int, int], ...] = ()
+    chunk_product: np.ndarray | None = None
 
 
 # im2col goes [K, pixels] when the contiguous run of a window row (kernel width x channels) is shorter.
@@ -241,7 +246,12 @@ def product_calls(state: ConvState, x, stage, col, w: np.ndarray, rows: np.ndarr
             if state.folded:
                 calls.append(partial(np.copyto, col.reshape(pixels, groups, state.depth)[:, :, -1], 1))
             lhs = col
-    if groups == 1:
+    if groups == 1 and state.depth_chunks:
+        for i, (first, end) in enumerate(state.depth_chunks):
+            part = state.chunk_product
+            calls.append(partial(np.matmul, lhs[:, first:end], w[0][first:end], out=part))
+            calls.append(partial(np.copyto, rows, part) if i == 0 else partial(np.add, rows, part, out=rows))
+    elif groups == 1:
         calls.append(partial(np.matmul, lhs, w[0], out=rows))
     else:
         lhs = lhs.reshape(pixels, groups, -1).transpose(1, 0, 2)
