@@ -376,6 +376,40 @@ def test_shape_becomes_a_constant():
     delegated(SingleOpModel(Op.SHAPE, [Operand(X4)], [T.INT32], {"out_type": T.INT32}))
 
 
+def test_a_reshape_to_a_shape_computed_from_shapes_joins_the_partition():
+    """Keras's squeeze-and-excitation block: MEAN over the pixels, then RESHAPE to a shape computed as
+    CONCATENATION(STRIDED_SLICE(SHAPE(x)), [1, 1, C]), then MUL. The shape is no constant when the
+    delegate is applied, but follows from shapes alone (prepare folds it), so every node is one
+    partition (EfficientNetB0: 17 partitions around 16 RESHAPEs before)."""
+    builder = ModelBuilder()
+    x = builder.add_input("x", T.FLOAT32, [1, 4, 4, 8])
+    axes = builder.add_constant("axes", np.array([1, 2], np.int32))
+    pooled = builder.add_tensor("pooled", T.FLOAT32, [1, 8])
+    builder.add_operator(Op.MEAN, [x, axes], [pooled], {"keep_dims": False})
+    shape = builder.add_tensor("shape", T.INT32, [4])
+    builder.add_operator(Op.SHAPE, [x], [shape], {"out_type": T.INT32})
+    begin, end, strides = (
+        builder.add_constant(n, np.array([v], np.int32)) for n, v in (("b", 0), ("e", 1), ("s", 1))
+    )
+    batch = builder.add_tensor("batch", T.INT32, [1])
+    builder.add_operator(Op.STRIDED_SLICE, [shape, begin, end, strides], [batch], {})
+    rest = builder.add_constant("rest", np.array([1, 1, 8], np.int32))
+    target = builder.add_tensor("target", T.INT32, [4])
+    builder.add_operator(Op.CONCATENATION, [batch, rest], [target], {"axis": 0})
+    scale = builder.add_tensor("scale", T.FLOAT32, [1, 1, 1, 8])
+    builder.add_operator(Op.RESHAPE, [pooled, target], [scale])
+    out = builder.add_tensor("out", T.FLOAT32, [1, 4, 4, 8])
+    builder.add_operator(Op.MUL, [x, scale], [out], {"fused_activation_function": 0})
+    builder.add_output(out)
+    model = builder.build()
+    value = randn(1, 4, 4, 8)
+    interpreter = pytflite.Interpreter(model_content=model, experimental_delegates=[OnnxRuntimeDelegate()])
+    (ours,) = run(interpreter, [value])
+    assert [len(p.nodes) for p in interpreter.delegate_partitions()] == [6]
+    (reference,) = run(pytflite.Interpreter(model_content=model), [value])
+    assert_matches(ours, reference)
+
+
 @pytest.mark.parametrize(
     "model",
     [

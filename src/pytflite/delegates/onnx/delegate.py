@@ -35,6 +35,27 @@ from .session import DEFAULT_PROVIDERS, Binding, device_of, make_session, provid
 logger = logging.getLogger("pytflite")
 
 _UNUSABLE = (AllocationType.DYNAMIC,)
+_KNOWN = (AllocationType.MMAP_RO, AllocationType.PERSISTENT_RO)  # constants
+
+
+def from_shapes_tensors(context: Context, plan: Sequence[int]) -> frozenset[int]:
+    """The outputs of the plan's nodes whose values follow from constants and tensor shapes alone: a
+    SHAPE of a tensor that is not dynamic, or a stateless builtin (no temporaries, no side effect) of constant or such inputs. pytflite
+    folds them in prepare (core/folding.py; the delegate kernel's prepare folds those it claims, in
+    order), so a node reading one reads a constant by the time its partition's session is made: the
+    shape a Keras Reshape computes as PACK(STRIDED_SLICE(SHAPE(x)))."""
+    tensors = context.tensors
+    known: set[int] = set()
+    for index in plan:
+        node, registration = context.get_node_and_registration(index)
+        if not registration.stateless or node.temporaries or node.might_have_side_effect:
+            continue
+        inputs = [t for t in node.inputs if t != OPTIONAL_TENSOR]
+        computed = all(t in known or tensors[t].allocation_type in _KNOWN for t in inputs)
+        static_shape = all(tensors[t].allocation_type not in _UNUSABLE for t in inputs)
+        if (registration.builtin_code == BuiltinOperator.SHAPE and static_shape) or (inputs and computed):
+            known.update(t for t in node.outputs if t != OPTIONAL_TENSOR)
+    return frozenset(known)
 
 
 class OnnxRuntimeDelegate(SimpleDelegate):
@@ -91,6 +112,8 @@ class OnnxRuntimeDelegate(SimpleDelegate):
         self.device_values: dict[int, Any] = {}  # buffer handle -> OrtValue
         self._handles = itertools.count(1)
         self.compilations = 0  # sessions created (tests and reports read it)
+        # context -> (plan, the tensors of that plan computed from constants and shapes)
+        self._shape_values: weakref.WeakKeyDictionary[Context, tuple] = weakref.WeakKeyDictionary()
 
     # --- SimpleDelegate ----------------------------------------------------------------------------
 
@@ -106,7 +129,9 @@ class OnnxRuntimeDelegate(SimpleDelegate):
         for t in (*node.inputs, *node.outputs):
             if t != OPTIONAL_TENSOR and context.tensors[t].allocation_type in _UNUSABLE:
                 return False, "dynamic tensor"
-        graph = PartitionGraph(context.tensors, allow_quantized=self.allow_quantized)
+        graph = PartitionGraph(
+            context.tensors, allow_quantized=self.allow_quantized, from_shapes=self._from_shapes(context)
+        )
         try:
             translate(graph, node, op)
         except Unsupported as why:
@@ -115,6 +140,14 @@ class OnnxRuntimeDelegate(SimpleDelegate):
             logger.debug("ONNX translation of node %d failed", node.index, exc_info=True)
             return False, f"{type(error).__name__}: {error}"
         return True
+
+    def _from_shapes(self, context: Context) -> frozenset[int]:
+        """from_shapes_tensors of the context's current plan, made once per plan."""
+        plan = tuple(context.get_execution_plan())
+        cached = self._shape_values.get(context)
+        if cached is None or cached[0] != plan:
+            cached = self._shape_values[context] = (plan, from_shapes_tensors(context, plan))
+        return cached[1]
 
     def create_kernel(self) -> OnnxRuntimeKernel:
         return OnnxRuntimeKernel(self)

@@ -81,9 +81,19 @@ def is_quantized(tensor: Tensor) -> bool:
 class PartitionGraph:
     """The ONNX graph under construction for one partition (or for one node, to test support)."""
 
-    def __init__(self, tensors: Sequence[Tensor], *, allow_quantized: bool = False, relax_fp16: bool = False):
+    def __init__(
+        self,
+        tensors: Sequence[Tensor],
+        *,
+        allow_quantized: bool = False,
+        relax_fp16: bool = False,
+        from_shapes: frozenset[int] = frozenset(),
+    ):
         self.tensors = tensors
         self.allow_quantized = allow_quantized
+        # tensors not constant yet whose values follow from constants and shapes (folded in prepare,
+        # before a partition's session is made): what a support test may take as constants
+        self.from_shapes = from_shapes
         self.relax_fp16 = relax_fp16  # keep float16 constants float16 (converted to a float16 graph later)
         self.nodes: list[Any] = []
         self.initializers: list[Any] = []
@@ -121,6 +131,11 @@ class PartitionGraph:
         if t == OPTIONAL_TENSOR or not self.is_constant(t):
             return None
         return np.asarray(self.tensors[t].data)
+
+    def known_in_prepare(self, t: int) -> bool:
+        """Whether a tensor's value is known once the partition is prepared: a constant, or computed
+        from constants and shapes alone (`from_shapes`)."""
+        return self.is_constant(t) or t in self.from_shapes
 
     def require_constant(self, t: int, what: str) -> np.ndarray:
         value = self.constant(t)

@@ -42,8 +42,9 @@ def reshape(g: PartitionGraph, node: Node, op: int) -> None:
         raise Unsupported("malformed node")
     x, y = node.inputs[0], node.outputs[0]
     movable(g, [x], [y])
-    if op == Op.RESHAPE and len(node.inputs) > 1 and node.inputs[1] != -1 and g.rank(node.inputs[1]) == 1:
-        g.require_constant(node.inputs[1], "the new shape")  # else the output shape is data-dependent
+    shape = node.inputs[1] if op == Op.RESHAPE and len(node.inputs) > 1 else -1
+    if shape != -1 and g.rank(shape) == 1 and not g.known_in_prepare(shape):
+        raise Unsupported("the new shape must be a constant")  # else the output shape is data-dependent
     if int(np.prod(g.shape(x))) != int(np.prod(g.shape(y))):
         raise Unsupported("element counts differ")
     g.define(y, g.op("Reshape", [g.value(x), g.ints(g.shape(y))]))
