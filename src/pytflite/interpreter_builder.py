@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .core.config import SubgraphConfig
-from .core.node import Registration, unresolved_custom_op
+from .core.node import Registration, is_flex_op, unresolved_custom_op
 from .core.resources import Resources
 from .core.subgraph import Subgraph
 from .core.tensor import Tensor
@@ -151,7 +151,7 @@ def _resolve(code, resolver: OpResolver) -> Registration:
         if code.custom_code is None:
             raise ModelError("Operator with CUSTOM builtin_code has no custom_code.")
         found = resolver.find_custom(code.custom_code, code.version)
-        if found is None and code.custom_code.startswith("Flex"):  # as TF's interpreter applied Flex
+        if found is None and is_flex_op(code.custom_code):  # as TF's interpreter applied its Flex delegate
             from .flex.kernel import flex_registration  # imports protobuf: only for Flex models
 
             found = flex_registration(code.custom_code, code.version)

@@ -137,6 +137,15 @@ def unresolved_custom_op(name: str) -> Registration:
     )
 
 
+FLEX_PREFIX = "Flex"  # a Select TF op's custom code: "Flex" + the TF op's name
+
+
+def is_flex_op(custom_name: str | None) -> bool:
+    """Whether a custom op is a Select TF op, which pytflite/flex runs (the builder gives it the Flex
+    kernel when the resolver has nothing under that name)."""
+    return bool(custom_name) and custom_name.startswith(FLEX_PREFIX)
+
+
 def unresolved_op_message(name: str) -> str:
     """TFLite's report for preparing a custom op no resolver provides (Flex ops have their kernel:
     pytflite/flex)."""

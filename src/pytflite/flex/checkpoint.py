@@ -12,26 +12,11 @@ import glob
 import numpy as np
 
 from .dtypes import DType, dtype_of_code
-from .node_def import tensor_value
+from .node_def import VALUE_FIELDS, tensor_value
 from .protos import SavedTensorSlices, TensorProto
 from .sstable import read_table, write_table
 
 _CHECKPOINT_VERSION = 1  # TF_CHECKPOINT_VERSION, the producer version TF records
-
-# The TensorProto field TF's TensorSliceWriter fills per dtype name (others: int_val).
-_VALUE_FIELD = {
-    "float32": "float_val",
-    "float64": "double_val",
-    "int64": "int64_val",
-    "bool": "bool_val",
-    "string": "string_val",
-    "complex64": "scomplex_val",
-    "complex128": "dcomplex_val",
-    "float16": "half_val",
-    "bfloat16": "half_val",
-    "uint32": "uint32_val",
-    "uint64": "uint64_val",
-}
 
 
 def _ordered_string(text: bytes) -> bytes:
@@ -80,7 +65,7 @@ def write_checkpoint(path: str, names: list[str], arrays: list[np.ndarray], dtyp
 
 
 def _fill(proto: TensorProto, array: np.ndarray, dtype: DType) -> None:
-    field = getattr(proto, _VALUE_FIELD.get(dtype.name, "int_val"))
+    field = getattr(proto, VALUE_FIELDS[dtype.name][0])
     flat = array.reshape(-1)
     if dtype.name == "string":
         field.extend(bytes(v) for v in flat)

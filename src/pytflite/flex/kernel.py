@@ -14,13 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from ..core.node import OPTIONAL_TENSOR, Registration
+from ..core.node import FLEX_PREFIX, OPTIONAL_TENSOR, Registration, is_flex_op
 from ..core.types import BuiltinOperator, TensorType, storage_dtype
 from ..errors import KernelError
 from .node_def import TfNode, decode_flex_options
 from .registry import TfKernel, kernel_for, type_settings
-
-FLEX_PREFIX = "Flex"
 
 
 @dataclass(frozen=True)
@@ -30,10 +28,6 @@ class FlexData:
     node: TfNode | None
     kernel: TfKernel | None
     problem: str | None
-
-
-def is_flex_op(custom_name: str | None) -> bool:
-    return bool(custom_name) and custom_name.startswith(FLEX_PREFIX)
 
 
 def flex_init(context, buffer: bytes | None, length: int) -> FlexData:

@@ -101,8 +101,9 @@ def shape_value(shape) -> tuple[int, ...] | None:
     return tuple(int(dim.size) for dim in shape.dim)
 
 
-# TensorProto's typed value field per dtype name, and how many of its values make one element.
-_VALUE_FIELDS = {
+# TensorProto's typed value field per dtype name, and how many of its values make one element (the
+# field TF's Save writes a tensor's values in, too: flex/checkpoint.py).
+VALUE_FIELDS = {
     "float32": ("float_val", 1),
     "float64": ("double_val", 1),
     "int32": ("int_val", 1),
@@ -135,7 +136,7 @@ def tensor_value(proto) -> np.ndarray:
         if flat.size != count:
             raise ValueError(f"a TensorProto of shape {list(shape)} holds {flat.size} elements")
         return flat.astype(dtype.numpy).reshape(shape)
-    field, width = _VALUE_FIELDS[dtype.name]
+    field, width = VALUE_FIELDS[dtype.name]
     values = list(getattr(proto, field))
     if dtype.name == "string":
         flat = np.empty(len(values), dtype=object)

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 from tflite.Model import Model
 
+from ..core.node import is_flex_op
 from ..core.types import BuiltinOperator, TensorType
 from ..model.options import CallOnceOptions, IfOptions, WhileOptions
 from ..model.reader import ModelDescription, read_model
@@ -215,7 +216,7 @@ def support_text(model: ModelDescription, custom_ops: list[str]) -> str:
         if code.builtin_code == BuiltinOperator.CUSTOM:
             found = resolver.find_custom(name, code.version) is not None
             where = "custom op" + ("" if found else ": not registered (add it with --custom-ops ops.py)")
-            if not found and name.startswith("Flex"):  # the Flex kernel runs it (interpreter_builder)
+            if not found and is_flex_op(name):  # the Flex kernel runs it (interpreter_builder)
                 found, where = _flex_support(model, index)
         else:
             found = resolver.find_builtin(code.builtin_code, code.version) is not None

@@ -40,10 +40,10 @@ _KNOWN = (AllocationType.MMAP_RO, AllocationType.PERSISTENT_RO)  # constants
 
 def from_shapes_tensors(context: Context, plan: Sequence[int]) -> frozenset[int]:
     """The outputs of the plan's nodes whose values follow from constants and tensor shapes alone: a
-    SHAPE of a tensor that is not dynamic, or a stateless builtin (no temporaries, no side effect) of constant or such inputs. pytflite
-    folds them in prepare (core/folding.py; the delegate kernel's prepare folds those it claims, in
-    order), so a node reading one reads a constant by the time its partition's session is made: the
-    shape a Keras Reshape computes as PACK(STRIDED_SLICE(SHAPE(x)))."""
+    SHAPE of a tensor that is not dynamic, or a stateless builtin (no temporaries, no side effect) of
+    constant or such inputs. pytflite folds them in prepare (core/folding.py; the delegate kernel's
+    prepare folds those it claims, in order), so a node reading one reads a constant by the time its
+    partition's session is made: the shape a Keras Reshape computes as PACK(STRIDED_SLICE(SHAPE(x)))."""
     tensors = context.tensors
     known: set[int] = set()
     for index in plan:

@@ -31,9 +31,10 @@ sum stays below 2**24 (float32) or 2**53 (float64) in magnitude. Prepare bounds 
 input magnitude times the largest sum of |weights| of one output channel) and picks float32 only when
 the bound is below 2**24; a CONV_2D whose bound needs float64 (deep windows, 3x3x256 and up) takes
 float32 products over ranges of the depth that each stay below it, summed in float64
-(common.exact_depth_chunks): exact still, at about twice float64's speed. The input zero point is not subtracted from the input: the padding holds it
-and the bias absorbs zero_point * sum(weights), exactly as gemmlowp/ruy do. The exact int32 accumulators
-then go through the fixed-point requantization LiteRT's kernel applies (Requant, requant.py).
+(common.exact_depth_chunks): exact still, at about twice float64's speed. The input zero point is not
+subtracted from the input: the padding holds it and the bias absorbs zero_point * sum(weights), exactly
+as gemmlowp/ruy do. The exact int32 accumulators then go through the fixed-point requantization
+LiteRT's kernel applies (Requant, requant.py).
 
 Hybrid variants (float32 input, int8 weights: CONV_2D and DEPTHWISE_CONV_2D) quantize each batch of the
 input as TFLite does (quant/hybrid_inputs.py), accumulate exactly the same way, and scale back to float32.
