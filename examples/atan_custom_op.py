@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 import pytflite as tfl
+from pytflite.ops import jit
 
 MODEL = Path(__file__).parent / "models" / "atan_custom.tflite"
 
@@ -48,6 +49,9 @@ def main() -> None:
     offset = float(interpreter.get_tensor(1))  # the trained constant the model adds before Atan
 
     print(f"model:        {MODEL.name} ({', '.join(o['op_name'] for o in interpreter._get_ops_details())})")
+    print(
+        f"kernels:      {'compiled (numba)' if jit.compiled_kernels_run() else 'NumPy only (no numba here, or PYTFLITE_JIT=0)'}"
+    )
     print(f"x:            {x}")
     print(f"atan(x + {offset:.4f}) by pytflite: {y}")
     print(f"numpy reference:                {np.arctan(x + np.float32(offset))}")
