@@ -1,9 +1,10 @@
 """What the emulated-platform checks (tests/arm, tests/pyodide) share to provision what they run in:
 a setup command run with its output kept, and wheels downloaded, both failing with Unavailable where
-this machine cannot."""
+this machine cannot; and pytflite's own wheel, built as `pip install .` builds it."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -33,3 +34,25 @@ def pip_download(folder: Path, requirements: list[str], what: str, platform: str
     platform_options = ["--platform", platform, "--python-version", "3.11"] if platform else []
     command = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:"]
     call([*command, *platform_options, "--dest", str(folder), *requirements], f"pip download of {what}")
+
+
+def build_pytflite_wheel(folder: Path, portable: bool) -> Path:
+    """pytflite's wheel built from the working tree by pip, as `pip install .` builds it (setup.py):
+    `portable`, the py3-none-any one without numba that platforms without numba wheels install."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("pytflite-*.whl"):
+        old.unlink()
+    command = [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation"]
+    environment = {**os.environ, "PYTFLITE_PORTABLE_WHEEL": "1" if portable else "0"}
+    repository = Path(__file__).resolve().parents[1]
+    result = subprocess.run(  # a failure here is pytflite's (setup.py), never a missing tool
+        [*command, "--wheel-dir", str(folder), str(repository)],
+        capture_output=True,
+        text=True,
+        env=environment,
+        timeout=600,
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"building pytflite's wheel failed:\n{result.stdout}{result.stderr}")
+    (wheel,) = folder.glob("pytflite-*.whl")
+    return wheel

@@ -6,8 +6,6 @@ tests/install_check.py shows the installs themselves (fresh venv, emulated ARM u
 from __future__ import annotations
 
 import importlib.util
-import os
-import subprocess
 import sys
 import sysconfig
 import zipfile
@@ -15,6 +13,8 @@ from email.parser import Parser
 from pathlib import Path
 
 import pytest
+
+from tests.provisioning import build_pytflite_wheel
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -63,19 +63,9 @@ def test_numba_is_required_only_where_it_has_a_binary_wheel(interpreter, expecte
     assert setup_py.numba_wheel_target(*interpreter) == expected
 
 
-def _build_wheel(folder: Path, **environment: str) -> tuple[str, list[str]]:
+def _build_wheel(folder: Path, portable: bool) -> tuple[str, list[str]]:
     """(the wheel's file name, its unconditional Requires-Dist) as pip builds it from the working tree."""
-    command = [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation"]
-    env = {**os.environ, **environment}
-    result = subprocess.run(
-        [*command, "--wheel-dir", str(folder), str(REPO)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    (wheel,) = folder.glob("pytflite-*.whl")
+    wheel = build_pytflite_wheel(folder, portable)
     with zipfile.ZipFile(wheel) as archive:
         metadata_name = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
         metadata = Parser().parsestr(archive.read(metadata_name).decode())
@@ -84,7 +74,7 @@ def _build_wheel(folder: Path, **environment: str) -> tuple[str, list[str]]:
 
 
 def test_the_wheel_built_here_requires_numba_exactly_when_the_rule_says(tmp_path):
-    name, requirements = _build_wheel(tmp_path, PYTFLITE_PORTABLE_WHEEL="0")
+    name, requirements = _build_wheel(tmp_path, portable=False)
     target = setup_py.this_interpreter_target()
     assert requirements[: len(setup_py.RUNTIME_REQUIREMENTS)] == setup_py.RUNTIME_REQUIREMENTS
     if target is None:
@@ -97,6 +87,6 @@ def test_the_wheel_built_here_requires_numba_exactly_when_the_rule_says(tmp_path
 
 
 def test_the_portable_wheel_is_pure_python_without_numba(tmp_path):
-    name, requirements = _build_wheel(tmp_path, PYTFLITE_PORTABLE_WHEEL="1")
+    name, requirements = _build_wheel(tmp_path, portable=True)
     assert name == "pytflite-0.1.0-py3-none-any.whl"
     assert requirements == setup_py.RUNTIME_REQUIREMENTS

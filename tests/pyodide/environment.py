@@ -22,7 +22,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.provisioning import Unavailable, call, pip_download
+from tests.provisioning import Unavailable, build_pytflite_wheel, call, pip_download
 
 PYODIDE_VERSION = "0.27.7"
 HERE = Path(__file__).resolve().parent
@@ -126,21 +126,22 @@ def prepare(cache: Path = CACHE) -> Setup:
 
 
 def run_driver(setup: Setup, job: dict, folder: Path, mounts: list[Path], timeout: float = 900) -> None:
-    """Run driver.py on `job` inside Pyodide; `folder` receives the job file and the results."""
-    src = HERE.parents[1] / "src"
+    """Run driver.py on `job` inside Pyodide, with pytflite installed from its portable wheel, built from
+    the working tree (as `micropip.install("pytflite")` would install it); `folder` receives the job file,
+    the wheel and the results."""
+    pytflite_wheel = build_pytflite_wheel(folder / "wheel", portable=True)
     job = {
         **job,
         "pyodide": {
             "module": str(setup.module),
             "packages": str(setup.packages) + os.sep,
-            "wheels": [str(wheel) for wheel in setup.wheels],
+            "wheels": [str(pytflite_wheel), *map(str, setup.wheels)],
             "mounts": sorted(
                 {
                     str(Path(p).absolute())
-                    for p in [*mounts, folder, src.parent, *(w.parent for w in setup.wheels)]
+                    for p in [*mounts, folder, HERE.parents[1], *(w.parent for w in setup.wheels)]
                 }
             ),
-            "src": str(src),
             "driver": str(HERE / "driver.py"),
         },
     }
