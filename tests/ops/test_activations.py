@@ -902,3 +902,18 @@ def test_corpus_activation_layers(name):
         check_quantized(
             op, inputs, tensor_type, out_q, options, version=1 if op in (Op.PRELU, Op.HARD_SWISH) else 2
         )
+
+
+@pytest.mark.parametrize("shape", [[], [3], [4], [7, 5], [3, 70001]])
+def test_float_hard_swish_rounds_as_litert_x86_on_both_paths(shape, kernels):
+    """HARD_SWISH's blocks of 4 and its scalar tail round as LiteRT's x86 build does, on the NumPy path
+    and in the compiled one-pass loop alike (the extremes included: overflow near FLT_MAX, NaN, -0)."""
+    size = int(np.prod(shape))
+    x = np.resize(np.concatenate([EXTREMES, SATURATION_POINTS, WIDE[::97]]), size).astype(np.float32)
+    model, feeds = SingleOpModel(Op.HARD_SWISH, [Operand(x.reshape(shape))], [T.FLOAT32]).build()
+    (expected,) = run(litert_interpreter(model), feeds)
+    (ours,) = run(pytflite.Interpreter(model_content=model), feeds)
+    if HostProfile.detect().x86:
+        np.testing.assert_array_equal(ours, expected)
+    else:
+        np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-7)

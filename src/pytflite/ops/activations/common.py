@@ -12,6 +12,7 @@ import numpy as np
 from ...core.types import BuiltinOperator, TensorType
 from ...errors import ensure_type, ensure_types_eq
 from ..common import calls_on, check_arity, input_tensor, output_tensor
+from ..jit import compiled
 from ..kernel_type import OPTIMIZED, KernelType
 from ..registry import register_builtin
 
@@ -68,6 +69,20 @@ class ActivationData:
     compute: Callable[[np.ndarray, np.ndarray], None]  # compute(x, out)
 
 
+def _float_compute(compute: Callable, compiled_float: tuple[str, str] | None) -> Callable:
+    kernel = None if compiled_float is None else compiled(*compiled_float)
+    if kernel is None:
+        return compute
+
+    def run(x, out):
+        if x.flags.c_contiguous and out.flags.c_contiguous:  # flat views of the tensors' buffers
+            kernel(x.reshape(-1), out.reshape(-1))
+        else:
+            compute(x, out)
+
+    return run
+
+
 def compute_invoke(context, node):
     """Invoke of the ops whose prepare leaves an ActivationData."""
     tensors = context.tensors
@@ -99,13 +114,15 @@ def unary_kernel(
     types: tuple[TensorType, ...] = FLOAT,
     float_calls: Callable | None = None,
     quantized_for: Callable[[KernelType], Callable] | None = None,
+    compiled_float: tuple[str, str] | None = None,
 ) -> None:
     """Register a one-input op: `compute(x, out)` for float32, `quantized(input, output, arithmetic)` making
     the compute function of the other `types` in prepare (`arithmetic`: the host's, for its
     float-to-int conversions);
     `float_calls(x, out)` the float32 calls with their own scratch (see unary_calls);
     `quantized_for(kernel_type)`, given instead of `quantized` where BUILTIN_REF's kernel differs, makes
-    `quantized` for each kernel type."""
+    `quantized` for each kernel type; `compiled_float` (module, function): a compiled `compute` over flat
+    arrays, taken in prepare where compiled kernels run (ops/jit.py)."""
 
     def prepare_for(kernel_type: KernelType) -> Callable:
         quantized_for_types = quantized if quantized_for is None else quantized_for(kernel_type)
@@ -113,7 +130,7 @@ def unary_kernel(
         def prepare(context, node):
             source, output = check_unary(context, node, op.name, types)
             if source.type == TensorType.FLOAT32:
-                node.user_data = ActivationData(compute)
+                node.user_data = ActivationData(_float_compute(compute, compiled_float))
             else:
                 node.user_data = ActivationData(quantized_for_types(source, output, context.host.arithmetic))
 

@@ -85,4 +85,5 @@ unary_kernel(
     _hard_swish,
     lambda i, o, _arithmetic: table_kernel(_hard_swish_table(i, o), DTYPES[i.type]),
     FLOAT + BYTES,
+    compiled_float=("activations.hard_swish_compiled", "hard_swish"),
 )
