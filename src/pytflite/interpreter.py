@@ -117,7 +117,8 @@ class Interpreter:
     ):
         """`experimental_exact_float_summation` (a pytflite extra): True makes the float CONV_2D and
         DEPTHWISE_CONV_2D kernels sum in LiteRT's order, bit-exact but slower; False keeps the fast
-        BLAS order (~1e-7 relative off); None (default) decides per subgraph: exact where the subgraph
+        BLAS order (~1e-7 relative off; the compiled float DEPTHWISE_CONV_2D, without a depth multiplier,
+        sums in LiteRT's order either way); None (default) decides per subgraph: exact where the subgraph
         has a hybrid op (float32 activations meeting int8 weights), whose per-batch input quantization
         turns those 1e-7 into whole quantization steps (on every host: LiteRT-x86's order, within
         LiteRT's own spread on ARM, where BLAS's order would change with the BLAS build). See

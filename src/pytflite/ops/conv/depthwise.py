@@ -137,11 +137,11 @@ class DepthwiseState:
     # bias is the first term (LiteRT's optimized kernel) or the last (its reference kernel)
     exact: bool = False
     bias_first: bool = True
-    # exact mode, and a hybrid kernel's float32 sums: depthwise_compiled.depthwise_float, where it runs
+    # float (either mode) and a hybrid kernel's float32 sums: depthwise_compiled.depthwise_float, where it runs
     compiled_float: Callable | None = None
     no_bias: np.ndarray | None = None  # zeros [C], read-only: depthwise_float's bias where there is none
     geometry: tuple[int, ...] = ()  # stride h, w, dilation h, w, pad top, left (the compiled kernels')
-    as_calls: bool = False  # float, constant filter, not exact: depthwise_invoke is _float_calls' calls
+    as_calls: bool = False  # float, constant filter, not exact, not compiled: _float_calls' calls
 
 
 def _depthwise_init(context, buffer, length):
@@ -210,10 +210,11 @@ def _depthwise_prepare(context, node, state, kernel_type: KernelType) -> None:
     if n * window.out[0] * window.out[1]:
         if plan_depthwise(context, state, source.shape, window, out_channels):
             temporaries.append(state.scratch)
+        # compiled, the sums are the exact mode's in either mode: in place, LiteRT's order, and faster
+        state.compiled_float = _compiled("depthwise_float", channels, out_channels)
+        state.no_bias = read_only(np.zeros(out_channels, np.float32))
         if context.exact_float_summation:
             state.exact = True
-            state.compiled_float = _compiled("depthwise_float", channels, out_channels)
-            state.no_bias = read_only(np.zeros(out_channels, np.float32))
             terms = kh * kw + 1
             row = n * window.out[1] * out_channels
             rows = max(1, min(window.out[0], _TERMS_AT_ONCE // (terms * row)))
@@ -229,7 +230,7 @@ def _depthwise_prepare(context, node, state, kernel_type: KernelType) -> None:
         values = bias.data if state.bias_constant else np.zeros(out_channels, np.float32)
         state.bias = channel_row(values, n * window.out[0] * window.out[1], np.float32)
     state.clamp = activation_clamp(options.fused_activation_function)
-    if state.weights is not None and not state.exact:
+    if state.weights is not None and not state.exact and state.compiled_float is None:
         state.as_calls = True
 
 
@@ -437,21 +438,17 @@ def depthwise_invoke(context, node):
     if w is None:
         w = tile_weights(tensors[node.inputs[1]].data, out.shape[2])
     rows = out.reshape(out.shape[0], out.shape[1], -1)
-    if state.exact:
-        bias = tensors[node.inputs[2]].data if len(node.inputs) == 3 else None
-        x = tensors[node.inputs[0]].data
-        if state.compiled_float is not None and x.flags.c_contiguous and out.flags.c_contiguous:
-            bias = state.no_bias if bias is None else read_only(bias.reshape(-1))
-            state.compiled_float(x, read_only(w), state.geometry, bias, state.bias_first, out)
-        else:
-            depthwise_exact(tensors, state, x, w, bias, rows)
-        if state.clamp is not None:
-            state.clamp(out)
-        return
-    depthwise_sums(tensors, state, tensors[node.inputs[0]].data, w, rows)
-    if len(node.inputs) == 3:
-        bias = state.bias if state.bias_constant else fill_row(state.bias, tensors[node.inputs[2]].data)
-        apply_row(np.add, rows, bias, rows)
+    x = tensors[node.inputs[0]].data
+    bias = tensors[node.inputs[2]].data if len(node.inputs) == 3 else None
+    if state.compiled_float is not None and x.flags.c_contiguous and out.flags.c_contiguous:
+        bias = state.no_bias if bias is None else read_only(bias.reshape(-1))
+        state.compiled_float(x, read_only(w), state.geometry, bias, state.bias_first, out)
+    elif state.exact:
+        depthwise_exact(tensors, state, x, w, bias, rows)
+    else:
+        depthwise_sums(tensors, state, x, w, rows)
+        if bias is not None:
+            apply_row(np.add, rows, state.bias if state.bias_constant else fill_row(state.bias, bias), rows)
     if state.clamp is not None:
         state.clamp(out)
 

@@ -1,6 +1,6 @@
 """DEPTHWISE_CONV_2D compiled by numba (ops/jit.py), reading the input where it lies instead of a padded
-copy: the quantized kernel (sums and float64 requantization in one call) and the float kernel in exact
-mode (LiteRT's order of float32 additions).
+copy: the quantized kernel (sums and float64 requantization in one call) and the float kernel (LiteRT's
+order of float32 additions, in exact-summation mode and out of it alike).
 
 The sums are the NumPy path's (depthwise.py): the input times each tap's weights, a tap outside the input
 reading the padding value (the zero point; 0.0 for floats), taps added in row-major order, each product
