@@ -5,8 +5,10 @@ this machine cannot; and pytflite's own wheel, built as `pip install .` builds i
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 
@@ -36,22 +38,31 @@ def pip_download(folder: Path, requirements: list[str], what: str, platform: str
     call([*command, *platform_options, "--dest", str(folder), *requirements], f"pip download of {what}")
 
 
+SOURCE_FILES = ("pyproject.toml", "setup.py", "README.md")  # with src/: what building the wheel reads
+
+
 def build_pytflite_wheel(folder: Path, portable: bool) -> Path:
-    """pytflite's wheel built from the working tree by pip, as `pip install .` builds it (setup.py):
-    `portable`, the py3-none-any one without numba that platforms without numba wheels install."""
+    """pytflite's wheel built by pip from a copy of the working tree's sources, as `pip install .` builds
+    it (setup.py); `portable`: the py3-none-any one without numba that platforms without numba wheels
+    install. (A copy: setuptools' build/ folder in the tree would keep modules deleted from src/.)"""
     folder.mkdir(parents=True, exist_ok=True)
     for old in folder.glob("pytflite-*.whl"):
         old.unlink()
+    repository = Path(__file__).resolve().parents[1]
     command = [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation"]
     environment = {**os.environ, "PYTFLITE_PORTABLE_WHEEL": "1" if portable else "0"}
-    repository = Path(__file__).resolve().parents[1]
-    result = subprocess.run(  # a failure here is pytflite's (setup.py), never a missing tool
-        [*command, "--wheel-dir", str(folder), str(repository)],
-        capture_output=True,
-        text=True,
-        env=environment,
-        timeout=600,
-    )
+    with tempfile.TemporaryDirectory(prefix="pytflite-source-") as source:
+        for name in SOURCE_FILES:
+            shutil.copy2(repository / name, source)
+        ignored = shutil.ignore_patterns("__pycache__", "*.egg-info")
+        shutil.copytree(repository / "src", Path(source) / "src", ignore=ignored)
+        result = subprocess.run(  # a failure here is pytflite's (setup.py), never a missing tool
+            [*command, "--wheel-dir", str(folder), source],
+            capture_output=True,
+            text=True,
+            env=environment,
+            timeout=600,
+        )
     if result.returncode != 0:
         raise RuntimeError(f"building pytflite's wheel failed:\n{result.stdout}{result.stderr}")
     (wheel,) = folder.glob("pytflite-*.whl")

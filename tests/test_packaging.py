@@ -90,3 +90,7 @@ def test_the_portable_wheel_is_pure_python_without_numba(tmp_path):
     name, requirements = _build_wheel(tmp_path, portable=True)
     assert name == "pytflite-0.1.0-py3-none-any.whl"
     assert requirements == setup_py.RUNTIME_REQUIREMENTS
+    with zipfile.ZipFile(tmp_path / name) as archive:
+        packaged = {n for n in archive.namelist() if n.endswith(".py")}
+    sources = {str(p.relative_to(REPO / "src")) for p in (REPO / "src" / "pytflite").rglob("*.py")}
+    assert packaged == sources  # every module, and none that src/ no longer has
