@@ -26,20 +26,11 @@ import time
 from pathlib import Path
 
 from tests.arm import environment as arm
+from tests.provisioning import setup_rules
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "atan_custom_op.py"
 EXPECTS_NUMBA = {"aarch64": True, "armv7": False}  # bookworm's Python 3.11, glibc 2.36 (setup.py's rule)
-
-
-def _setup_rule() -> bool:
-    """Whether setup.py's rule gives this interpreter numba."""
-    sys.path.insert(0, str(REPO))
-    try:
-        import setup  # setup.py, imported without running setup()
-    finally:
-        sys.path.pop(0)
-    return setup.this_interpreter_target() is not None
 
 
 def _emulated_python(arch: str, folder: Path) -> Path:
@@ -60,7 +51,11 @@ def _emulated_python(arch: str, folder: Path) -> Path:
 def install(kind: str, folder: Path) -> list[str]:
     """Make the venv, install the working tree, run the example; the problems found (empty: it worked)."""
     if kind == "native":
-        base, venv_options, expects_numba = Path(sys.executable), [], _setup_rule()
+        base, venv_options, expects_numba = (
+            Path(sys.executable),
+            [],
+            setup_rules().this_interpreter_target() is not None,
+        )
     else:
         base = _emulated_python(kind, folder / "python")
         venv_options, expects_numba = ["--without-pip", "--system-site-packages"], EXPECTS_NUMBA[kind]

@@ -4,12 +4,15 @@ this machine cannot; and pytflite's own wheel, built as `pip install .` builds i
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+REPOSITORY = Path(__file__).resolve().parents[1]
 
 
 class Unavailable(RuntimeError):
@@ -38,6 +41,14 @@ def pip_download(folder: Path, requirements: list[str], what: str, platform: str
     call([*command, *platform_options, "--dest", str(folder), *requirements], f"pip download of {what}")
 
 
+def setup_rules():
+    """setup.py as a module, without running setup(): its rule of which wheels require numba."""
+    spec = importlib.util.spec_from_file_location("pytflite_setup", REPOSITORY / "setup.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 SOURCE_FILES = ("pyproject.toml", "setup.py", "README.md")  # with src/: what building the wheel reads
 
 
@@ -48,14 +59,13 @@ def build_pytflite_wheel(folder: Path, portable: bool) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     for old in folder.glob("pytflite-*.whl"):
         old.unlink()
-    repository = Path(__file__).resolve().parents[1]
     command = [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation"]
     environment = {**os.environ, "PYTFLITE_PORTABLE_WHEEL": "1" if portable else "0"}
     with tempfile.TemporaryDirectory(prefix="pytflite-source-") as source:
         for name in SOURCE_FILES:
-            shutil.copy2(repository / name, source)
+            shutil.copy2(REPOSITORY / name, source)
         ignored = shutil.ignore_patterns("__pycache__", "*.egg-info")
-        shutil.copytree(repository / "src", Path(source) / "src", ignore=ignored)
+        shutil.copytree(REPOSITORY / "src", Path(source) / "src", ignore=ignored)
         result = subprocess.run(  # a failure here is pytflite's (setup.py), never a missing tool
             [*command, "--wheel-dir", str(folder), source],
             capture_output=True,

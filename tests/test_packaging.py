@@ -5,7 +5,6 @@ tests/install_check.py shows the installs themselves (fresh venv, emulated ARM u
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 import sysconfig
 import zipfile
@@ -14,19 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.provisioning import build_pytflite_wheel
+from tests.provisioning import build_pytflite_wheel, setup_rules
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _setup_module():
-    spec = importlib.util.spec_from_file_location("pytflite_setup", REPO / "setup.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)  # not __main__: setup() does not run
-    return module
-
-
-setup_py = _setup_module()
+setup_py = setup_rules()
 GLIBC = ("glibc", "2.36")
 
 

@@ -13,7 +13,7 @@ from ..quant.lut import every_value, table_kernel
 from .common import BYTES, DTYPES, FLOAT, SIX, THREE, ZERO, f32, in_blocks, unary_kernel
 from .quantized import Q15, checked_multiplier, per_tensor_quantization
 
-_ONE_SIXTH = f32(1.0 / 6.0)
+ONE_SIXTH = f32(1.0 / 6.0)
 
 
 def _hard_swish_block(x, out):
@@ -27,8 +27,8 @@ def _hard_swish_block(x, out):
     tail = size % 4
     if tail:
         tail_values = x.flat[size - tail :] * out.flat[size - tail :]
-        tail_values *= _ONE_SIXTH
-    out *= np.multiply(x, _ONE_SIXTH)
+        tail_values *= ONE_SIXTH
+    out *= np.multiply(x, ONE_SIXTH)
     if tail:
         out.flat[size - tail :] = tail_values
 

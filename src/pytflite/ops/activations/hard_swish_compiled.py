@@ -10,9 +10,11 @@ import numba
 import numpy as np
 
 from ..jit import OPTIONS
+from .common import SIX, THREE, ZERO
+from .hard_swish import ONE_SIXTH
 
-_ZERO, _THREE, _SIX = np.float32(0), np.float32(3), np.float32(6)
-_ONE_SIXTH = np.float32(1.0 / 6.0)
+# the NumPy path's constants, as scalars (0-d arrays there)
+_ZERO, _THREE, _SIX, _ONE_SIXTH = (np.float32(c) for c in (ZERO, THREE, SIX, ONE_SIXTH))
 
 
 @numba.njit(inline="always", **OPTIONS)
