@@ -13,6 +13,7 @@ import pytest
 
 from pytflite.core.types import BuiltinOperator
 from pytflite.model import options
+from pytflite.model.flatbuffer_bounds import FlatBuffer, Table
 
 TABLES = sorted(options._TABLES)
 
@@ -55,7 +56,7 @@ def _round_trip(value):
     builder.Finish(offset)
     buf = builder.Output()
     root = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, 0)
-    return buf, root, options.read_options(union, union_type, flatbuffers.table.Table(buf, root))
+    return buf, root, options.read_options(union, union_type, Table(FlatBuffer(buf), root, "options"))
 
 
 @pytest.mark.parametrize("table", TABLES)
@@ -142,7 +143,7 @@ def test_invalid_enum_value_names_table_and_field():
     buf = builder.Output()
     root = flatbuffers.encode.Get(flatbuffers.packer.uoffset, buf, 0)
     with pytest.raises(ValueError, match=r"Conv2DOptions\.padding has invalid Padding value 9"):
-        options.read_options(1, 1, flatbuffers.table.Table(buf, root))
+        options.read_options(1, 1, Table(FlatBuffer(buf), root, "options"))
 
 
 def test_options_are_frozen_and_typed():

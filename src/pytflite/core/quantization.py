@@ -27,6 +27,9 @@ class QuantizationParams:
     zero_point: int = 0
 
 
+NOT_QUANTIZED = QuantizationParams()  # the legacy view of a tensor without one scale (frozen: shared)
+
+
 @dataclass(frozen=True, eq=False)
 class AffineQuantization:
     """Affine quantization (TfLiteAffineQuantization): scales and zero points as read-only arrays."""
@@ -46,7 +49,7 @@ class AffineQuantization:
 
     def legacy(self) -> QuantizationParams:
         if self.scale.size != 1 or self.zero_point.size < 1:
-            return QuantizationParams()
+            return NOT_QUANTIZED
         return QuantizationParams(float(self.scale[0]), int(self.zero_point[0]))
 
     def __eq__(self, other) -> bool:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .quantization import AffineQuantization, BlockwiseQuantization, QuantizationParams, SparsityParameters
+from .quantization import NOT_QUANTIZED, AffineQuantization, BlockwiseQuantization, SparsityParameters
 from .types import AllocationType, TensorType, bytes_required, storage_dtype, type_name
 
 if TYPE_CHECKING:
@@ -109,7 +109,7 @@ class Tensor:
         """Replace the quantization and keep the legacy `params` view in step with it."""
         self.quantization = quantization
         self.params = (
-            quantization.legacy() if isinstance(quantization, AffineQuantization) else QuantizationParams()
+            quantization.legacy() if isinstance(quantization, AffineQuantization) else NOT_QUANTIZED
         )
 
     def __repr__(self) -> str:

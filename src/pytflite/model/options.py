@@ -17,9 +17,9 @@ from typing import Any
 
 import flatbuffers
 import numpy as np
-from flatbuffers import number_types as fb_types
 
 from ..core.types import BuiltinOperator, TensorType
+from .flatbuffer_bounds import OFFSET, Table, TableFields, string_at, vector_at
 
 
 class Padding(enum.IntEnum):
@@ -124,20 +124,20 @@ _ENUMS: dict[str, tuple[type[enum.IntEnum], str]] = {
     "CustomOptionsFormat": (CustomOptionsFormat, "byte"),
 }
 
-# schema scalar type -> (flatbuffers flags, NumPy dtype, Builder.Prepend<X>Slot method name)
+# schema scalar type -> (struct code, NumPy dtype, Builder.Prepend<X>Slot method name)
 _SCALARS: dict[str, tuple[Any, type, str]] = {
-    "bool": (fb_types.BoolFlags, np.bool_, "PrependBoolSlot"),
-    "byte": (fb_types.Int8Flags, np.int8, "PrependInt8Slot"),
-    "ubyte": (fb_types.Uint8Flags, np.uint8, "PrependUint8Slot"),
-    "short": (fb_types.Int16Flags, np.int16, "PrependInt16Slot"),
-    "ushort": (fb_types.Uint16Flags, np.uint16, "PrependUint16Slot"),
-    "int": (fb_types.Int32Flags, np.int32, "PrependInt32Slot"),
-    "int32": (fb_types.Int32Flags, np.int32, "PrependInt32Slot"),
-    "uint": (fb_types.Uint32Flags, np.uint32, "PrependUint32Slot"),
-    "long": (fb_types.Int64Flags, np.int64, "PrependInt64Slot"),
-    "ulong": (fb_types.Uint64Flags, np.uint64, "PrependUint64Slot"),
-    "float": (fb_types.Float32Flags, np.float32, "PrependFloat32Slot"),
-    "double": (fb_types.Float64Flags, np.float64, "PrependFloat64Slot"),
+    "bool": ("?", np.bool_, "PrependBoolSlot"),
+    "byte": ("b", np.int8, "PrependInt8Slot"),
+    "ubyte": ("B", np.uint8, "PrependUint8Slot"),
+    "short": ("h", np.int16, "PrependInt16Slot"),
+    "ushort": ("H", np.uint16, "PrependUint16Slot"),
+    "int": ("i", np.int32, "PrependInt32Slot"),
+    "int32": ("i", np.int32, "PrependInt32Slot"),
+    "uint": ("I", np.uint32, "PrependUint32Slot"),
+    "long": ("q", np.int64, "PrependInt64Slot"),
+    "ulong": ("Q", np.uint64, "PrependUint64Slot"),
+    "float": ("f", np.float32, "PrependFloat32Slot"),
+    "double": ("d", np.float64, "PrependFloat64Slot"),
 }
 
 # One entry per option table: "<union: 1 BuiltinOptions, 2 BuiltinOptions2> <union value> <Table>
@@ -449,43 +449,74 @@ def options_class_for_operator(op: int) -> type | None:
     return None if table is None else options_class(table.name)
 
 
-def _read_field(table: flatbuffers.table.Table, field: _Field, table_name: str) -> Any:
-    offset = table.Offset(4 + 2 * field.slot)
-    if offset == 0:
-        return field.default
-    kind = field.schema_type
-    if kind == "string":
-        return table.String(table.Pos + offset).decode("utf-8", errors="replace")
-    if kind.startswith("["):
-        element = _scalar_kind(kind[1:-1])
-        values = np.frombuffer(
-            table.Bytes,
-            dtype=np.dtype(_SCALARS[element][1]).newbyteorder("<"),
-            count=table.VectorLen(offset),
-            offset=table.Vector(offset),
+class _OptionsReader:
+    """One option table's reader: its fields read at once (TableFields), then each value made what the
+    dataclass holds (an enum member, a str, a tuple or bytes for a vector)."""
+
+    def __init__(self, spec: _Table):
+        fields = [f for f in spec.fields if f.name is not None]
+        slots = enum.IntEnum(spec.name, [(f.name, f.slot) for f in fields]) if fields else ()
+        kinds = [
+            OFFSET
+            if f.schema_type == "string" or f.schema_type.startswith("[")
+            else _SCALARS[_scalar_kind(f.schema_type)][0]
+            for f in fields
+        ]
+        self.table_fields = TableFields(
+            [(slots[f.name], kind, f.default) for f, kind in zip(fields, kinds, strict=True)]
         )
+        self.cls = options_class(spec.name)
+        self.name = spec.name
+        # the fields a read value must be turned into something else for: enum members by value (a
+        # dict lookup is a tenth of calling the enum), the vectors and strings by their position
+        self.enums = [
+            (index, field, {member.value: member for member in _ENUMS[field.schema_type][0]})
+            for index, field in enumerate(fields)
+            if field.schema_type in _ENUMS
+        ]
+        self.vectors = [
+            (index, field)
+            for index, field in enumerate(fields)
+            if field.schema_type == "string" or field.schema_type.startswith("[")
+        ]
+
+    def read(self, table: Table) -> Any:
+        values = self.table_fields.read(table)
+        for index, field, members in self.enums:
+            value = values[index]
+            if value not in members:
+                raise ValueError(f"{self.name}.{field.name} has invalid {field.schema_type} value {value}")
+            values[index] = members[value]
+        for index, field in self.vectors:
+            values[index] = self._vector(table, field, values[index]) if values[index] else field.default
+        return self.cls(*values)
+
+    def _vector(self, table: Table, field: _Field, target: int) -> Any:
+        kind = field.schema_type
+        if kind == "string":
+            return string_at(table, target, field.name)
+        dtype = np.dtype(_SCALARS[_scalar_kind(kind[1:-1])][1]).newbyteorder("<")
+        start, length = vector_at(table, target, dtype.itemsize, field.name)
+        values = np.frombuffer(table.file.data, dtype=dtype, count=length, offset=start)
         return values.tobytes() if kind == "[ubyte]" else tuple(values.tolist())
-    value = table.Get(_SCALARS[_scalar_kind(kind)][0], table.Pos + offset)
-    if kind in _ENUMS:
-        enum_type = _ENUMS[kind][0]
-        try:
-            return enum_type(value)
-        except ValueError:
-            raise ValueError(f"{table_name}.{field.name} has invalid {kind} value {value}") from None
-    return value
 
 
-def read_options(union: int, union_type: int, table: flatbuffers.table.Table) -> Any:
+_READERS: dict[tuple[int, int], _OptionsReader] = {}
+
+
+def read_options(union: int, union_type: int, table: Table | None) -> Any:
     """Decode one option table of the given union type into its dataclass."""
-    spec = _TABLE_BY_UNION.get((union, union_type))
-    if spec is None:
-        raise ValueError(
-            f"unknown builtin options type {union_type} in union BuiltinOptions{'' if union == 1 else 2}"
-        )
+    reader = _READERS.get((union, union_type))
+    if reader is None:
+        spec = _TABLE_BY_UNION.get((union, union_type))
+        if spec is None:
+            raise ValueError(
+                f"unknown builtin options type {union_type} in union BuiltinOptions{'' if union == 1 else 2}"
+            )
+        reader = _READERS[union, union_type] = _OptionsReader(spec)
     if table is None:  # a union type without its table: the defaults, as TFLite's parsers take them
-        return options_class(spec.name)()
-    values = {f.name: _read_field(table, f, spec.name) for f in spec.fields if f.name is not None}
-    return options_class(spec.name)(**values)
+        return reader.cls()
+    return reader.read(table)
 
 
 def write_options(builder: flatbuffers.Builder, options: Any) -> tuple[int, int, int]:

@@ -33,16 +33,20 @@ from ..core.strings import decode_string_buffer
 from ..core.types import BuiltinOperator, TensorType, bytes_required, storage_dtype, stored_shape
 from ..errors import ModelError
 from .flatbuffer_bounds import (
-    BOOL,
     INT8,
     INT32,
     NOT_A_FLATBUFFER,
+    OFFSET,
     UINT8,
     UINT32,
     UINT64,
-    CheckedTable,
     FlatBuffer,
     Table,
+    TableFields,
+    array_at,
+    int32s_at,
+    string_at,
+    vector_at,
 )
 from .options import read_options
 from .verifier import verify_model
@@ -88,11 +92,50 @@ _SignatureDef = enum.IntEnum(
 )
 _TensorMap = enum.IntEnum("TensorMap", "name tensor_index", start=0)
 
+# The fields read from every tensor, operator and quantization table, all at once (TableFields).
+_TENSOR_FIELDS = TableFields(
+    [
+        (_Tensor.name, OFFSET, None),
+        (_Tensor.type, "b", 0),
+        (_Tensor.shape, OFFSET, None),
+        (_Tensor.shape_signature, OFFSET, None),
+        (_Tensor.quantization, OFFSET, None),
+        (_Tensor.sparsity, OFFSET, None),
+        (_Tensor.buffer, "I", 0),
+        (_Tensor.is_variable, "?", False),
+    ]
+)
+_OPERATOR_FIELDS = TableFields(
+    [
+        (_Operator.opcode_index, "I", 0),
+        (_Operator.inputs, OFFSET, None),
+        (_Operator.outputs, OFFSET, None),
+        (_Operator.intermediates, OFFSET, None),
+        (_Operator.builtin_options_type, "B", 0),
+        (_Operator.builtin_options, OFFSET, None),
+        (_Operator.builtin_options_2_type, "B", 0),
+        (_Operator.builtin_options_2, OFFSET, None),
+        (_Operator.custom_options, OFFSET, None),
+        (_Operator.large_custom_options_offset, "Q", 0),
+        (_Operator.large_custom_options_size, "Q", 0),
+    ]
+)
+_QUANTIZATION_FIELDS = TableFields(
+    [
+        (_Quantization.scale, OFFSET, None),
+        (_Quantization.zero_point, OFFSET, None),
+        (_Quantization.details_type, "B", 0),
+        (_Quantization.details, OFFSET, None),
+        (_Quantization.quantized_dimension, "i", 0),
+    ]
+)
+
 # QuantizationDetails union members (schema.fbs)
 _BLOCKWISE_QUANTIZATION, _MULTI_AXIS_QUANTIZATION = 2, 3
 # SparseIndexVector union members: Int32Vector, Uint16Vector, Uint8Vector
 _SPARSE_INDEX_DTYPES = {1: np.dtype("<i4"), 2: np.dtype("<u2"), 3: np.dtype("u1")}
 _FLOAT32, _INT64 = np.dtype("<f4"), np.dtype("<i8")
+_TENSOR_TYPES = {member.value: member for member in TensorType}  # a lookup, not an enum call per tensor
 
 
 @dataclass(frozen=True)
@@ -168,11 +211,11 @@ def read_model(buffer: bytes | mmap.mmap, limits: Limits = DEFAULT_LIMITS) -> Mo
 
 def _check_shape(label: str, shape: Sequence[int], signature: Sequence[int] | None, limits: Limits) -> None:
     """Dimensions >= 0 (-1 only in shape_signature, of the same rank) and at most `max_elements`."""
-    if any(d < 0 for d in shape):
+    if shape and min(shape) < 0:
         raise ModelError(
             f"{label} has a negative dimension in shape {list(shape)} (-1 is allowed only in shape_signature)."
         )
-    if signature is not None and (len(signature) != len(shape) or any(d < -1 for d in signature)):
+    if signature is not None and (len(signature) != len(shape) or (signature and min(signature) < -1)):
         raise ModelError(f"{label} has shape_signature {list(signature)} not matching shape {list(shape)}.")
     elements = element_bound(shape)
     if elements > limits.max_elements:
@@ -303,77 +346,88 @@ class _ModelReader:
         outputs = subgraph.int32s(_SubGraph.outputs) or ()
         operators = []
         for o, op in enumerate(subgraph.tables(_SubGraph.operators, f"subgraph {index} operator {{}}") or ()):
-            opcode_index = op.scalar(_Operator.opcode_index, UINT32)
+            (
+                opcode_index,
+                op_inputs,
+                op_outputs,
+                op_intermediates,
+                options_type,
+                options,
+                options_2_type,
+                options_2,
+                custom_options,
+                large_custom_offset,
+                large_custom_size,
+            ) = _OPERATOR_FIELDS.read(op)
             name = operator_codes[opcode_index].name if opcode_index < len(operator_codes) else "?"
             where = f"operator {o} ({name})"
+            if options_type:
+                builtin_options = self._builtin_options(1, options_type, options, where)
+            elif options_2_type:
+                builtin_options = self._builtin_options(2, options_2_type, options_2, where)
+            else:
+                builtin_options = None
             operators.append(
                 OperatorDescription(
                     opcode_index=opcode_index,
-                    inputs=op.int32s(_Operator.inputs) or (),
-                    outputs=op.int32s(_Operator.outputs) or (),
-                    intermediates=op.int32s(_Operator.intermediates) or (),
-                    builtin_options=self._builtin_options(op, where),
-                    custom_options=self._custom_options(op, where),
+                    inputs=int32s_at(op, op_inputs, "inputs") or (),
+                    outputs=int32s_at(op, op_outputs, "outputs") or (),
+                    intermediates=int32s_at(op, op_intermediates, "intermediates") or (),
+                    builtin_options=builtin_options,
+                    custom_options=self._custom_options(
+                        op, custom_options, large_custom_offset, large_custom_size, where
+                    ),
                 )
             )
         name = subgraph.string(_SubGraph.name) or ""
         return SubgraphDescription(name, tensors, inputs, outputs, tuple(operators))
 
-    def _builtin_options(self, op: Table, where: str) -> Any:
-        for union, type_slot, table_slot in (
-            (1, _Operator.builtin_options_type, _Operator.builtin_options),
-            (2, _Operator.builtin_options_2_type, _Operator.builtin_options_2),
-        ):
-            union_type = op.scalar(type_slot, UINT8)
-            if union_type:
-                table = op.table(table_slot, f"builtin options of {where}")
-                try:
-                    return read_options(union, union_type, None if table is None else CheckedTable(table))
-                except ModelError:
-                    raise
-                except ValueError as e:  # an unknown union type or enum value, or a NumPy view past the end
-                    raise ModelError(f"Invalid builtin options of {where}: {e}") from None
-        return None
+    def _builtin_options(self, union: int, union_type: int, target: int, where: str) -> Any:
+        table = Table(self.file, target, f"builtin options of {where}") if target else None
+        try:
+            return read_options(union, union_type, table)
+        except ModelError:
+            raise
+        except ValueError as e:  # an unknown union type or enum value, or a NumPy view past the end
+            raise ModelError(f"Invalid builtin options of {where}: {e}") from None
 
-    def _custom_options(self, op: Table, where: str) -> bytes | None:
-        span = op.span(_Operator.custom_options)
-        if span is None:
-            offset = op.scalar(_Operator.large_custom_options_offset, UINT64)
-            size = op.scalar(_Operator.large_custom_options_size, UINT64)
-            if offset <= 1:
-                return None
-            if offset + size > self.file.size:
-                raise ModelError(
-                    f"Custom options of {where} are out of bounds of the file: {offset} + size {size} is past "
-                    f"the end of the {self.file.size}-byte file."
-                )
-            span = offset, size
-        start, length = span
+    def _custom_options(self, op: Table, target: int, large_offset: int, large_size: int, where: str):
+        """The custom options' bytes: a vector in the flatbuffer, or (models over 2 GB) bytes after it."""
+        if target:
+            start, length = vector_at(op, target, 1, "custom_options")
+        elif large_offset <= 1:
+            return None
+        elif large_offset + large_size > self.file.size:
+            raise ModelError(
+                f"Custom options of {where} are out of bounds of the file: {large_offset} + size {large_size} "
+                f"is past the end of the {self.file.size}-byte file."
+            )
+        else:
+            start, length = large_offset, large_size
         return bytes(self.file.data[start : start + length])
 
     # --- tensors -------------------------------------------------------------------------------
 
     def _tensor(self, tensor: Table, subgraph_index: int, index: int, num_tensors: int) -> TensorDescription:
-        label = f"Tensor {index} of subgraph {subgraph_index}"
-        name = tensor.string(_Tensor.name) or ""
-        type_code = tensor.scalar(_Tensor.type, INT8)
-        try:
-            tensor_type = TensorType(type_code)
-        except ValueError:
-            raise ModelError(f"{label} ({name!r}) has unknown type {type_code}.") from None
-        shape = tensor.int32s(_Tensor.shape) or ()
-        signature = tensor.int32s(_Tensor.shape_signature)
-        _check_shape(f"{label} ({name!r})", shape, signature, self.limits)
-        quantization_table = tensor.table(_Tensor.quantization, f"{label} quantization")
-        quantization = (
-            None
-            if quantization_table is None
-            else self._quantization(quantization_table, shape, label, num_tensors)
+        file = self.file
+        name, type_code, shape, signature, quantization, sparsity, buffer_index, is_variable = (
+            _TENSOR_FIELDS.read(tensor)
         )
-        sparsity_table = tensor.table(_Tensor.sparsity, f"{label} sparsity")
-        sparsity = None if sparsity_table is None else self._sparsity(sparsity_table, label)
-        buffer_index = tensor.scalar(_Tensor.buffer, UINT32)
-        is_variable = tensor.scalar(_Tensor.is_variable, BOOL, default=False)
+        label = f"Tensor {index} of subgraph {subgraph_index}"
+        name = string_at(tensor, name, "name") or ""
+        tensor_type = _TENSOR_TYPES.get(type_code)
+        if tensor_type is None:
+            raise ModelError(f"{label} ({name!r}) has unknown type {type_code}.")
+        shape = int32s_at(tensor, shape, "shape") or ()
+        signature = int32s_at(tensor, signature, "shape_signature")
+        _check_shape(f"{label} ({name!r})", shape, signature, self.limits)
+        if quantization:
+            quantization = self._quantization(
+                Table(file, quantization, f"{label} quantization"), shape, label, num_tensors
+            )
+        else:
+            quantization = None
+        sparsity = self._sparsity(Table(file, sparsity, f"{label} sparsity"), label) if sparsity else None
         data = None
         raw = self._buffer_bytes(buffer_index, label) if buffer_index != 0 else None
         if raw is not None and raw.size > 0:
@@ -404,33 +458,33 @@ class _ModelReader:
         return raw[:needed].view(dtype).reshape(stored_shape(tensor_type, shape))
 
     def _quantization(self, params: Table, shape: tuple[int, ...], label: str, num_tensors: int):
-        details_type = params.scalar(_Quantization.details_type, UINT8)
+        scales, zero_points, details_type, details, axis = _QUANTIZATION_FIELDS.read(params)
         if details_type == _BLOCKWISE_QUANTIZATION:
-            details = params.table(_Quantization.details, f"{label} blockwise quantization")
-            if details is None:
+            if not details:
                 raise ModelError(f"{label} has blockwise quantization without its details table.")
+            details = Table(self.file, details, f"{label} blockwise quantization")
             scales, zero_points, block_size = (details.scalar(slot, INT32) for slot in _Blockwise)
             for tensor_index, what in ((scales, "scales"), (zero_points, "zero_points")):
                 if not (0 <= tensor_index < num_tensors or (what == "zero_points" and tensor_index == -1)):
                     raise ModelError(
                         f"{label} has blockwise quantization {what} tensor {tensor_index} out of range."
                     )
-            quantized_dimension = params.scalar(_Quantization.quantized_dimension, INT32)
-            return BlockwiseQuantization(scales, zero_points, block_size, quantized_dimension)
+            return BlockwiseQuantization(scales, zero_points, block_size, axis)
         if details_type == _MULTI_AXIS_QUANTIZATION:
             raise ModelError(f"{label} uses MultiAxisQuantization, which pytflite does not support yet.")
-        scales = params.array(_Quantization.scale, _FLOAT32)
-        if scales is None or scales.size == 0:
+        if not scales:
             return None
-        zero_points = params.array(_Quantization.zero_point, _INT64)
-        if zero_points is None:
+        scales = array_at(params, scales, _FLOAT32, "scale")
+        if scales.size == 0:
+            return None
+        if not zero_points:
             raise ModelError(f"{label}: Quantization parameters has non-null scale but null zero_point.")
+        zero_points = array_at(params, zero_points, _INT64, "zero_point")
         if zero_points.size != scales.size:
             raise ModelError(
                 f"{label}: QuantizationParam has {zero_points.size} zero_point values and {scales.size} scale "
                 "values. Must have same number."
             )
-        axis = params.scalar(_Quantization.quantized_dimension, INT32)
         if axis < 0 or (shape and axis >= len(shape)):
             raise ModelError(f"{label}: quantized_dimension must be in range [0, {len(shape)}). Was {axis}.")
         if scales.size != 1 and shape and scales.size != shape[axis]:
