@@ -905,6 +905,22 @@ def test_corpus_activation_layers(name):
 
 
 @pytest.mark.parametrize("shape", [[], [3], [4], [7, 5], [3, 70001]])
+def test_float_logistic_is_eigens_in_the_compiled_kernel(shape, kernels):
+    """The compiled LOGISTIC is LiteRT's Eigen logistic (its own exp on the whole packets of 4, std::exp
+    on the last size % 4 elements), bit for bit on x86 (the extremes included: NaN, infinities, the
+    saturation points); the NumPy path's e / (1 + e) is within a few ulps of it."""
+    size = int(np.prod(shape))
+    x = np.resize(np.concatenate([EXTREMES, SATURATION_POINTS, WIDE[::97]]), size).astype(np.float32)
+    model, feeds = SingleOpModel(Op.LOGISTIC, [Operand(x.reshape(shape))], [T.FLOAT32]).build()
+    (expected,) = run(litert_interpreter(model), feeds)
+    (ours,) = run(pytflite.Interpreter(model_content=model), feeds)
+    if kernels == "compiled" and HostProfile.detect().x86:
+        np.testing.assert_array_equal(ours, expected)
+    else:
+        np.testing.assert_allclose(ours, expected, rtol=1e-6, atol=1e-30)
+
+
+@pytest.mark.parametrize("shape", [[], [3], [4], [7, 5], [3, 70001]])
 def test_float_hard_swish_rounds_as_litert_x86_on_both_paths(shape, kernels):
     """HARD_SWISH's blocks of 4 and its scalar tail round as LiteRT's x86 build does, on the NumPy path
     and in the compiled one-pass loop alike (the extremes included: overflow near FLT_MAX, NaN, -0)."""

@@ -134,9 +134,10 @@ def test_compiled_tanh_is_eigens_bit_for_bit():
 
 @needs_numba
 def test_compiled_sigmoid_is_eigens_bit_for_bit():
-    """lstm_steps_compiled.eigen_sigmoid against activations._sigmoid on its vector path and on its scalar
-    path (every other element), over the finite floats the LSTM kernels give it."""
-    from pytflite.ops.recurrent.lstm_steps_compiled import eigen_sigmoid
+    """eigen_compiled's per-element logistic (the compiled LSTM's and LOGISTIC's) against
+    activations.sigmoid_into on its vector path and on its scalar path (every other element), over the
+    finite floats the LSTM kernels give it."""
+    from pytflite.ops.eigen_compiled import sigmoid_scalar_path, sigmoid_vector_path
 
     rng = np.random.default_rng(5)
     values = np.concatenate(
@@ -150,7 +151,13 @@ def test_compiled_sigmoid_is_eigens_bit_for_bit():
     expected = np.empty_like(values)
     with np.errstate(all="ignore"):  # (as in an invoke: -3e38 overflows on the way to 0)
         sigmoid_into(values, expected, scalar)
-    actual = np.array([eigen_sigmoid(v, bool(on)) for v, on in zip(values, scalar)], np.float32)
+    actual = np.array(
+        [
+            sigmoid_scalar_path(v) if on else sigmoid_vector_path(v)
+            for v, on in zip(values, scalar, strict=True)
+        ],
+        np.float32,
+    )
     np.testing.assert_array_equal(actual.view(np.int32), expected.view(np.int32))
 
 

@@ -1,19 +1,22 @@
 """The float kernels LiteRT writes as Eigen expressions, compiled by numba (ops/jit.py) in Eigen's own
-arithmetic: float SOFTMAX, and float MEAN (over the last axis by Eigen, over others by TFLite's loops,
-sums in memory order). Imported only through jit.compiled.
+arithmetic: float LOGISTIC, SOFTMAX, and float MEAN (over the last axis by Eigen, over others by TFLite's
+loops, sums in memory order); the logistic's per-element arithmetic serves the compiled LSTM too.
+Imported only through jit.compiled.
 
 LiteRT's x86 build runs Eigen on SSE packets of 4 floats with multiply-adds not fused, over tensors
 aligned to 16 bytes or more, so that an element's arithmetic follows from its position:
 - exp: a packet's elements take Eigen's pexp (a Cephes range reduction, then a degree-6 polynomial in
   unfused multiply-adds, 0 below -104); the elements an assignment loop leaves outside its aligned
   packets take std::exp (float64 exp rounded to float32 here: within rounding of expf);
+- logistic: a packet's elements take Eigen's own (exp(x/2) by a range reduction and a degree-5
+  polynomial, squared, then e / (1 + e)), the elements outside whole packets std::exp;
 - the sum of a contiguous column (Eigen's redux): from its first 16-byte aligned element on, two packet
   accumulators over pairs of packets, one more packet if left, the accumulators added, their four
   lanes summed as (l0 + l2) + (l1 + l3), then the elements before the aligned start and those after the
   last packet one by one; a column with under 4 elements past its aligned start is summed in order.
 The NumPy paths sum pairwise and exponentiate with NumPy's exp (within float tolerance of these). With
-this arithmetic the compiled kernels are bit-exact with LiteRT's x86 build
-(tests/ops/test_activations.py, tests/ops/test_reduce.py). LiteRT's ARM build runs NEON packets, whose multiply-adds are fused (and whose
+this arithmetic the compiled kernels are bit-exact with LiteRT's x86 build (tests/ops/test_activations.py,
+tests/ops/test_reduce.py). LiteRT's ARM build runs NEON packets, whose multiply-adds are fused (and whose
 lanes newer Eigen sums pairwise): there these kernels keep x86's arithmetic, within an ulp or so.
 """
 
@@ -23,6 +26,7 @@ import numba
 import numpy as np
 
 from .jit import OPTIONS
+from .recurrent.activations import EXP_C1, EXP_C2, EXP_P, LOG2E, LOGISTIC_HIGHEST, LOGISTIC_LOWEST
 
 _F32 = numba.float32
 _I64 = numba.int64
@@ -76,6 +80,57 @@ def _packet_exp(x, powers_of_two):
 def _scalar_exp(x):
     """std::exp of a float32."""
     return np.float32(np.exp(np.float64(x)))
+
+
+# Eigen's logistic (its own exp of x/2, squared: recurrent/activations.py has the recipe)
+_LOGISTIC_P0, _LOGISTIC_P1, _LOGISTIC_P2, _LOGISTIC_P3 = EXP_P
+# 2**m for the exponents the logistic's vector path meets: x in [-104, 16.64] gives m in [-75, 13]
+_LOGISTIC_FIRST_POWER = -76
+_LOGISTIC_POWERS = np.ldexp(np.float32(1), np.arange(_LOGISTIC_FIRST_POWER, 16)).astype(np.float32)
+
+
+@numba.njit(inline="always", **OPTIONS)
+def sigmoid_vector_path(x):
+    """Eigen's vector-path logistic of one float32 that is not NaN, without branches (so that a loop of
+    it vectorizes): 0 below its lowest input; the exponent is computed from x clamped to that input, so
+    that the power of two it looks up is in the table."""
+    half = min(max(x, LOGISTIC_LOWEST), LOGISTIC_HIGHEST) * _HALF
+    m = np.floor(half * LOG2E + _HALF)
+    r = m * EXP_C1 + half
+    r = r + m * EXP_C2
+    r2 = r * r
+    even = r2 * _LOGISTIC_P2 + _LOGISTIC_P0
+    odd = (r2 * _LOGISTIC_P3 + _LOGISTIC_P1) * r
+    odd = (odd + even) * r2
+    odd = odd + (r + _ONE)
+    e = odd * _LOGISTIC_POWERS[int(m) - _LOGISTIC_FIRST_POWER]  # ldexp: exact, the powers are normal
+    e = e * e
+    return _ZERO if x < LOGISTIC_LOWEST else e / (e + _ONE)
+
+
+@numba.njit(inline="always", **OPTIONS)
+def sigmoid_scalar_path(x):
+    """Eigen's scalar-path logistic of one float32 that is not NaN: std::exp (in float64, rounded once)."""
+    e = np.float32(np.exp(np.float64(min(x, LOGISTIC_HIGHEST))))
+    return e / (e + _ONE)
+
+
+_FLAT = [numba.types.Array(_F32, 1, "C", readonly=True), _F32[::1]]
+
+
+@numba.njit([numba.void(x, _F32[::1]) for x in _FLAT], **OPTIONS)
+def logistic(x, out):
+    """LiteRT's float LOGISTIC of the flat x into out (Eigen's logistic over the tensor): the vector
+    path on the whole packets, the scalar path on the last size % 4 elements; NaN stays NaN."""
+    size = x.size
+    packets_end = size - size % _PACKET
+    for i in range(packets_end):
+        value = x[i]
+        result = sigmoid_vector_path(value)
+        out[i] = value if value != value else result
+    for i in range(packets_end, size):
+        value = x[i]
+        out[i] = value if value != value else sigmoid_scalar_path(value)
 
 
 @numba.njit(inline="always", **OPTIONS)

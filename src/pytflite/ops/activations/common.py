@@ -89,15 +89,20 @@ def compute_invoke(context, node):
     node.user_data.compute(tensors[node.inputs[0]].data, tensors[node.outputs[0]].data)
 
 
-def unary_calls(float_calls: Callable | None) -> Callable:
+def unary_calls(float_calls: Callable | None = None, compute: Callable | None = None) -> Callable:
     """Registration.calls of the ops registered by unary_kernel: `float_calls(x, out)` where given for a
-    float32 input (None: not for these arrays), else the compute function's on the node's arrays."""
+    float32 input the NumPy `compute` runs (None: not for these arrays), else the call of the function
+    prepare picked (the compiled kernel where it took one) on the node's arrays."""
 
     def calls(context, node):
         tensors = context.tensors
         source = tensors[node.inputs[0]]
         x, out = source.data, tensors[node.outputs[0]].data
-        if float_calls is not None and source.type == TensorType.FLOAT32:
+        if (
+            float_calls is not None
+            and source.type == TensorType.FLOAT32
+            and node.user_data.compute is compute
+        ):
             made = float_calls(x, out)
             if made is not None:
                 return made
@@ -143,7 +148,7 @@ def unary_kernel(
         types=types,
         op_data=ActivationData,
         invoke=compute_invoke,
-        calls=unary_calls(float_calls),
+        calls=unary_calls(float_calls, compute),
         **twins,
     )
 

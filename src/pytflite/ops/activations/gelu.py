@@ -199,5 +199,5 @@ register_builtin(
     op_data=ActivationData,
     prepare=gelu_prepare,
     invoke=compute_invoke,
-    calls=unary_calls(None),
+    calls=unary_calls(),
 )

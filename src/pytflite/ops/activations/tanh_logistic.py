@@ -134,10 +134,11 @@ def _tanh_logistic_quantized(op: BuiltinOperator, kernel_type: KernelType) -> Ca
     return quantized
 
 
-# np.tanh takes `out` positionally: it is TANH's compute(x, out) itself
-for _op, _float, _float_calls in (
-    (BuiltinOperator.TANH, np.tanh, None),
-    (BuiltinOperator.LOGISTIC, _logistic, _logistic_calls),
+# np.tanh takes `out` positionally: it is TANH's compute(x, out) itself. The compiled LOGISTIC is LiteRT's
+# Eigen logistic, bit for bit on x86 (the NumPy path's e / (1 + e) is within a few ulps of it).
+for _op, _float, _float_calls, _compiled in (
+    (BuiltinOperator.TANH, np.tanh, None, None),
+    (BuiltinOperator.LOGISTIC, _logistic, _logistic_calls, ("eigen_compiled", "logistic")),
 ):
     unary_kernel(
         _op,
@@ -146,4 +147,5 @@ for _op, _float, _float_calls in (
         types=ALL,
         float_calls=_float_calls,
         quantized_for=partial(_tanh_logistic_quantized, _op),
+        compiled_float=_compiled,
     )

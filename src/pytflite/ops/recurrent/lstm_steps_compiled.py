@@ -5,7 +5,7 @@ the direction's order (the offsets of input, forget, output and cell; input -1 f
 
 The hybrid arithmetic is the NumPy path's, exactly, as the state is quantized again at every step: the
 hidden rows (and the projection's inputs) quantized and multiplied as rnn_compiled.add_hybrid_product
-does, the sigmoid gates through Eigen's logistic (activations._sigmoid: its vector path's Cephes exp, or
+does, the sigmoid gates through Eigen's logistic (eigen_compiled's sigmoid: its vector path's Cephes exp, or
 std::exp on the elements `scalar` marks, those TFLite computes on Eigen's scalar path) and tanh Eigen's.
 The float arithmetic is TFLite's: recurrent and projection products summed from zero in depth order, then
 added to their terms (the NumPy path takes BLAS's order), Eigen's logistic and tanh (the NumPy path takes
@@ -21,57 +21,20 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ..eigen_compiled import sigmoid_scalar_path, sigmoid_vector_path
 from ..jit import OPTIONS
-from .activations import EXP_C1, EXP_C2, EXP_P, LOG2E, LOGISTIC_HIGHEST, LOGISTIC_LOWEST
 from .lstm_compiled import add_products, eigen_tanh
 from .rnn_compiled import HYBRID_MATRIX, add_hybrid_product, any_nonzero, copy_rows, quantize_hidden
 
 _F32 = numba.float32
 _ZERO = np.float32(0)
-_HALF = np.float32(0.5)
 _ONE = np.float32(1)
-_P0, _P1, _P2, _P3 = EXP_P
 _EPSILON = np.float32(1e-8)  # MeanStddevNormalization's
 _I64 = numba.int64
-# 2**m for the exponents eigen_sigmoid's vector path meets: x in [-104, 16.64] gives m in [-75, 13]
-_LOWEST_POWER = -76
-_POWERS_OF_TWO = np.ldexp(np.float32(1), np.arange(_LOWEST_POWER, 16)).astype(np.float32)
 
 
 def _read(dtype, dimensions):
     return numba.types.Array(dtype, dimensions, "C", readonly=True)
-
-
-@numba.njit(inline="always", **OPTIONS)
-def _sigmoid_vector_path(x):
-    """Eigen's vector-path logistic of one finite float32, without branches (so that a loop of it
-    vectorizes): 0 below its lowest input; the exponent is computed from x clamped to that input, so that
-    the power of two it looks up is in the table."""
-    half = min(max(x, LOGISTIC_LOWEST), LOGISTIC_HIGHEST) * _HALF
-    m = np.floor(half * LOG2E + _HALF)
-    r = m * EXP_C1 + half
-    r = r + m * EXP_C2
-    r2 = r * r
-    even = r2 * _P2 + _P0
-    odd = (r2 * _P3 + _P1) * r
-    odd = (odd + even) * r2
-    odd = odd + (r + _ONE)
-    e = odd * _POWERS_OF_TWO[int(m) - _LOWEST_POWER]  # ldexp: exact, the powers are normal floats
-    e = e * e
-    return _ZERO if x < LOGISTIC_LOWEST else e / (e + _ONE)
-
-
-@numba.njit(inline="always", **OPTIONS)
-def _sigmoid_scalar_path(x):
-    """Eigen's scalar-path logistic of one finite float32: std::exp (in float64, rounded once)."""
-    e = np.float32(np.exp(np.float64(min(x, LOGISTIC_HIGHEST))))
-    return e / (e + _ONE)
-
-
-@numba.njit(inline="always", **OPTIONS)
-def eigen_sigmoid(x, scalar):
-    """activations._sigmoid on one finite float32; `scalar`: it is on Eigen's scalar path."""
-    return _sigmoid_scalar_path(x) if scalar else _sigmoid_vector_path(x)
 
 
 @numba.njit(inline="always", **OPTIONS)
@@ -81,10 +44,10 @@ def _sigmoid_row(gates, at, n, scalar, saved):
     for j in range(n):
         saved[j] = gates[at + j]
     for j in range(n):
-        gates[at + j] = _sigmoid_vector_path(saved[j])
+        gates[at + j] = sigmoid_vector_path(saved[j])
     for j in range(n):
         if scalar[at + j]:
-            gates[at + j] = _sigmoid_scalar_path(saved[j])
+            gates[at + j] = sigmoid_scalar_path(saved[j])
 
 
 @numba.njit(inline="always", **OPTIONS)
