@@ -4,6 +4,7 @@ interpreters of one model share its description."""
 from __future__ import annotations
 
 import gc
+import mmap
 import os
 import weakref
 
@@ -51,6 +52,56 @@ def test_constants_view_the_mapped_file_without_a_copy(tmp_path):
         model.buffer[0] = 1  # mapped read-only
     weights = model.subgraphs[0].tensors[1].data
     assert np.shares_memory(weights, np.frombuffer(model.buffer, np.uint8))
+
+
+def _no_mmap(*args, **kwargs):
+    raise OSError("mmap is unavailable on wasm32-wasi")  # what WASI's CPython raises
+
+
+def test_a_file_that_cannot_be_mapped_is_read(tmp_path, monkeypatch):
+    """Where the platform has no mmap (WASI), model_path reads the file, as LiteRT falls back to
+    copying it; the model runs as from the mapped file."""
+    path = tmp_path / "fc.tflite"
+    path.write_bytes(fc_model())
+    monkeypatch.setattr(mmap, "mmap", _no_mmap)
+    interpreter = pytflite.Interpreter(model_path=str(path))
+    assert isinstance(interpreter.model.buffer, bytes)
+    interpreter.allocate_tensors()
+    x = np.ones([1, 512], np.float32)
+    interpreter.set_tensor(interpreter.get_input_details()[0]["index"], x)
+    interpreter.invoke()
+    np.testing.assert_array_equal(
+        interpreter.get_tensor(interpreter.get_output_details()[0]["index"]), x @ WEIGHTS.T
+    )
+
+
+def test_a_file_that_can_be_neither_mapped_nor_read_names_both_failures(tmp_path, monkeypatch):
+    path = tmp_path / "fc.tflite"
+    path.write_bytes(fc_model())
+    monkeypatch.setattr(mmap, "mmap", _no_mmap)
+    real_open = open
+
+    class Unreadable:
+        def __init__(self, file):
+            self.file = file
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.file.close()
+
+        def fileno(self):
+            return self.file.fileno()
+
+        def read(self):
+            raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr("builtins.open", lambda *a, **k: Unreadable(real_open(*a, **k)))
+    with pytest.raises(
+        ValueError, match=r"Could not open .*mmap is unavailable on wasm32-wasi; read: .*Input/output"
+    ):
+        pytflite.Interpreter(model_path=str(path))
 
 
 def test_a_mutable_buffer_is_copied_once():

@@ -1,7 +1,7 @@
 """Loading a model once for all the interpreters made from it.
 
-An Interpreter's model is a file path or a bytes object. The file is memory-mapped and the bytes are
-used as they are: constant tensors are read-only views on them (model/reader.py), so constructing an
+An Interpreter's model is a file path or a bytes object. The file is memory-mapped (read, where the
+platform has no mmap) and the bytes are used as they are: constant tensors are read-only views on them (model/reader.py), so constructing an
 interpreter reads only the model's structure, never a copy of its weights. Interpreters made from the
 same file (same device, inode, size and modification time) or the same bytes object, with the same
 limits, get the same ModelDescription: its mapping, its parsed structure and the constants kernels
@@ -29,7 +29,8 @@ _loaded: weakref.WeakValueDictionary[Hashable, ModelDescription] = weakref.WeakV
 
 
 def load_model_file(path: str | os.PathLike, limits: Limits) -> ModelDescription:
-    """The model in the file at `path`, memory-mapped; shared with the interpreters already using it."""
+    """The model in the file at `path`, memory-mapped (read into memory where it cannot be mapped);
+    shared with the interpreters already using it."""
     path = os.fspath(path)
     try:
         with open(path, "rb") as f:
@@ -37,11 +38,24 @@ def load_model_file(path: str | os.PathLike, limits: Limits) -> ModelDescription
             if status.st_size == 0:
                 raise ModelError("mmap of size 0 requested.The model allocation is null/empty")
             key = ("file", status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, limits)
-            return _shared(key, lambda: read_model(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), limits))
+            return _shared(key, lambda: read_model(_map_or_read(f), limits))
     except OSError as e:
         raise ModelError(
-            f"Could not open '{path}'.The model allocation is null/empty ({e.strerror})"
+            f"Could not open '{path}'.The model allocation is null/empty ({e.strerror or e})"
         ) from None
+
+
+def _map_or_read(f) -> mmap.mmap | bytes:
+    """The open file's bytes, memory-mapped; read into memory where the platform cannot map files
+    (WASI has no mmap: `mmap.mmap` raises OSError there), as LiteRT falls back from its MMAPAllocation
+    to a FileCopyAllocation."""
+    try:
+        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except OSError as mapping_error:
+        try:
+            return f.read()
+        except OSError as reading_error:
+            raise OSError(f"mmap: {mapping_error}; read: {reading_error}") from None
 
 
 def load_model_content(content: bytes, limits: Limits) -> ModelDescription:
