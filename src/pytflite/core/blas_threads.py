@@ -14,7 +14,7 @@ and restored by the last (`_Pinning`, under a lock), through OpenBLAS's own func
 threadpoolctl lets only the first thread that sized an OpenBLAS size it again, which would leave the
 pool of another thread's invoke unchanged. A per-thread pool (OpenBLAS on OpenMP) is sized in the invoking
 thread at each invoke. threadpoolctl finds the libraries, at the first invoke; where it sees none
-(Pyodide's NumPy, a NumPy without BLAS) there is nothing to pin. What still depends on the BLAS build and
+(Pyodide's NumPy, a NumPy without BLAS) or cannot load (a Python without ctypes) there is nothing to pin. What still depends on the BLAS build and
 the CPU is which kernel a product's shape gets: results stay within float tolerance of LiteRT, not
 bit-identical across machines or batch shapes.
 """
@@ -59,9 +59,12 @@ class _Pinning:
     def _find_pools(self) -> list[tuple[Callable, Callable]]:
         with self._lock:
             if self._shared is None:
-                from threadpoolctl import ThreadpoolController
-
-                controllers = ThreadpoolController().lib_controllers
+                try:
+                    from threadpoolctl import ThreadpoolController
+                except ImportError:  # threadpoolctl needs ctypes: a Python built without it sizes nothing
+                    controllers = []
+                else:
+                    controllers = ThreadpoolController().lib_controllers
                 self._use([_Pool(c) for c in controllers if c.user_api == "blas"])
             return self._shared
 

@@ -4,13 +4,13 @@ LiteRT decides host-dependent behaviour from these two instructions: Eigen reads
 CPUID, ruy (through the cpuinfo library) picks its kernels from CPUID feature bits and XGETBV's record of
 which register states the operating system saves. pytflite reads the same bits the same way: a few bytes
 of x86-64 machine code in an executable page, called through ctypes. Where that cannot run (another
-architecture, a 32-bit process, a system that refuses executable memory) the functions return None and
-the caller falls back to what the operating system reports.
+architecture, a 32-bit process, a system that refuses executable memory, a Python built without ctypes,
+which is loaded only here, on first use) the functions return None and the caller falls back to what the
+operating system reports.
 """
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import mmap
 import platform
@@ -25,8 +25,6 @@ _CPUID_WIN64 = "53 89c8 89d1 0fa2 418900 41895804 41894808 4189500c 5b c3"
 _XGETBV_SYSV = "89f9 0f01d0 48c1e220 4809d0 c3"
 _XGETBV_WIN64 = "0f01d0 48c1e220 4809d0 c3"
 
-_Registers = ctypes.c_uint32 * 4
-
 
 def _is_x86_64_process() -> bool:
     machine = platform.machine().lower()
@@ -36,25 +34,32 @@ def _is_x86_64_process() -> bool:
 class _Machine:
     """The two routines in one executable page, kept alive as long as the process."""
 
-    def __init__(self) -> None:
+    def __init__(self, ctypes) -> None:
         windows = sys.platform == "win32"
         cpuid = bytes.fromhex((_CPUID_WIN64 if windows else _CPUID_SYSV).replace(" ", ""))
         xgetbv = bytes.fromhex((_XGETBV_WIN64 if windows else _XGETBV_SYSV).replace(" ", ""))
         if windows:
-            self._page = self._windows_page(len(cpuid) + len(xgetbv))
+            self._page = self._windows_page(ctypes, len(cpuid) + len(xgetbv))
             ctypes.memmove(self._page, cpuid + xgetbv, len(cpuid) + len(xgetbv))
             base = self._page
         else:
             self._page = mmap.mmap(-1, mmap.PAGESIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
             self._page.write(cpuid + xgetbv)
             base = ctypes.addressof(ctypes.c_char.from_buffer(self._page))
-        self.cpuid = ctypes.CFUNCTYPE(None, ctypes.c_uint32, ctypes.c_uint32, ctypes.POINTER(_Registers))(
-            base
-        )
+        self._registers = ctypes.c_uint32 * 4
+        self._byref = ctypes.byref
+        self._cpuid = ctypes.CFUNCTYPE(
+            None, ctypes.c_uint32, ctypes.c_uint32, ctypes.POINTER(self._registers)
+        )(base)
         self.xgetbv = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_uint32)(base + len(cpuid))
 
+    def cpuid(self, leaf: int, subleaf: int) -> tuple[int, int, int, int]:
+        registers = self._registers()
+        self._cpuid(leaf, subleaf, self._byref(registers))
+        return tuple(int(r) for r in registers)  # type: ignore[return-value]
+
     @staticmethod
-    def _windows_page(size: int) -> int:
+    def _windows_page(ctypes, size: int) -> int:
         kernel32 = ctypes.windll.kernel32  # type: ignore[attr-defined]
         kernel32.VirtualAlloc.restype = ctypes.c_void_p
         kernel32.VirtualAlloc.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint32, ctypes.c_uint32)
@@ -69,7 +74,11 @@ def _machine() -> _Machine | None:
     if not _is_x86_64_process():
         return None
     try:
-        return _Machine()
+        import ctypes
+    except ImportError:  # a Python built without ctypes (or without libffi for it)
+        return None
+    try:
+        return _Machine(ctypes)
     except (OSError, ValueError, AttributeError, TypeError):
         return None
 
@@ -82,11 +91,7 @@ def available() -> bool:
 def cpuid(leaf: int, subleaf: int = 0) -> tuple[int, int, int, int] | None:
     """(eax, ebx, ecx, edx) of CPUID for `leaf`/`subleaf`, or None where it cannot run."""
     machine = _machine()
-    if machine is None:
-        return None
-    registers = _Registers()
-    machine.cpuid(leaf, subleaf, ctypes.byref(registers))
-    return tuple(int(r) for r in registers)  # type: ignore[return-value]
+    return None if machine is None else machine.cpuid(leaf, subleaf)
 
 
 def xgetbv(index: int = 0) -> int | None:

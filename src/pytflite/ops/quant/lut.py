@@ -11,13 +11,13 @@ C library's float functions (expf, tanhf, expm1f, erfcf, logf). Those are called
 math library through ctypes (a few hundred calls per table, at prepare); NumPy's float32 exp and tanh, or
 float64 results rounded to float32, differ from glibc's in the last bit for a few percent of arguments,
 which moves a table entry whenever the scaled value lies near a rounding boundary. Without a loadable C
-math library, the float64 functions rounded to float32 stand in.
+math library (or without ctypes, which is loaded only here, when a first table is built), the float64
+functions rounded to float32 stand in.
 """
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
+import functools
 import math
 from collections.abc import Callable
 
@@ -29,26 +29,31 @@ from .fixed_point import round_half_away, wrap
 FloatFunction = Callable[[np.ndarray], np.ndarray]
 
 
-def _load_libm():
-    """The C math library; where none can be found by name (Pyodide links it into the interpreter
-    itself), the process's own symbols."""
+@functools.cache
+def _libm():
+    """ctypes and the C math library; where none can be found by name (Pyodide links it into the
+    interpreter itself), the process's own symbols. None without either."""
+    try:
+        import ctypes
+        import ctypes.util
+    except ImportError:  # a Python built without ctypes
+        return None
     for path in (ctypes.util.find_library("m"), ctypes.util.find_library("c"), None):
         try:
             library = ctypes.CDLL(path)
         except (OSError, TypeError):  # TypeError: Windows has no process-wide handle
             continue
         if hasattr(library, "expf"):
-            return library
+            return ctypes, library
     return None
-
-
-_LIBM = _load_libm()
 
 
 def c_float_function(name: str) -> FloatFunction:
     """The C library's float function `name` (e.g. "tanhf") over a float32 array."""
-    function = getattr(_LIBM, name, None) if _LIBM is not None else None
+    loaded = _libm()
+    function = None if loaded is None else getattr(loaded[1], name, None)
     if function is not None:
+        ctypes = loaded[0]
         function.restype = ctypes.c_float
         function.argtypes = [ctypes.c_float]
 
