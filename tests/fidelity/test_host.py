@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 import pytflite
 from pytflite import KNOWN_PROFILES, HostProfile
-from pytflite.fidelity import cpuid
+from pytflite.fidelity import cpuid, host
 from pytflite.fidelity.host import (
     EIGEN_DEFAULT_CACHES,
     eigen_caches_from_cpuid,
@@ -100,6 +107,80 @@ def test_detect_reads_this_machine_once():
     if cpuid.available():
         assert profile.source == "cpuid" and profile.vendor and profile.eigen_caches is not None
         assert profile.eigen_caches[0] >= 8 * 1024
+
+
+@pytest.fixture
+def fresh_detection():
+    """HostProfile.detect() reads the machine anew in the test, and again (for real) after it."""
+    host._detected.cache_clear()
+    yield
+    host._detected.cache_clear()
+
+
+def test_an_unreadable_x86_cpu_is_assumed_and_said_so_once(monkeypatch, fresh_detection):
+    monkeypatch.setattr(host, "_arch", lambda: "x86")
+    monkeypatch.setattr(cpuid, "available", lambda: False)  # a 32-bit process runs no CPUID here
+    monkeypatch.setattr(host, "_os_features", lambda: None)  # and there is no /proc/cpuinfo
+    with pytest.warns(
+        RuntimeWarning, match=r"could not read this x86 CPU.*assumes: none.*experimental_host_profile"
+    ):
+        profile = HostProfile.detect()
+    assert profile.source == "assumed" and profile.features == frozenset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert HostProfile.detect() is profile  # once per process: read (and said) once
+
+
+def test_an_operating_systems_report_is_no_assumption(monkeypatch, fresh_detection):
+    monkeypatch.setattr(host, "_arch", lambda: "x86")
+    monkeypatch.setattr(cpuid, "available", lambda: False)
+    monkeypatch.setattr(host, "_os_features", lambda: frozenset({"sse4_1"}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        profile = HostProfile.detect()
+    assert profile.source == "os" and profile.features == {"sse4_1"}
+
+
+def test_pytflite_runs_on_a_python_without_ctypes(tmp_path):
+    """CPUID, the C math library's LUT functions and BLAS's thread pinning need ctypes; a Python
+    built without it (no libffi) imports pytflite and runs a quantized model on the OS's CPU report."""
+    script = tmp_path / "no_ctypes.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import builtins, sys
+            real_import = builtins.__import__
+            def no_ctypes(name, *args, **kwargs):
+                if name.split(".")[0] in ("ctypes", "_ctypes"):
+                    raise ImportError("No module named '_ctypes'")
+                return real_import(name, *args, **kwargs)
+            builtins.__import__ = no_ctypes
+            import numpy as np
+            import pytflite
+            from pytflite import BuiltinOperator as Op, TensorType as T
+            from pytflite.core.quantization import AffineQuantization
+            assert "ctypes" not in sys.modules
+            q = AffineQuantization(np.array([0.1], np.float32), np.array([3], np.int64))
+            b = pytflite.ModelBuilder()
+            x = b.add_input("x", T.INT8, [4], quantization=q)
+            y = b.add_tensor("y", T.INT8, [4], quantization=q)
+            b.add_operator(Op.TANH, [x], [y])
+            b.add_output(y)
+            interpreter = pytflite.Interpreter(model_content=b.build())
+            interpreter.allocate_tensors()
+            interpreter.set_tensor(interpreter.get_input_details()[0]["index"], np.array([-100, 0, 3, 90], np.int8))
+            interpreter.invoke()
+            print(pytflite.HostProfile.detect().source, interpreter.get_tensor(interpreter.get_output_details()[0]["index"]).tolist())
+            """
+        )
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(pytflite.__file__).parents[1]), "PYTFLITE_JIT": "0"}
+    result = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    source, values = result.stdout.split(maxsplit=1)
+    assert source in ("os", "assumed") and len(eval(values)) == 4
 
 
 def _hybrid_model() -> bytes:

@@ -21,6 +21,7 @@ import functools
 import os
 import platform
 import sys
+import warnings
 from dataclasses import dataclass, field
 
 from . import cpuid as _cpuid
@@ -249,8 +250,9 @@ def _os_caches() -> tuple[int, int, int] | None:
     return tuple(s if s > 0 else d for s, d in zip(sizes, EIGEN_DEFAULT_CACHES))  # type: ignore[return-value]
 
 
-def _os_features() -> frozenset[str]:
-    """The x86 feature flags Linux reports (it leaves out those whose registers it does not save)."""
+def _os_features() -> frozenset[str] | None:
+    """The x86 feature flags Linux reports (it leaves out those whose registers it does not save);
+    None where there is no report to read (no /proc, another OS)."""
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
@@ -259,7 +261,7 @@ def _os_features() -> frozenset[str]:
                     return frozenset(name for name in X86_FEATURES if name in flags)
     except OSError:
         pass
-    return frozenset()
+    return None
 
 
 def arm_features_from_hwcaps(arch: str, read) -> frozenset[str]:
@@ -311,6 +313,29 @@ def _ruy_paths_from_environment() -> int | None:
 
 @functools.cache
 def _detected() -> HostProfile:
+    profile = _read_host()
+    if profile.source == "assumed":
+        _warn_assumed(profile)
+    return profile
+
+
+def _warn_assumed(profile: HostProfile) -> None:
+    """Say once per process that the CPU could not be read, what was assumed, and how to pin a host:
+    LiteRT's host-dependent kernels (int8 rounding, float summation order) follow these facts."""
+    features = ", ".join(sorted(profile.features)) or "none"
+    warnings.warn(
+        f"pytflite could not read this {profile.arch} CPU's features (neither CPUID nor the operating "
+        f"system's report could be read); it assumes: {features}. Where LiteRT's results depend on the CPU, "
+        "pytflite may then "
+        "reproduce another machine's: pass Interpreter(..., experimental_host_profile=...) with a "
+        "pytflite.HostProfile of this machine or one of pytflite.KNOWN_PROFILES "
+        f"({', '.join(KNOWN_PROFILES)}) to choose.",
+        RuntimeWarning,
+        stacklevel=3,
+    )
+
+
+def _read_host() -> HostProfile:
     arch = _arch()
     ruy_paths = _ruy_paths_from_environment()
     if arch in _HWCAP_BITS:
@@ -331,14 +356,14 @@ def _detected() -> HostProfile:
             "cpuid",
             ruy_paths,
         )
-    caches = _os_caches()
+    caches, features = _os_caches(), _os_features()
     return HostProfile(
         "detected",
         arch,
         "",
-        _os_features(),
+        features or frozenset(),
         caches or EIGEN_DEFAULT_CACHES,
-        "os" if caches else "assumed",
+        "os" if features is not None else "assumed",
         ruy_paths,
     )
 
