@@ -8,7 +8,6 @@ Delegate objects. `interpreter.subgraphs` exposes the runtime underneath (tensor
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import importlib
 import os
@@ -190,10 +189,13 @@ class Interpreter:
         self._numberings = [TensorNumbering(s, listings.get(s.index)) for s in self._subgraphs]
 
     def __del__(self):
+        # Teardown must not raise: a kernel whose free fails leaks only its own state. It names no module
+        # global either: at interpreter shutdown they may already be None.
         for subgraph in getattr(self, "_subgraphs", ()):
-            # teardown must not raise; a kernel whose free fails leaks only its own state
-            with contextlib.suppress(Exception):
+            try:  # noqa: SIM105 (contextlib.suppress would be a module global)
                 subgraph.free()
+            except Exception:
+                pass
 
     def _with_custom_ops(self, resolver: OpResolver) -> OpResolver:
         """The resolver the model's ops are found in, asked once the model has loaded (as LiteRT runs its

@@ -4,6 +4,10 @@ inference, free at teardown; temporaries, dynamic outputs with lazy prepare, var
 from __future__ import annotations
 
 import gc
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -81,6 +85,41 @@ def test_init_once_prepare_on_allocate_and_resize_invoke_per_call_free_at_teardo
     del interpreter
     gc.collect()
     assert recorder.calls[-1] == ("free", {"scale": 2.5})
+
+
+def test_teardown_names_no_module_global(monkeypatch):
+    """At interpreter shutdown a module's globals may already be None when a live Interpreter is
+    collected: its __del__ frees the kernels without them."""
+    recorder = Recorder()
+    interpreter = interpreter_with(scale_model(), "Scale", recorder)
+    module_globals = vars(sys.modules[pytflite.Interpreter.__module__])
+    for name in [name for name in module_globals if not name.startswith("__")]:
+        monkeypatch.setitem(module_globals, name, None)
+    interpreter.__del__()
+    assert recorder.calls[-1] == ("free", {"scale": 2.5})
+
+
+def test_an_interpreter_alive_at_exit_tears_down_silently(tmp_path):
+    builder = ModelBuilder()
+    x = builder.add_input("x", T.FLOAT32, [3])
+    y = builder.add_tensor("y", T.FLOAT32, [3])
+    builder.add_operator(Op.LOGISTIC, [x], [y])
+    builder.add_output(y)
+    model = tmp_path / "logistic.tflite"
+    model.write_bytes(builder.build())
+    script = tmp_path / "alive_at_exit.py"
+    script.write_text(
+        "import pytflite\n"
+        f"interpreter = pytflite.Interpreter(model_path={str(model)!r})\n"
+        "interpreter.allocate_tensors()\n"
+        "cycle = [interpreter]\n"
+        "cycle.append(cycle)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(pytflite.__file__).parents[1])}
+    result = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert result.returncode == 0 and result.stderr == "", result.stderr
 
 
 def test_builtin_init_receives_typed_options_and_node_sees_builtin_data():
