@@ -147,7 +147,9 @@ def _plan_separable(
     else:
         counts = np.repeat(rows[:, None] * cols[None, :], channels, axis=1)  # [OH, OW*C]
         dtype = np.float32 if state.sum_type is None else storage_dtype(state.sum_type)
-        count, half = counts.astype(dtype), (counts // 2).astype(dtype)
+        # counts >= 1: half by a shift (numpy 1.24's AVX-512 int32 floor_divide by a scalar, as Debian's
+        # i386 build runs it, returns the dividend for arrays of 16 or more)
+        count, half = counts.astype(dtype), (counts >> 1).astype(dtype)
     planned = dataclasses.replace(
         state,
         staging=plan,
