@@ -255,6 +255,7 @@ def collect(job: dict) -> tuple[Outputs, dict]:
         "errors": {},
         "analyze": {},
         "models": [],
+        "python": sys.version.split()[0],
         "numpy": np.__version__,
         "intp": np.dtype(np.intp).name,
         "host": pytflite.HostProfile.detect().describe(),

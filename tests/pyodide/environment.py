@@ -99,7 +99,7 @@ def _locked_wheels(lock: dict, cache: Path) -> Path:
     return packages
 
 
-def _pure_wheels(cache: Path) -> tuple[Path, ...]:
+def pure_wheels(cache: Path) -> tuple[Path, ...]:
     folder = cache / "wheels"
     pins = {name: importlib.metadata.version(name) for name in PURE_WHEELS}
     found = {name: sorted(folder.glob(f"{name}-{version}-*-none-any.whl")) for name, version in pins.items()}
@@ -122,7 +122,7 @@ def prepare(cache: Path = CACHE) -> Setup:
     lock = json.loads((package / "pyodide-lock.json").read_text())
     if lock["info"]["version"] != PYODIDE_VERSION:
         raise Unavailable(f"{package} is Pyodide {lock['info']['version']}, not {PYODIDE_VERSION}")
-    return Setup(package / "pyodide.mjs", _locked_wheels(lock, cache), _pure_wheels(cache))
+    return Setup(package / "pyodide.mjs", _locked_wheels(lock, cache), pure_wheels(cache))
 
 
 def run_driver(setup: Setup, job: dict, folder: Path, mounts: list[Path], timeout: float = 900) -> None:
