@@ -312,3 +312,75 @@ def test_scratch_over_the_limit_is_refused_before_it_is_allocated(op):
     finally:
         tracemalloc.stop()
     assert peak < SMALL.max_bytes, f"{peak} bytes allocated before the refusal"
+
+
+# --- compiled kernels on a constant input (a node folded in prepare reads the model's read-only arrays) ---
+
+_INT8 = AffineQuantization(np.array([0.05], np.float32), np.array([2], np.int64))
+
+
+def _constant_input_model(op: Op, constant: bool, hybrid_neighbour: bool, units: int) -> bytes:
+    """`op` on x [1, 5, 5, 4] (a model constant, or an input fed the same values) to `units` channels,
+    then y + z, z an input (fed 0); with `hybrid_neighbour`, a hybrid FULLY_CONNECTED elsewhere puts the
+    subgraph in exact-summation mode (the exact float CONV_2D's compiled loops: along the channels, or
+    for few channels along the pixels)."""
+    rng = np.random.default_rng(61890)
+    values = rng.standard_normal([1, 5, 5, 4]).astype(np.float32)
+    b = ModelBuilder()
+    x = b.add_constant("x", values) if constant else b.add_input("x", T.FLOAT32, [1, 5, 5, 4])
+    out_channels = units
+    if op == Op.FULLY_CONNECTED:  # hybrid: float input, int8 weights
+        flat = b.add_tensor("flat", T.FLOAT32, [25, 4])
+        b.add_operator(Op.RESHAPE, [x, b.add_constant("shape", np.array([25, 4], np.int32))], [flat])
+        w = b.add_constant("w", rng.integers(-127, 128, [units, 4]).astype(np.int8), quantization=_INT8)
+        y = b.add_tensor("y", T.FLOAT32, [25, units])
+        bias = b.add_constant("bias", np.ones(units, np.float32))
+        b.add_operator(op, [flat, w, bias], [y], {"asymmetric_quantize_inputs": True}, version=3)
+        shape = [25, units]
+    else:
+        w_shape = [1, 3, 3, 4] if op == Op.DEPTHWISE_CONV_2D else [units, 3, 3, 4]
+        w = b.add_constant("w", rng.standard_normal(w_shape).astype(np.float32))
+        bias = b.add_constant("bias", rng.standard_normal([out_channels]).astype(np.float32))
+        y = b.add_tensor("y", T.FLOAT32, [1, 5, 5, out_channels])
+        options = {"padding": "SAME", "stride_h": 1, "stride_w": 1}
+        if op == Op.DEPTHWISE_CONV_2D:
+            options["depth_multiplier"] = 1
+        b.add_operator(op, [x, w, bias], [y], options)
+        shape = [1, 5, 5, out_channels]
+    z = b.add_input("z", T.FLOAT32, [1])
+    out = b.add_tensor("out", T.FLOAT32, shape)
+    b.add_operator(Op.ADD, [y, z], [out])
+    b.add_output(out)
+    if hybrid_neighbour:
+        u = b.add_input("u", T.FLOAT32, [1, 4])
+        w = b.add_constant("w2", rng.integers(-127, 128, [2, 4]).astype(np.int8), quantization=_INT8)
+        v = b.add_tensor("v", T.FLOAT32, [1, 2])
+        b.add_operator(Op.FULLY_CONNECTED, [u, w, -1], [v], version=3)
+        b.add_output(v)
+    return b.build(), values
+
+
+@pytest.mark.parametrize(
+    "op, hybrid_neighbour, units",
+    [
+        (Op.FULLY_CONNECTED, False, 3),
+        (Op.DEPTHWISE_CONV_2D, False, 4),
+        (Op.DEPTHWISE_CONV_2D, True, 4),
+        (Op.CONV_2D, True, 8),
+        (Op.CONV_2D, True, 32),
+    ],
+    ids=["hybrid_fully_connected", "depthwise", "depthwise_exact", "conv_exact_by_pixels", "conv_exact"],
+)
+def test_a_node_folded_on_a_constant_input_computes_what_it_computes_at_invoke(
+    op, hybrid_neighbour, units, kernels
+):
+    """Seed 11, case 61890: folding a hybrid FULLY_CONNECTED called its compiled row quantizer with the
+    model's read-only input, a signature it lacked (a numba TypeError); the compiled depthwise and exact
+    CONV_2D loops had the same gap. Folded, each gives what it gives on the same values as an input."""
+    constant_model, values = _constant_input_model(op, True, hybrid_neighbour, units)
+    input_model, _ = _constant_input_model(op, False, hybrid_neighbour, units)
+    extra = [np.ones([1, 4], np.float32)] if hybrid_neighbour else []
+    folded = run(constant_model, [np.zeros(1, np.float32), *extra])
+    invoked = run(input_model, [values, np.zeros(1, np.float32), *extra])
+    for a, b in zip(folded, invoked, strict=True):
+        np.testing.assert_array_equal(a, b)

@@ -18,8 +18,8 @@ _I64 = numba.int64
 
 
 _IMAGE = _F32[:, :, :, ::1]  # x [N, H, W, C], out [N, OH, OW, O]
+_INPUTS = (numba.types.Array(_F32, 4, "C", readonly=True), _IMAGE)  # x read-only where a constant (folded)
 _OPERANDS = (
-    _IMAGE,  # x
     numba.types.Array(_F32, 2, "C", readonly=True),  # weights [KH * KW * C, O]
     numba.types.UniTuple(_I64, 2),  # kernel height, width
     numba.types.UniTuple(_I64, 6),  # stride h, w, dilation h, w, pad top, left
@@ -39,7 +39,7 @@ def _tap(image, geometry, oh, ow, i, j):
     return image[min(max(r, 0), height - 1), min(max(column, 0), width - 1)], inside
 
 
-@numba.njit(numba.void(*_OPERANDS, _IMAGE), **OPTIONS)
+@numba.njit([numba.void(x, *_OPERANDS, _IMAGE) for x in _INPUTS], **OPTIONS)
 def conv_float(x, weights, kernel, geometry, bias, out):
     batches, _, _, channels = x.shape
     _, out_height, out_width, units = out.shape
@@ -96,7 +96,7 @@ def _lay_out_windows(x, kernel, geometry, columns, out_height, out_width):
 
 
 # its scratch: the windows [KH * KW * C, pixels], the sums [O, pixels]
-@numba.njit(numba.void(*_OPERANDS, _F32[:, ::1], _F32[:, ::1], _IMAGE), **OPTIONS)
+@numba.njit([numba.void(x, *_OPERANDS, _F32[:, ::1], _F32[:, ::1], _IMAGE) for x in _INPUTS], **OPTIONS)
 def conv_float_by_pixels(x, weights, kernel, geometry, bias, columns, sums, out):
     """conv_float's sums for few output channels: the windows laid out as rows of pixels, each output
     channel's sums then taken along whole rows (vectorized over the pixels, where conv_float's loop runs

@@ -29,9 +29,9 @@ def _signatures():
     for storage in (numba.int8, numba.uint8):
         for sums in (numba.float32, numba.float64):
             weights = numba.types.Array(sums, 3, "C", readonly=True)
-            found.append(
+            found.extend(
                 numba.void(
-                    storage[:, :, :, ::1],  # x [N, H, W, C_in]
+                    image,  # x [N, H, W, C_in]
                     _I64,  # its zero point
                     weights,  # [KH, KW, OW * C]: each tap's weights tiled over an output row
                     numba.types.UniTuple(_I64, 6),  # stride h, w, dilation h, w, pad top, left
@@ -41,8 +41,14 @@ def _signatures():
                     numba.types.UniTuple(_I64, 3),  # lifted bounds and the lift
                     storage[:, :, :, ::1],  # out [N, OH, OW, C]
                 )
+                for image in _images(storage)
             )
     return found
+
+
+def _images(element):
+    """The input image's types: read-only where it is a model constant (a node folded in prepare)."""
+    return numba.types.Array(element, 4, "C", readonly=True), element[:, :, :, ::1]
 
 
 @numba.njit(inline="always", **OPTIONS)
@@ -123,8 +129,10 @@ def _float_signatures():
     constant = numba.types.Array(numba.float32, 1, "C", readonly=True)
     weights = numba.types.Array(numba.float32, 3, "C", readonly=True)
     geometry = numba.types.UniTuple(_I64, 6)
-    image = numba.float32[:, :, :, ::1]
-    return [numba.void(image, weights, geometry, constant, numba.boolean, image)]
+    out = numba.float32[:, :, :, ::1]
+    return [
+        numba.void(image, weights, geometry, constant, numba.boolean, out) for image in _images(numba.float32)
+    ]
 
 
 @numba.njit(_float_signatures(), **OPTIONS)

@@ -42,8 +42,12 @@ def _float_of(key, scratch):
     return scratch.view(np.float32)[0]
 
 
+# the values quantized: a kernel's input, read-only where it is a model constant (as when folding)
+_VALUES = (numba.types.Array(_F32, 2, "C", readonly=True), _F32[:, ::1])
+
+
 @numba.njit(
-    numba.boolean(_F32[:, ::1], _F32[:, ::1], _F32[:], numba.int64[:], numba.boolean),
+    [numba.boolean(values, _F32[:, ::1], _F32[:], numba.int64[:], numba.boolean) for values in _VALUES],
     **OPTIONS,
 )
 def quantize_rows_asymmetric(values, out, scales, zero_points, centered):
@@ -112,15 +116,18 @@ def quantize_rows_asymmetric(values, out, scales, zero_points, centered):
 
 
 @numba.njit(
-    numba.boolean(
-        _F32[:, ::1],
-        _F32[:, ::1],
-        _F32[::1],
-        numba.int64[::1],
-        numba.boolean,
-        numba.types.Array(_F32, 1, "C", readonly=True),
-        _F32[:, ::1],
-    ),
+    [
+        numba.boolean(
+            values,
+            _F32[:, ::1],
+            _F32[::1],
+            numba.int64[::1],
+            numba.boolean,
+            numba.types.Array(_F32, 1, "C", readonly=True),
+            _F32[:, ::1],
+        )
+        for values in _VALUES
+    ],
     **OPTIONS,
 )
 def quantize_rows_with_factors(values, out, scales, zero_points, centered, channel_scales, factors):
