@@ -384,3 +384,46 @@ def test_a_node_folded_on_a_constant_input_computes_what_it_computes_at_invoke(
     invoked = run(input_model, [values, np.zeros(1, np.float32), *extra])
     for a, b in zip(folded, invoked, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+# --- quantization parameters out of range -------------------------------------------------------------
+
+
+def _int8_fully_connected(input_zero_point: int, depth: int = 48) -> bytes:
+    rng = np.random.default_rng(73711)
+    b = ModelBuilder()
+    q_in = AffineQuantization(np.array([0.5], np.float32), np.array([input_zero_point], np.int64))
+    q_w = AffineQuantization(np.array([0.002], np.float32), np.array([0], np.int64))
+    q_out = AffineQuantization(np.array([2.0], np.float32), np.array([-128], np.int64))
+    x = b.add_input("x", T.INT8, [1, depth], quantization=q_in)
+    w = b.add_constant("w", rng.integers(-127, 128, [20, depth]).astype(np.int8), quantization=q_w)
+    y = b.add_tensor("y", T.INT8, [1, 20], quantization=q_out)
+    b.add_operator(Op.FULLY_CONNECTED, [x, w, -1], [y], version=4)
+    b.add_output(y)
+    return b.build()
+
+
+def test_a_zero_point_beyond_int32_is_wrapped_as_litert_holds_it():
+    """Seed 11, case 73711: an input zero point of 2**56 + 12 made FULLY_CONNECTED's prepare raise a bare
+    OverflowError (its exact-integer bound). LiteRT keeps zero points in C ints: the model runs as
+    with zero point 12 (which LiteRT itself runs: compared)."""
+    x = np.arange(-24, 24, dtype=np.int8).reshape(1, 48)
+    wrapped, plain = _int8_fully_connected((1 << 56) + 12), _int8_fully_connected(12)
+    interpreter = pytflite.Interpreter(model_content=wrapped)
+    assert interpreter.get_input_details()[0]["quantization_parameters"]["zero_points"].tolist() == [12]
+    np.testing.assert_array_equal(run(wrapped, [x])[0], run(plain, [x])[0])
+    litert = pytest.importorskip("ai_edge_litert.interpreter")
+    reference = litert.Interpreter(
+        model_content=plain,
+        experimental_op_resolver_type=litert.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
+    )
+    reference.allocate_tensors()
+    reference.set_tensor(reference.get_input_details()[0]["index"], x)
+    reference.invoke()
+    np.testing.assert_array_equal(
+        run(wrapped, [x])[0], reference.get_tensor(reference.get_output_details()[0]["index"])
+    )
+
+
+def test_integer_sums_past_float64s_exact_range_are_refused_by_a_check():
+    refused(_int8_fully_connected((1 << 31) - 1, depth=1 << 15), r"past float64's exact integers \(2\*\*53\)")

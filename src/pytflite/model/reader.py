@@ -240,6 +240,16 @@ def _check_constant_size(label: str, tensor_type: TensorType, shape: Sequence[in
     return needed
 
 
+def _as_int32_values(values: np.ndarray) -> np.ndarray:
+    """The file's int64 zero points as LiteRT holds them: in C ints (TfLiteAffineQuantization), a value
+    outside int32 wrapped to its low 32 bits (the array itself where none is)."""
+    if values.size == 0 or (values.min() >= -(1 << 31) and values.max() < 1 << 31):
+        return values
+    wrapped = values.astype(np.int32).astype(np.int64)  # two's complement: the low 32 bits
+    wrapped.flags.writeable = False
+    return wrapped
+
+
 def _op_name(builtin_code: int, custom_code: str | None) -> str:
     if builtin_code == BuiltinOperator.CUSTOM:
         return custom_code or "CUSTOM"
@@ -479,7 +489,7 @@ class _ModelReader:
             return None
         if not zero_points:
             raise ModelError(f"{label}: Quantization parameters has non-null scale but null zero_point.")
-        zero_points = array_at(params, zero_points, _INT64, "zero_point")
+        zero_points = _as_int32_values(array_at(params, zero_points, _INT64, "zero_point"))
         if zero_points.size != scales.size:
             raise ModelError(
                 f"{label}: QuantizationParam has {zero_points.size} zero_point values and {scales.size} scale "

@@ -44,12 +44,15 @@ _FLOAT64_EXACT = 1 << 53
 
 def exact_float_type(bound: int) -> np.dtype:
     """The float type whose BLAS sums integers of magnitude up to `bound` exactly (float32 when every
-    partial sum stays below 2**24, else float64 up to 2**53)."""
+    partial sum stays below 2**24, else float64 up to 2**53); a KernelError past that."""
     if bound < _FLOAT32_EXACT:
         return np.dtype(np.float32)
-    if bound < _FLOAT64_EXACT:
-        return np.dtype(np.float64)
-    raise OverflowError(f"integer sums up to {bound} are not exact in float64")
+    ensure(
+        bound < _FLOAT64_EXACT,
+        f"integer sums up to {bound} are past float64's exact integers (2**53): the quantization parameters "
+        "(zero points) are too large for pytflite's exact integer products",
+    )
+    return np.dtype(np.float64)
 
 
 def simd_requantizer(multiplier, shift) -> Requantizer:
