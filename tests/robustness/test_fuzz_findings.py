@@ -427,3 +427,26 @@ def test_a_zero_point_beyond_int32_is_wrapped_as_litert_holds_it():
 
 def test_integer_sums_past_float64s_exact_range_are_refused_by_a_check():
     refused(_int8_fully_connected((1 << 31) - 1, depth=1 << 15), r"past float64's exact integers \(2\*\*53\)")
+
+
+def _assign_without_value() -> bytes:
+    b = ModelBuilder()
+    handle = b.add_tensor("handle", T.RESOURCE, [1])
+    b.add_operator(Op.VAR_HANDLE, [], [handle], {"container": "", "shared_name": "v"})
+    b.add_operator(Op.ASSIGN_VARIABLE, [handle, -1], [])
+    value = b.add_tensor("value", T.FLOAT32, [2])
+    b.add_operator(Op.READ_VARIABLE, [handle], [value])
+    b.add_output(value)
+    return b.build()
+
+
+def test_assign_variable_without_a_value_is_refused_at_prepare():
+    """Seed 11, case 94877: an ASSIGN_VARIABLE whose value input is optional (-1) stored a variable of no
+    type, and the READ_VARIABLE after it failed with an AttributeError. Its prepare refuses the missing
+    value, as TFLite's GetInputSafe does (LiteRT refuses this model too)."""
+    refused(_assign_without_value(), "Tensor at index 1 was optional but was expected")
+    litert = pytest.importorskip("ai_edge_litert.interpreter")
+    with pytest.raises(RuntimeError):
+        reference = litert.Interpreter(model_content=_assign_without_value())
+        reference.allocate_tensors()
+        reference.invoke()

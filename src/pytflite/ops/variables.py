@@ -81,6 +81,7 @@ def read_variable_invoke(context, node):
 def assign_variable_prepare(context, node):
     check_arity(node, 2, outputs=0)
     _check_handle(context, node)
+    input_tensor(context, node, 1)  # the value: present (TFLite's GetInputSafe refuses an optional one)
 
 
 def assign_variable_invoke(context, node):
