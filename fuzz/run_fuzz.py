@@ -1,6 +1,7 @@
 """The long fuzz job: run N hostile-model cases across worker processes and report the figures.
 
     .venv/bin/python fuzz/run_fuzz.py --cases 100000 --workers 2          # the reliability figures
+    .venv/bin/python fuzz/run_fuzz.py --cases 100000 --seeds 1-10         # the same for each of 10 seeds
     .venv/bin/python fuzz/run_fuzz.py --replay 12345 --seed 0 --out case.tflite   # rebuild one case
 
 Each worker runs its share of case numbers in-process (construct + allocate + random inputs + invoke,
@@ -151,6 +152,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--first", type=int, default=0, help="first case number (to resume a run)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--seeds", type=_seed_list, help="run --cases cases for each of these seeds: 1-10, or 3,7,11"
+    )
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds per case before it is a hang")
     parser.add_argument("--memory-mb", type=int, default=1024, help="address-space limit per worker")
     parser.add_argument("--progress", type=float, default=30.0, help="seconds between progress lines")
@@ -169,15 +173,57 @@ def main(argv: list[str] | None = None) -> int:
             f"case {args.replay} ({label}, {len(model)} bytes): {outcome.kind} at {outcome.stage}\n{outcome.detail}"
         )
         return 0 if outcome.kind in ("ok", "rejected") else 1
-    summary = run(args)
+    seeds = args.seeds or [args.seed]
+    runs = []
+    for seed in seeds:
+        args.seed = seed
+        runs.append(run(args))
+        if len(seeds) > 1:
+            outcome = {k: runs[-1][k] for k in ("cases_run", "crashes", "hangs", "process_deaths", "seconds")}
+            print(f"seed {seed}: {outcome}", flush=True)
+    summary = runs[0] if len(runs) == 1 else _over_seeds(runs)
     Path(args.json).write_text(json.dumps(summary, indent=1))
-    shown = {k: v for k, v in summary.items() if k != "problems"}
+    shown = {k: v for k, v in summary.items() if k not in ("problems", "per_seed")}
     print(json.dumps(shown, indent=1))
     for problem in summary["problems"][:20]:
         print(
-            f"--- case {problem['case']} ({problem['label']}): {problem['kind']}\n{problem.get('detail', '')}"
+            f"--- seed {problem.get('seed', args.seed)} case {problem['case']} ({problem['label']}): "
+            f"{problem['kind']}\n{problem.get('detail', '')}"
         )
     return 0 if not (summary["crashes"] or summary["hangs"] or summary["process_deaths"]) else 1
+
+
+def _seed_list(text: str) -> list[int]:
+    """ "1-10" or "3,7,11" (or both: "1-3,9")."""
+    seeds = []
+    for part in text.split(","):
+        first, _, last = part.partition("-")
+        seeds.extend(range(int(first), int(last or first) + 1))
+    return seeds
+
+
+def _over_seeds(runs: list[dict]) -> dict:
+    """One summary of several seeds' runs: totals, each seed's own, every problem tagged with its seed."""
+    totals: Counter = Counter()
+    for summary in runs:
+        totals.update(summary["outcomes"])
+    return {
+        "command": runs[0]["command"],
+        "seeds": [summary["seed"] for summary in runs],
+        "cases_run": sum(summary["cases_run"] for summary in runs),
+        "outcomes": dict(totals),
+        "crashes": sum(summary["crashes"] for summary in runs),
+        "hangs": sum(summary["hangs"] for summary in runs),
+        "process_deaths": sum(summary["process_deaths"] for summary in runs),
+        "max_rss_mib": max(summary["max_rss_mib"] for summary in runs),
+        "seconds": round(sum(summary["seconds"] for summary in runs), 1),
+        "workers": runs[0]["workers"],
+        "per_case_timeout_s": runs[0]["per_case_timeout_s"],
+        "per_seed": [{k: v for k, v in summary.items() if k != "problems"} for summary in runs],
+        "problems": [
+            {**problem, "seed": summary["seed"]} for summary in runs for problem in summary["problems"]
+        ],
+    }
 
 
 if __name__ == "__main__":
