@@ -244,7 +244,7 @@ def _apt_options(folder: Path, architecture: str) -> list[str]:
 def _apt(folder: Path, architecture: str) -> list[str]:
     """apt-get's options for `architecture`, its lists fetched once."""
     if shutil.which("apt-get") is None:
-        raise Unavailable("apt-get not found: the ARM userlands are built from Debian's archive")
+        raise Unavailable("apt-get not found: the Debian userlands are built from Debian's archive")
     options = _apt_options(folder, architecture)
     if not (folder / "lists" / ".updated").exists():
         _write_sources(folder / "etc")
@@ -305,9 +305,9 @@ def _relative_symlinks(root: Path) -> None:
                     link.symlink_to(os.path.relpath(root / target.lstrip("/"), link.parent))
 
 
-def _alternatives(root: Path, arch: Arch) -> None:
+def _alternatives(root: Path, triplet: str) -> None:
     """What libblas3's and liblapack3's postinst do with update-alternatives."""
-    lib = root / "usr" / "lib" / arch.triplet
+    lib = root / "usr" / "lib" / triplet
     for name in ("blas", "lapack"):
         link = lib / f"lib{name}.so.3"
         if not (lib / name / f"lib{name}.so.3").exists():
@@ -342,29 +342,34 @@ def _write_cpuinfo(root: Path, arch: Arch) -> None:
 
 
 def _root(arch: Arch, cache: Path) -> Path:
-    folder = cache / arch.name
+    root = userland(cache / arch.name, arch.debian, arch.triplet)
+    _write_cpuinfo(root, arch)
+    return root
+
+
+def userland(folder: Path, debian: str, triplet: str) -> Path:
+    """folder/root: PACKAGES and their closure for Debian's `debian` architecture (multiarch folder
+    `triplet`), unpacked once (the ARM userlands, and tests/platforms/i386.py's, which runs natively)."""
     root = folder / "root"
     marker = root / ".pytflite-root.json"
     if marker.exists() and json.loads(marker.read_text()).get("format") == _ROOT_FORMAT:
-        _write_cpuinfo(root, arch)
         return root
     if shutil.which("dpkg") is None:
-        raise Unavailable("dpkg not found: the ARM userlands are unpacked with dpkg -x")
-    options = _apt(folder / "apt", arch.debian)
+        raise Unavailable("dpkg not found: the Debian userlands are unpacked with dpkg -x")
+    options = _apt(folder / "apt", debian)
     wanted = _closure(options, PACKAGES)
     names = {package for package, _ in wanted}
     missing = [p for p in PACKAGES if p not in names]
     if missing:
-        raise Unavailable(f"apt did not resolve {missing} for {arch.debian}")
-    debs = _download(options, wanted, folder / "debs", arch.debian)
+        raise Unavailable(f"apt did not resolve {missing} for {debian}")
+    debs = _download(options, wanted, folder / "debs", debian)
     if root.exists():
         shutil.rmtree(root)
     root.mkdir(parents=True)
     for deb in debs:
         call(["dpkg", "-x", str(deb), str(root)], f"dpkg -x {deb.name}")
     _relative_symlinks(root)
-    _alternatives(root, arch)
-    _write_cpuinfo(root, arch)
+    _alternatives(root, triplet)
     marker.write_text(
         json.dumps({"format": _ROOT_FORMAT, "packages": [f"{p}={v}" for p, v in wanted]}, indent=1)
     )

@@ -1,3 +1,3 @@
 """Platforms without LiteRT wheels, each running the Pyodide check's job (tests/pyodide/driver.py) to be
-compared with the native run by tests/pyodide/check.py: WASI (wasi.py) and free-threaded CPython
-(freethreaded.py). `python -m tests.platforms` runs them all and prints the README's Platforms table."""
+compared with the native run by tests/pyodide/check.py: WASI (wasi.py), 32-bit x86 (i386.py) and
+free-threaded CPython (freethreaded.py). `python -m tests.platforms` runs them all (.ci/run does)."""

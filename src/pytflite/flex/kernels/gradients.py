@@ -187,8 +187,10 @@ def _max_pool_grad(node: TfNode, orig_input, orig_output, grad):
         window = orig_input[:, rows.start : rows.stop, cols.start : cols.stop, :]
         flat = window.reshape(window.shape[0], -1, window.shape[3])
         first = np.argmax(flat, axis=1)  # the first of equal maxima, as TF's scan keeps it
-        at_row = rows.start + first // len(cols)
-        at_col = cols.start + first % len(cols)
+        # (unravel_index, not first // len(cols): Debian i386's numpy 1.24 AVX-512 int32 floor_divide by
+        # a scalar returns the dividend for 16 or more elements)
+        window_row, window_col = np.unravel_index(first, (len(rows), len(cols)))
+        at_row, at_col = rows.start + window_row, cols.start + window_col
         np.add.at(result, (batch, at_row, at_col, channels), grad[:, row, col, :])
     return result.astype(orig_input.dtype)
 
