@@ -18,6 +18,7 @@ from pytflite import TensorType as T
 from pytflite.core.quantization import AffineQuantization
 from pytflite.model.builder import ModelBuilder
 from pytflite.model.options import options_class, read_options
+from tests.oracle import CORPUS
 
 # a broken loop fails on the iteration limit rather than running forever
 BOUNDED = pytflite.Limits(max_while_iterations=100)
@@ -450,3 +451,37 @@ def test_assign_variable_without_a_value_is_refused_at_prepare():
         reference = litert.Interpreter(model_content=_assign_without_value())
         reference.allocate_tensors()
         reference.invoke()
+
+
+# --- found by seeds 1-10 (1,000,000 cases) --------------------------------------------------------------
+
+_GRU_CASES = [(2, 69764), (2, 90991), (6, 91579), (7, 76065), (7, 41329), (8, 51215), (10, 56216)]
+
+
+@pytest.mark.parametrize("seed, case", _GRU_CASES, ids=[f"seed{s}-case{c}" for s, c in _GRU_CASES])
+def test_a_while_loop_rerun_unfused_fails_with_its_own_error(seed, case):
+    """Mutated gru models: the WHILE's fused row write met values it was not specialized for (the
+    internal Respecialize signal), and the unfused rerun then failed in a body kernel (SLICE,
+    CONCATENATION, the iteration limit) - raised inside the `except Respecialize`, so the signal hung in
+    the error's context as a non-pytflite exception. The rerun now runs after the except block."""
+    from fuzz.cases import make_case
+    from fuzz.harness import run_case_with_timeout
+
+    if not (CORPUS / "gru.tflite").exists():
+        pytest.skip(f"the public corpus (gru.tflite) is not at {CORPUS}")
+    label, model = make_case(seed, case)
+    assert label.endswith(":gru")
+    assert run_case_with_timeout(model, case, 10.0).kind in ("ok", "rejected")
+
+
+def test_stablehlo_gather_with_a_negative_index_vector_dim_is_refused():
+    """Seed 10, case 48858: index_vector_dim -1 passed LiteRT's `<= rank` check and read the indices'
+    shape at -1 (an IndexError on a rank-0 index tensor)."""
+    b = ModelBuilder()
+    operand = b.add_input("operand", T.INT32, [2])
+    indices = b.add_input("indices", T.INT64, [])
+    y = b.add_tensor("y", T.INT32, [])
+    options = {"offset_dims": [], "collapsed_slice_dims": [], "start_index_map": [1], "index_vector_dim": -1}
+    b.add_operator(Op.STABLEHLO_GATHER, [operand, indices], [y], {**options, "slice_sizes": [0]})
+    b.add_output(y)
+    refused(b.build(), "index_vector_dim -1 is negative")

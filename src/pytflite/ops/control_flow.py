@@ -373,16 +373,18 @@ def while_invoke(context, node):
     loop = node.user_data.loop
     limits = context.subgraph.limits
     limit = None if limits is None else limits.max_while_iterations  # None: unbounded, as TFLite
-    values = values_of(context, node.inputs)
+    inputs = values_of(context, node.inputs)
     try:
         bound = loop.bound()
-        if bound is not None and bound.condition.accepts(values) and bound.body.accepts(values):
-            values = bound.run(values, limit)
+        if bound is not None and bound.condition.accepts(inputs) and bound.body.accepts(inputs):
+            values = bound.run(inputs, limit)
         else:
-            values = loop.run_call_by_call(values, limit)
+            values = loop.run_call_by_call(inputs, limit)
     except Respecialize:  # a fused row write met other values: the whole loop again, unfused
+        values = None
+    if values is None:  # (outside the except: a failure of the rerun is its own, not "during" the signal)
         stop_rewriting(loop.body.target)
-        values = loop.run_call_by_call(values, limit)
+        values = loop.run_call_by_call(inputs, limit)
     write_outputs(context, node, values, loop.dynamic)
 
 

@@ -58,6 +58,7 @@ def gather_prepare(context, node):
         index_vector_dim <= len(indices.shape),
         "data->index_vector_dim <= start_indices->dims->size was not true.",
     )
+    ensure(index_vector_dim >= 0, f"STABLEHLO_GATHER: index_vector_dim {index_vector_dim} is negative")
     if index_vector_dim == len(indices.shape):  # LiteRT reads the size of an axis past the last
         raise KernelError("STABLEHLO_GATHER: index_vector_dim equal to the indices' rank is not supported")
     if indices.shape[index_vector_dim] != len(options.start_index_map):
