@@ -5,11 +5,16 @@ from __future__ import annotations
 
 import sys
 
-from tests.platforms import freethreaded, i386, wasi
+from tests.platforms import freethreaded, i386, musl, wasi
 
 if __name__ == "__main__":
     statuses = []
-    for name, check in (("wasi", wasi.main), ("i386", i386.main), ("free-threaded", freethreaded.main)):
+    for name, check in (
+        ("wasi", wasi.main),
+        ("i386", i386.main),
+        ("musl", musl.main),
+        ("free-threaded", freethreaded.main),
+    ):
         print(f"== {name}", flush=True)
         statuses.append(check())
     sys.exit(max(statuses))

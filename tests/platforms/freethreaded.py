@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from tests.oracle import CORPUS
+from tests.platforms import debian
 from tests.provisioning import Unavailable, build_pytflite_wheel, call
 from tests.pyodide import check, environment
 
@@ -37,35 +38,6 @@ CACHE = HERE / ".cache" / "freethreaded"
 REPO = HERE.parents[1]
 # the 2-thread target: within 10% of the machine's own ceiling, for models of at least this many ms
 SCALING_TOLERANCE, SCALING_FROM_MS = 0.10, 0.2
-_TRIXIE_SOURCES = "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie main\n"
-
-
-def source_tarball(cache: Path) -> Path:
-    """CPython's release tarball, as Debian trixie's python3.13 source package ships it."""
-    folder = cache / "source"
-    tarball = folder / f"python3.13_{VERSION}.orig.tar.xz"
-    if tarball.exists():
-        return tarball
-    apt = cache / "apt"
-    (apt / "lists" / "partial").mkdir(parents=True, exist_ok=True)
-    (apt / "sources.list").write_text(_TRIXIE_SOURCES)
-    options = [
-        f"-oDir::Etc::SourceList={apt / 'sources.list'}",
-        "-oDir::Etc::SourceParts=/dev/null",
-        f"-oDir::State::Lists={apt / 'lists'}",
-    ]
-    call(["apt-get", *options, "update", "-qq"], "apt-get update (trixie's source lists)")
-    folder.mkdir(parents=True, exist_ok=True)
-    call(
-        ["apt-get", *options, "source", "--download-only", "python3.13"],
-        "apt-get source python3.13",
-        cwd=folder,
-    )
-    if not tarball.exists():
-        raise Unavailable(
-            f"trixie's python3.13 source is not {VERSION}: {sorted(p.name for p in folder.iterdir())}"
-        )
-    return tarball
 
 
 def build_python(cache: Path = CACHE) -> Path:
@@ -74,7 +46,9 @@ def build_python(cache: Path = CACHE) -> Path:
     python = prefix / "bin" / "python3.13t"
     if python.exists():
         return python
-    tarball = source_tarball(cache)
+    tarball = debian.orig_tarball(cache, "python3.13")
+    if f"_{VERSION}." not in tarball.name:
+        raise Unavailable(f"trixie's python3.13 source is {tarball.name}, not {VERSION}")
     with tempfile.TemporaryDirectory(dir=cache) as build:
         with tarfile.open(tarball) as archive:
             archive.extractall(build, filter="data")
