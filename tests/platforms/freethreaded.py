@@ -28,6 +28,7 @@ from pathlib import Path
 
 from tests.oracle import CORPUS
 from tests.platforms import debian
+from tests.platforms.common import compare_with_native, run_driver
 from tests.provisioning import Unavailable, build_pytflite_wheel, call
 from tests.pyodide import check, environment
 
@@ -35,7 +36,6 @@ VERSION = "3.13.5"
 NUMPY = "numpy==2.4.6"
 HERE = Path(__file__).resolve().parent
 CACHE = HERE / ".cache" / "freethreaded"
-REPO = HERE.parents[1]
 # the 2-thread target: within 10% of the machine's own ceiling, for models of at least this many ms
 SCALING_TOLERANCE, SCALING_FROM_MS = 0.10, 0.2
 
@@ -90,17 +90,6 @@ def make_venv(python: Path, folder: Path, cache: Path = CACHE) -> Path:
 def _environment() -> dict:
     """The child's environment: the GIL left to the build (no PYTHON_GIL), no repository on the path."""
     return {k: v for k, v in os.environ.items() if k not in ("PYTHON_GIL", "PYTHONPATH")}
-
-
-def run_job(venv_python: Path, job: dict, folder: Path) -> check.Results:
-    job = {**job, "output": str(folder / "freethreaded")}
-    (folder / "job.json").write_text(json.dumps(job, indent=1))
-    driver = REPO / "tests" / "pyodide" / "driver.py"
-    command = [str(venv_python), str(driver), str(folder / "job.json")]
-    result = subprocess.run(command, capture_output=True, text=True, env=_environment(), timeout=1800)
-    if result.returncode != 0:
-        raise RuntimeError(f"the free-threaded run failed:\n{(result.stdout + result.stderr)[-8000:]}")
-    return check.read_results(folder / "freethreaded")
 
 
 def scaling(venv_python: Path, seconds: float) -> dict:
@@ -167,14 +156,12 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(dir=CACHE) as name:
         folder = Path(name)
         venv_python = make_venv(python, folder)
-        prepared = time.perf_counter()
-        job = check.make_job(folder)
-        native = check.run_native(job)
-        native_done = time.perf_counter()
-        threaded = run_job(venv_python, job, folder)
-        compared = time.perf_counter()
-    rows = check.compare(native, threaded)
-    print(check.table(rows).replace("pyodide", "3.13t"))
+
+        def run(job: dict, folder: Path) -> check.Results:
+            return run_driver([str(venv_python)], _environment(), job, folder, "3.13t")
+
+        rows, threaded, times = compare_with_native("3.13t", folder, run)
+    compared = time.perf_counter()
     report = scaling(venv_python, args.seconds)
     print(scaling_table(report))
     problems = scaling_problems(report)
@@ -186,9 +173,8 @@ def main(argv: list[str] | None = None) -> int:
         + ("met" if not shortfalls else "NOT met: " + "; ".join(shortfalls))
     )
     print(
-        f"CPython {threaded.texts['python']} free-threaded, NumPy {threaded.texts['numpy']}; prepare "
-        f"{prepared - started:.1f} s, native {native_done - prepared:.1f} s, 3.13t {compared - native_done:.1f} s, "
-        f"scaling {time.perf_counter() - compared:.1f} s"
+        f"CPython {threaded.texts['python']} free-threaded, NumPy {threaded.texts['numpy']}; {times}, "
+        f"scaling {time.perf_counter() - compared:.1f} s, {time.perf_counter() - started:.1f} s in all"
     )
     return 1 if problems or any(row.problems for row in rows) else 0
 

@@ -14,26 +14,23 @@ packages apt resolves on a private configuration, fetched with `apt-get download
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 from tests.arm.environment import userland
-from tests.platforms.site import make_site
+from tests.platforms.common import compare_with_native, make_site, run_driver
 from tests.provisioning import Unavailable
 from tests.pyodide import check
 
 HERE = Path(__file__).resolve().parent
 CACHE = HERE / ".cache" / "i386"
-REPO = HERE.parents[1]
 TRIPLET = "i386-linux-gnu"
 
 
-def command(root: Path, site: Path, *args: str) -> tuple[list[str], dict[str, str]]:
+def command(root: Path, site: Path) -> tuple[list[str], dict[str, str]]:
     """(argv, environment) running the userland's python3.11 natively: its loader with its libraries
     (BLAS and LAPACK through the alternatives' folders) ahead of the host's."""
     lib = root / "usr" / "lib" / TRIPLET
@@ -43,7 +40,6 @@ def command(root: Path, site: Path, *args: str) -> tuple[list[str], dict[str, st
         "--library-path",
         os.pathsep.join(map(str, libraries)),
         str(root / "usr" / "bin" / "python3.11"),
-        *args,
     ]
     environment = {
         "PATH": "/usr/bin:/bin",
@@ -56,16 +52,6 @@ def command(root: Path, site: Path, *args: str) -> tuple[list[str], dict[str, st
     return argv, environment
 
 
-def run_job(root: Path, site: Path, job: dict, folder: Path) -> check.Results:
-    job = {**job, "output": str(folder / "i386")}
-    (folder / "job.json").write_text(json.dumps(job, indent=1))
-    argv, env = command(root, site, str(REPO / "tests" / "pyodide" / "driver.py"), str(folder / "job.json"))
-    result = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=1800)
-    if result.returncode != 0:
-        raise RuntimeError(f"the i386 run failed:\n{(result.stdout + result.stderr)[-8000:]}")
-    return check.read_results(folder / "i386")
-
-
 def main() -> int:
     started = time.perf_counter()
     try:
@@ -75,19 +61,18 @@ def main() -> int:
         return 2
     with tempfile.TemporaryDirectory(dir=CACHE) as name:
         folder = Path(name)
-        site = make_site(folder, CACHE)
-        job = check.make_job(folder, flex=False)  # Debian's NumPy 1.24: see make_job
-        prepared = time.perf_counter()
-        native = check.run_native(job)
-        native_done = time.perf_counter()
-        emulated = run_job(root, site, job, folder)
-        done = time.perf_counter()
-    rows = check.compare(native, emulated)
-    print(check.table(rows).replace("pyodide", "i386"))
+        argv, environment = command(root, make_site(folder, CACHE))
+
+        def run(job: dict, folder: Path) -> check.Results:
+            return run_driver(argv, environment, job, folder, "i386")
+
+        rows, emulated, times = compare_with_native(
+            "i386", folder, run, flex=False
+        )  # NumPy 1.24: see make_job
     print(
         f"Debian bookworm i386: Python {emulated.texts['python']}, NumPy {emulated.texts['numpy']} "
-        f"(np.intp {emulated.texts['intp']}, host {emulated.texts['host']}); prepare {prepared - started:.1f} s, "
-        f"native {native_done - prepared:.1f} s, i386 {done - native_done:.1f} s"
+        f"(np.intp {emulated.texts['intp']}, host {emulated.texts['host']}); {times}, "
+        f"{time.perf_counter() - started:.1f} s in all"
     )
     return 1 if any(row.problems for row in rows) else 0
 

