@@ -86,11 +86,19 @@ def random_inputs(interpreter: pytflite.Interpreter, rng: np.random.Generator) -
         interpreter.set_tensor(detail["index"], value)
 
 
-def run_model(model: bytes, seed: int, limits: pytflite.Limits = FUZZ_LIMITS) -> Outcome:
-    """Load, allocate, set random inputs and invoke (twice: the second run takes the fast path)."""
+def run_model(
+    model: bytes,
+    seed: int,
+    limits: pytflite.Limits = FUZZ_LIMITS,
+    resolver: pytflite.OpResolverType = pytflite.OpResolverType.AUTO,
+) -> Outcome:
+    """Load, allocate, set random inputs and invoke (twice: the second run takes the fast path);
+    `resolver` picks the kernels (BUILTIN_REF: TFLite's reference ones)."""
     stage = "load"
     try:
-        interpreter = pytflite.Interpreter(model_content=model, limits=limits)
+        interpreter = pytflite.Interpreter(
+            model_content=model, limits=limits, experimental_op_resolver_type=resolver
+        )
         stage = "allocate"
         interpreter.allocate_tensors()
         stage = "inputs"

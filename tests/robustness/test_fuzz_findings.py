@@ -485,3 +485,43 @@ def test_stablehlo_gather_with_a_negative_index_vector_dim_is_refused():
     b.add_operator(Op.STABLEHLO_GATHER, [operand, indices], [y], {**options, "slice_sizes": [0]})
     b.add_output(y)
     refused(b.build(), "index_vector_dim -1 is negative")
+
+
+# --- found by the coverage-guided fuzzer (fuzz/guided.py) ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "suffix, content",
+    [
+        (".npy", b""),
+        (".npy", b"\x93NUMPY\x01\x00\x10\x00{'descr': '<f4', (   \n"),
+        (".npz", b"PK\x03\x04garbage"),
+    ],
+    ids=["empty_npy", "npy_header_cut", "bad_zip"],
+)
+def test_a_damaged_batch_file_is_a_batch_error_naming_it(tmp_path, suffix, content):
+    """An empty .npy made np.load raise EOFError, a cut header tokenize's TokenError, a damaged .npz
+    zipfile's BadZipFile, each out of open_source; now a BatchError naming the file."""
+    from pytflite.batch.io import open_source
+    from pytflite.batch.predictor import BatchError
+
+    path = tmp_path / f"items{suffix}"
+    path.write_bytes(content)
+    with pytest.raises(BatchError, match=f"items{suffix}: cannot read it") as caught:
+        open_source(path, ["x"])
+    assert caught.value.__cause__ is None and caught.value.__suppress_context__  # the decoder's, translated
+
+
+def test_a_damaged_png_item_is_an_item_error(tmp_path):
+    """Pillow raises SyntaxError on a broken PNG chunk: the folder reader's load names the item."""
+    from pytflite.batch.io import ItemError, open_source
+
+    (tmp_path / "a.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x81\xf7\xbc\x0f")
+    source = open_source(tmp_path, ["x"])
+    with pytest.raises(ItemError, match="a.png"):
+        source.load(source.keys[0])
+
+
+def test_custom_options_that_are_no_flexbuffer_are_a_model_error():
+    with pytest.raises(pytflite.ModelError, match="custom options are not a valid flexbuffer"):
+        pytflite.decode_custom_options(b"\xff\xff\xff")  # type 63: none of flexbuffers

@@ -12,6 +12,10 @@ A sink writes a batch at once and knows which keys are done, so a rerun resumes:
 - `NAME.parquet`: a folder of part files (one a batch, readable as one data set by pyarrow, pandas and
   Ray), a `key` column and one column an output (a fixed-shape tensor column for arrays).
 Every file is written under a temporary name and renamed, so an interrupted job leaves no half file.
+A damaged file is a BatchError (an ItemError for one item) naming it and the decoder's complaint:
+NumPy, zipfile, wave, Pillow and pyarrow each raise their own exception types on garbage (tokenize's
+TokenError from a .npy header, zipfile's BadZipFile, Pillow's SyntaxError), so the readers catch them
+all at that boundary, a MemoryError excepted.
 """
 
 from __future__ import annotations
@@ -104,8 +108,10 @@ class Source:
             return self._load(key)
         except BatchError as error:
             raise ItemError(self.describe(key), str(error)) from None
-        except (OSError, ValueError, KeyError, EOFError, wave.Error) as error:
-            raise ItemError(self.describe(key), f"cannot read it: {error}") from None
+        except MemoryError:
+            raise
+        except Exception as error:  # a decoder's own on a damaged file (see the module's docstring)
+            raise ItemError(self.describe(key), f"cannot read it: {type(error).__name__}: {error}") from None
 
 
 def open_source(path: str | os.PathLike, input_names: Sequence[str]) -> Source:
@@ -115,6 +121,15 @@ def open_source(path: str | os.PathLike, input_names: Sequence[str]) -> Source:
         return _folder_source(path, input_names)
     if not path.is_file():
         raise BatchError(f"no such input file or folder: {path}")
+    try:
+        return _file_source(path, input_names)
+    except (BatchError, MemoryError):
+        raise
+    except Exception as error:  # a decoder's own on a damaged file (see Source.load)
+        raise BatchError(f"{path}: cannot read it: {type(error).__name__}: {error}") from None
+
+
+def _file_source(path: Path, input_names: Sequence[str]) -> Source:
     suffix = path.suffix.lower()
     if suffix == ".npy":
         if len(input_names) != 1:

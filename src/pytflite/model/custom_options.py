@@ -11,15 +11,18 @@ from typing import Any
 
 from flatbuffers import flexbuffers
 
+from ..errors import ModelError
+
 
 def decode_custom_options(buffer: bytes | None) -> Any:
-    """The Python value of a flexbuffer (usually a dict); None for no options."""
+    """The Python value of a flexbuffer (usually a dict); None for no options. Bytes that are no
+    flexbuffer raise a ModelError (a ValueError): they are the model's."""
     if not buffer:
         return None
     try:
         return flexbuffers.Loads(bytes(buffer))
     except Exception as error:  # flexbuffers raises assorted errors on garbage
-        raise ValueError(
+        raise ModelError(
             f"custom options are not a valid flexbuffer ({type(error).__name__}: {error})"
         ) from None
 
