@@ -9,6 +9,7 @@ nodes, drops them and restores the plan; the subgraph is then prepared again fro
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -21,10 +22,16 @@ class PlanRewrite:
     """One subgraph's plan as it was, and the nodes a rewrite added after it."""
 
     def __init__(self, subgraph: Subgraph):
-        self.subgraph = subgraph
+        # weakly: a rewrite kept beside its subgraph (ops/row_write's table of bodies, weak in its keys)
+        # must not keep the subgraph, and so every interpreter of it, alive
+        self._subgraph = weakref.ref(subgraph)
         self.original = list(subgraph.execution_plan)
         self.first_added = len(subgraph.nodes)
         self.added: list[int] = []
+
+    @property
+    def subgraph(self) -> Subgraph:
+        return self._subgraph()
 
     def add(
         self, registration: Registration, inputs: Sequence[int], outputs: Sequence[int], builtin_data: Any
