@@ -525,3 +525,14 @@ def test_a_damaged_png_item_is_an_item_error(tmp_path):
 def test_custom_options_that_are_no_flexbuffer_are_a_model_error():
     with pytest.raises(pytflite.ModelError, match="custom options are not a valid flexbuffer"):
         pytflite.decode_custom_options(b"\xff\xff\xff")  # type 63: none of flexbuffers
+
+
+@pytest.mark.parametrize("scale", [float("nan"), 0.0, 1e-45])
+def test_a_fused_activation_bound_that_is_no_int32_is_refused_by_a_check(scale):
+    """Guided fuzzing (allocate): a quantized CONV_2D whose output scale was NaN made its RELU bound's
+    rounding raise a bare ValueError (float NaN to integer); a zero or tiny scale, an OverflowError."""
+    from pytflite.errors import KernelError
+    from pytflite.ops.quant.fixed_point import quantize_value
+
+    with pytest.raises(KernelError, match="is not an int32"):
+        quantize_value(6.0, scale, 0)

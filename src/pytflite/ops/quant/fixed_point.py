@@ -18,6 +18,7 @@ import math
 import numpy as np
 
 from ...core.types import INT32_MAX, INT32_MIN
+from ...errors import ensure
 
 
 def round_half_away(value):
@@ -133,11 +134,13 @@ def multiply_by_quantized_multiplier_int64(x: np.ndarray, multiplier, shift) -> 
 
 def quantize_value(value: float, scale: float, zero_point: int) -> int:
     """zero_point + round(value / scale) with the division in float32, as TFLite's Quantize helper."""
-    quotient = float(np.float32(value) / np.float32(scale))
-    rounded = round_half_away(quotient)
-    if not INT32_MIN <= rounded <= INT32_MAX:
-        raise OverflowError(f"{value} / {scale} does not fit in int32")
-    return zero_point + int(rounded)
+    with np.errstate(all="ignore"):  # a zero or NaN scale: refused below
+        quotient = float(np.float32(value) / np.float32(scale))
+    ensure(
+        math.isfinite(quotient) and INT32_MIN <= round_half_away(quotient) <= INT32_MAX,
+        f"{value} quantized with scale {scale} is not an int32",
+    )
+    return zero_point + int(round_half_away(quotient))
 
 
 def activation_range(activation, scale: float, zero_point: int, lowest: int, highest: int) -> tuple[int, int]:
