@@ -108,9 +108,7 @@ class Tensor:
     def set_quantization(self, quantization: AffineQuantization | BlockwiseQuantization | None) -> None:
         """Replace the quantization and keep the legacy `params` view in step with it."""
         self.quantization = quantization
-        self.params = (
-            quantization.legacy() if isinstance(quantization, AffineQuantization) else NOT_QUANTIZED
-        )
+        self.params = quantization.legacy() if isinstance(quantization, AffineQuantization) else NOT_QUANTIZED
 
     def __repr__(self) -> str:
         state = "no data" if self.data is None else self.allocation_type.name
