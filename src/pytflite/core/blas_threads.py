@@ -14,9 +14,9 @@ and restored by the last (`_Pinning`, under a lock), through OpenBLAS's own func
 threadpoolctl lets only the first thread that sized an OpenBLAS size it again, which would leave the
 pool of another thread's invoke unchanged. A per-thread pool (OpenBLAS on OpenMP) is sized in the invoking
 thread at each invoke. threadpoolctl finds the libraries, at the first invoke; where it sees none
-(Pyodide's NumPy, a NumPy without BLAS) or cannot load (a Python without ctypes) there is nothing to pin. What still depends on the BLAS build and
-the CPU is which kernel a product's shape gets: results stay within float tolerance of LiteRT, not
-bit-identical across machines or batch shapes.
+(Pyodide's NumPy, a NumPy without BLAS) or cannot load (a Python without ctypes) there is nothing to
+pin. What still depends on the BLAS build and the CPU is which kernel a product's shape gets: results
+stay within float tolerance of LiteRT, not bit-identical across machines or batch shapes.
 """
 
 from __future__ import annotations

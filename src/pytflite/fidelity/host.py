@@ -326,8 +326,7 @@ def _warn_assumed(profile: HostProfile) -> None:
     warnings.warn(
         f"pytflite could not read this {profile.arch} CPU's features (neither CPUID nor the operating "
         f"system's report could be read); it assumes: {features}. Where LiteRT's results depend on the CPU, "
-        "pytflite may then "
-        "reproduce another machine's: pass Interpreter(..., experimental_host_profile=...) with a "
+        "pytflite may then reproduce another machine's: pass Interpreter(..., experimental_host_profile=...) with a "
         "pytflite.HostProfile of this machine or one of pytflite.KNOWN_PROFILES "
         f"({', '.join(KNOWN_PROFILES)}) to choose.",
         RuntimeWarning,

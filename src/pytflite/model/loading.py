@@ -1,8 +1,9 @@
 """Loading a model once for all the interpreters made from it.
 
 An Interpreter's model is a file path or a bytes object. The file is memory-mapped (read, where the
-platform has no mmap) and the bytes are used as they are: constant tensors are read-only views on them (model/reader.py), so constructing an
-interpreter reads only the model's structure, never a copy of its weights. Interpreters made from the
+platform has no mmap) and the bytes are used as they are: constant tensors are read-only views on them
+(model/reader.py), so constructing an interpreter reads only the model's structure, never a copy of its
+weights. Interpreters made from the
 same file (same device, inode, size and modification time) or the same bytes object, with the same
 limits, get the same ModelDescription: its mapping, its parsed structure and the constants kernels
 derive from the weights (core/derived.py) are in memory once, however many interpreters use them. The

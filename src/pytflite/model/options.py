@@ -19,7 +19,7 @@ import flatbuffers
 import numpy as np
 
 from ..core.types import BuiltinOperator, TensorType
-from .flatbuffer_bounds import OFFSET, Table, TableFields, string_at, vector_at
+from .flatbuffer_bounds import OFFSET, Table, TableFields, array_at, string_at
 
 
 class Padding(enum.IntEnum):
@@ -496,8 +496,7 @@ class _OptionsReader:
         if kind == "string":
             return string_at(table, target, field.name)
         dtype = np.dtype(_SCALARS[_scalar_kind(kind[1:-1])][1]).newbyteorder("<")
-        start, length = vector_at(table, target, dtype.itemsize, field.name)
-        values = np.frombuffer(table.file.data, dtype=dtype, count=length, offset=start)
+        values = array_at(table, target, dtype, field.name)
         return values.tobytes() if kind == "[ubyte]" else tuple(values.tolist())
 
 

@@ -398,7 +398,7 @@ class _ModelReader:
             return read_options(union, union_type, table)
         except ModelError:
             raise
-        except ValueError as e:  # an unknown union type or enum value, or a NumPy view past the end
+        except ValueError as e:  # an unknown union type or enum value
             raise ModelError(f"Invalid builtin options of {where}: {e}") from None
 
     def _custom_options(self, op: Table, target: int, large_offset: int, large_size: int, where: str):

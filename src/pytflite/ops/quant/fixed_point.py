@@ -136,11 +136,12 @@ def quantize_value(value: float, scale: float, zero_point: int) -> int:
     """zero_point + round(value / scale) with the division in float32, as TFLite's Quantize helper."""
     with np.errstate(all="ignore"):  # a zero or NaN scale: refused below
         quotient = float(np.float32(value) / np.float32(scale))
+    rounded = round_half_away(quotient) if math.isfinite(quotient) else None
     ensure(
-        math.isfinite(quotient) and INT32_MIN <= round_half_away(quotient) <= INT32_MAX,
+        rounded is not None and INT32_MIN <= rounded <= INT32_MAX,
         f"{value} quantized with scale {scale} is not an int32",
     )
-    return zero_point + int(round_half_away(quotient))
+    return zero_point + int(rounded)
 
 
 def activation_range(activation, scale: float, zero_point: int, lowest: int, highest: int) -> tuple[int, int]:
